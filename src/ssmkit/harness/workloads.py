@@ -3,9 +3,9 @@
 Granite workloads (``ssmkit/granite/workloads.json``, format in ARCHITECTURE.md / COMMON.md), one JSON list of
   ``{"name", "kind": "prefill"|"decode", "batch", "lengths": [per-row real lengths] (prefill),
      "prefix": int, "steps": int (decode), "seed", "purpose": "correctness"|"bench"}``
-with padding on the left. Optional field ``"continue": [L1, L2, ...]`` (prefill only): after the prefill, run
-multi-token continuations of those lengths from the cache (spec §3.2, 5.17 semantics); all rows are full length
-in a continuation. Unknown fields are kept in ``Workload.extra``.
+with padding on the left. Optional field ``"continue"`` (prefill only; an int, or a list of ints for several calls):
+after the prefill, run multi-token continuations of those lengths from the cache (spec §3.2, 5.17 semantics);
+continuations have no padding. Unknown fields are kept in ``Workload.extra``.
 
 Mamba-3 cases (``ssmkit/mamba3/cases.json``): ``[{"name", "seqlens": [...], "seed"}]``; inputs come from
 ``ssmkit.mamba3.inputs.make_inputs(seqlens, seed, device)``.
@@ -107,7 +107,14 @@ def parse_workload(entry: Any, where: str = "workload") -> Workload:
         lengths = _int_list(entry, "lengths", where)
         if len(lengths) != batch:
             raise ValueError(f"{where}: 'lengths' has {len(lengths)} entries but batch is {batch}")
-        continuations = _int_list(entry, "continue", where) if "continue" in entry else ()
+        continuations = ()
+        if "continue" in entry:
+            raw = entry["continue"]
+            try:
+                continuations = _int_list({"continue": [raw] if isinstance(raw, int) else raw}, "continue", where)
+            except ValueError:
+                raise ValueError(f"{where}: 'continue' must be an integer >= 1 or a non-empty list of them, "
+                                 f"got {raw!r}") from None
         return Workload(name, kind, batch, seed, purpose, lengths=lengths, continuations=continuations, extra=extra)
     if "continue" in entry:
         raise ValueError(f"{where}: 'continue' is only defined for prefill workloads")
