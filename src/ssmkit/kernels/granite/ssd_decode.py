@@ -1,0 +1,237 @@
+# Granite Mamba-2 single-token decode step, between in_proj and out_proj (spec §3.1), in two Triton kernels:
+#   1. _granite_decode_ssm_kernel, grid (headdim / BLOCK_P, nheads, batch): causal conv over the window
+#      [conv_state[:, 1:], new xBC column] + bias + SiLU for the program's BLOCK_P x channels and its group's B and C
+#      (2 * d_state channels, recomputed by every program of the row: cheap, and it keeps conv_state read-only
+#      here), dt = softplus(dt + dt_bias) with the model-dtype rounding of transformers 5.17, the in-place fp32
+#      state update S = S * exp(dt * A) + dt * x B^T on a (BLOCK_P, d_state) tile, y = S C + D x, and the gate
+#      y * silu(z), written in fp32 to a (batch, intermediate) scratch row.
+#   2. _granite_decode_norm_roll_kernel, grid (batch, 1 + cdiv(conv_dim, BLOCK_C)): program 0 of each row does the
+#      RMSNorm over all intermediate channels (spec §2.1 step 10) and writes the model-dtype result for out_proj;
+#      the other programs roll conv_state left by one and write the new raw xBC column, in place (BLOCK_C channels
+#      each). The roll waits for kernel 1, which read the old window, by stream order.
+# Tiles: kernel 1 holds a (BLOCK_P, DSTATE) fp32 state tile (BLOCK_P chosen from the batch so that small batches
+# still fill the GPU); kernel 2 a (next_pow2(intermediate),) row or a (BLOCK_C, D_CONV) window tile.
+"""Fused single-token decode step of the Granite Mamba-2 mixer (spec §3.1).
+
+Numerics (a choice the brief allows, stated here): the conv, SiLU, state update, readout, D skip, gate and RMSNorm
+run in fp32 like mamba_ssm's ``selective_state_update`` (spec §4 item 5), not with 5.17's bf16 ``dB``, ``dBx``
+and bf16 readout. That is closer to the float32 run of the reference than the reference itself is. The one
+rounding kept from 5.17 is dt's (spec Decisions, §3.1 step 4): ``dt + dt_bias`` and ``softplus`` are each rounded
+to the model dtype, so the kernel sees the same dt values as the reference. No time_step_limit clamp in decode
+(spec §3.1). The result is rounded once, to the model dtype, for out_proj.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+__all__ = ["granite_decode_step"]
+
+# torch softplus switches to the identity above this (beta = 1, threshold = 20).
+_SOFTPLUS_THRESHOLD = 20.0
+
+
+@triton.jit
+def _decode_conv_silu(new_ptr, state_ptr, weight_ptr, bias_ptr, ch, stride_cs_c, stride_cs_k, stride_cw_c,
+                      stride_cw_k, D_CONV: tl.constexpr, HAS_CONV_BIAS: tl.constexpr):
+    """fp32 silu(conv(window) + bias) for channels ``ch`` (1D), window = [state[:, 1:], new]; reads only."""
+    k = tl.arange(0, D_CONV)
+    old = tl.load(state_ptr + ch[:, None] * stride_cs_c + (k[None, :] + 1) * stride_cs_k,
+                  mask=k[None, :] < D_CONV - 1, other=0.0).to(tl.float32)
+    new = tl.load(new_ptr + ch).to(tl.float32)
+    window = tl.where(k[None, :] == D_CONV - 1, new[:, None], old)
+    weight = tl.load(weight_ptr + ch[:, None] * stride_cw_c + k[None, :] * stride_cw_k).to(tl.float32)
+    acc = tl.sum(window * weight, axis=1)
+    if HAS_CONV_BIAS:
+        acc += tl.load(bias_ptr + ch).to(tl.float32)
+    return acc * tl.sigmoid(acc)
+
+
+@triton.jit
+def _decode_softplus(s, THRESHOLD: tl.constexpr):
+    """torch softplus (beta 1) in fp32; log1p(u) as log(w) - ((w - 1) - u) / w with w = 1 + u (accurate for small u)."""
+    u = tl.exp(s)
+    w = 1.0 + u
+    return tl.where(s > THRESHOLD, s, tl.log(w) - ((w - 1.0) - u) / w)
+
+
+@triton.jit
+def _granite_decode_ssm_kernel(
+    zxbcdt_ptr, conv_state_ptr, conv_weight_ptr, conv_bias_ptr, dt_bias_ptr, a_log_ptr, d_ptr, ssm_state_ptr,
+    gated_ptr,
+    stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k, stride_ss_b, stride_ss_h,
+    stride_ss_p, stride_g_b,
+    INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, NGROUPS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr,
+    HEADDIM: tl.constexpr, DSTATE: tl.constexpr, D_CONV: tl.constexpr, BLOCK_P: tl.constexpr,
+    HAS_CONV_BIAS: tl.constexpr, SOFTPLUS_THRESHOLD: tl.constexpr,
+):
+    pid_p = tl.program_id(0)
+    head = tl.program_id(1)
+    row = tl.program_id(2).to(tl.int64)
+    group = head // HEADS_PER_GROUP
+    model_dtype = zxbcdt_ptr.dtype.element_ty
+
+    zx_row = zxbcdt_ptr + row * stride_zx_b
+    xbc_row = zx_row + INTERMEDIATE
+    cs_row = conv_state_ptr + row * stride_cs_b
+    offs_p = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
+    offs_n = tl.arange(0, DSTATE)
+    x_ch = head * HEADDIM + offs_p
+    b_ch = INTERMEDIATE + group * DSTATE + offs_n
+    c_ch = INTERMEDIATE + (NGROUPS + group) * DSTATE + offs_n
+
+    # State tile first: the largest load, in flight while the conv and dt are computed.
+    s_ptrs = ssm_state_ptr + row * stride_ss_b + head * stride_ss_h + offs_p[:, None] * stride_ss_p + offs_n[None, :]
+    state = tl.load(s_ptrs)
+
+    x = _decode_conv_silu(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, x_ch, stride_cs_c, stride_cs_k,
+                          stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
+    b_vec = _decode_conv_silu(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, b_ch, stride_cs_c, stride_cs_k,
+                              stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
+    c_vec = _decode_conv_silu(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, c_ch, stride_cs_c, stride_cs_k,
+                              stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
+
+    # dt: 5.17 adds dt_bias and takes softplus in the model dtype (spec §3.1 step 4): round after each.
+    dt_raw = tl.load(xbc_row + CONV_DIM + head).to(tl.float32)
+    dt_bias = tl.load(dt_bias_ptr + head).to(tl.float32)
+    dt_in = (dt_raw + dt_bias).to(model_dtype).to(tl.float32)
+    dt = _decode_softplus(dt_in, SOFTPLUS_THRESHOLD).to(model_dtype).to(tl.float32)
+    a = -tl.exp(tl.load(a_log_ptr + head).to(tl.float32))
+    decay = tl.exp(dt * a)
+
+    state = state * decay + (dt * x)[:, None] * b_vec[None, :]
+    tl.store(s_ptrs, state)
+
+    y = tl.sum(state * c_vec[None, :], axis=1) + tl.load(d_ptr + head).to(tl.float32) * x
+    z = tl.load(zx_row + x_ch).to(tl.float32)
+    tl.store(gated_ptr + row * stride_g_b + x_ch, y * (z * tl.sigmoid(z)))
+
+
+@triton.jit
+def _granite_decode_norm_roll_kernel(
+    gated_ptr, norm_weight_ptr, out_ptr, zxbcdt_ptr, conv_state_ptr, eps,
+    stride_g_b, stride_out_b, stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k,
+    INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, D_CONV: tl.constexpr, BLOCK_I: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    blk = tl.program_id(1)
+    if blk == 0:
+        # RMSNorm of the gated row over all INTERMEDIATE channels (spec §2.1 step 10), fp32 stats.
+        offs = tl.arange(0, BLOCK_I)
+        m = offs < INTERMEDIATE
+        t = tl.load(gated_ptr + row * stride_g_b + offs, mask=m, other=0.0)
+        rstd = tl.rsqrt(tl.sum(t * t, axis=0) / INTERMEDIATE + eps)
+        w = tl.load(norm_weight_ptr + offs, mask=m, other=0.0).to(tl.float32)
+        tl.store(out_ptr + row * stride_out_b + offs, (t * rstd * w).to(out_ptr.dtype.element_ty), mask=m)
+    else:
+        # conv_state[c, :] <- [conv_state[c, 1:], xBC_new[c]] (spec §3.1 step 2), in place.
+        ch = (blk - 1) * BLOCK_C + tl.arange(0, BLOCK_C)
+        k = tl.arange(0, D_CONV)
+        cm = ch[:, None] < CONV_DIM
+        cs_row = conv_state_ptr + row * stride_cs_b
+        old = tl.load(cs_row + ch[:, None] * stride_cs_c + (k[None, :] + 1) * stride_cs_k,
+                      mask=cm & (k[None, :] < D_CONV - 1), other=0.0)
+        new = tl.load(zxbcdt_ptr + row * stride_zx_b + INTERMEDIATE + ch, mask=ch < CONV_DIM, other=0.0)
+        window = tl.where(k[None, :] == D_CONV - 1, new[:, None], old)
+        # Every thread's reads of the old window must land before any thread overwrites it.
+        tl.debug_barrier()
+        tl.store(cs_row + ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, window, mask=cm)
+
+
+def _is_pow2(v: int) -> bool:
+    return v > 0 and (v & (v - 1)) == 0
+
+
+def _block_p(batch: int, nheads: int, headdim: int) -> int:
+    """Rows of the state tile per program: small batches take smaller tiles so that the grid still fills the GPU."""
+    block = headdim
+    while block > 16 and batch * nheads * (headdim // block) < 4 * 132:
+        block //= 2
+    return block
+
+
+def _check(cond: bool, exc: type, msg: str) -> None:
+    if not cond:
+        raise exc(msg)
+
+
+def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_state: torch.Tensor,
+                        conv_weight: torch.Tensor, conv_bias: torch.Tensor | None, dt_bias: torch.Tensor,
+                        A_log: torch.Tensor, D: torch.Tensor, norm_weight: torch.Tensor, eps: float,
+                        out: torch.Tensor | None = None, gated: torch.Tensor | None = None) -> torch.Tensor:
+    """One decode step of the mixer between the two projections; updates both caches in place.
+
+    Args:
+        zxbcdt: (b, in_proj_dim) in_proj output of the new token, model dtype (bf16, fp16 or fp32), last dim
+            contiguous; in_proj_dim = intermediate + conv_dim + nheads, split [z | xBC | dt] (spec §1.1).
+        conv_state: (b, conv_dim, d_conv) model dtype, the last d_conv raw xBC columns; rolled in place.
+        ssm_state: (b, nheads, headdim, d_state) fp32, contiguous; updated in place.
+        conv_weight: (conv_dim, 1, d_conv) or (conv_dim, d_conv); conv_bias: (conv_dim,) or None.
+        dt_bias, A_log, D: (nheads,). norm_weight: (intermediate,). eps: RMSNorm epsilon.
+        out: optional (b, intermediate) model-dtype output buffer; gated: optional (b, intermediate) fp32 scratch.
+
+    Returns:
+        (b, intermediate) in the model dtype: RMSNorm(y * silu(z)) * norm_weight, ready for out_proj.
+        n_groups = (conv_dim - intermediate) / (2 d_state); headdim, d_state and d_conv must be powers of two.
+    """
+    _check(zxbcdt.dim() == 2, ValueError, f"zxbcdt must be (b, in_proj_dim), got shape {tuple(zxbcdt.shape)}")
+    batch = zxbcdt.shape[0]
+    _check(ssm_state.dim() == 4 and ssm_state.shape[0] == batch, ValueError,
+           f"ssm_state must be ({batch}, nheads, headdim, d_state), got {tuple(ssm_state.shape)}")
+    _, nheads, headdim, dstate = ssm_state.shape
+    intermediate = nheads * headdim
+    _check(conv_state.dim() == 3 and conv_state.shape[0] == batch, ValueError,
+           f"conv_state must be ({batch}, conv_dim, d_conv), got {tuple(conv_state.shape)}")
+    conv_dim, d_conv = conv_state.shape[1], conv_state.shape[2]
+    ngroups = (conv_dim - intermediate) // (2 * dstate)
+    _check(ngroups >= 1 and conv_dim == intermediate + 2 * ngroups * dstate and nheads % ngroups == 0, ValueError,
+           f"conv_dim {conv_dim} must be nheads*headdim ({intermediate}) + 2*n_groups*d_state with n_groups "
+           f"dividing nheads {nheads}")
+    _check(zxbcdt.shape[1] == intermediate + conv_dim + nheads, ValueError,
+           f"zxbcdt must have {intermediate + conv_dim + nheads} columns, got {zxbcdt.shape[1]}")
+    _check(all(_is_pow2(v) for v in (headdim, dstate, d_conv)) and d_conv >= 2, ValueError,
+           f"headdim, d_state and d_conv must be powers of two (d_conv >= 2), got {headdim}, {dstate}, {d_conv}")
+    cw = conv_weight.reshape(conv_dim, d_conv) if conv_weight.dim() == 3 else conv_weight
+    _check(tuple(cw.shape) == (conv_dim, d_conv), ValueError,
+           f"conv_weight must be ({conv_dim}, 1, {d_conv}), got {tuple(conv_weight.shape)}")
+    for name, t, n in (("dt_bias", dt_bias, nheads), ("A_log", A_log, nheads), ("D", D, nheads),
+                       ("norm_weight", norm_weight, intermediate)):
+        _check(t.dim() == 1 and t.shape[0] == n and t.stride(0) == 1, ValueError,
+               f"{name} must be a contiguous ({n},) vector, got shape {tuple(t.shape)}")
+    _check(conv_bias is None or tuple(conv_bias.shape) == (conv_dim,) and conv_bias.stride(0) == 1, ValueError,
+           f"conv_bias must be a contiguous ({conv_dim},) vector or None")
+    _check(ssm_state.dtype == torch.float32 and ssm_state.is_contiguous(), TypeError,
+           f"ssm_state must be contiguous float32, got {ssm_state.dtype}, strides {ssm_state.stride()}")
+    _check(zxbcdt.stride(1) == 1, ValueError, "zxbcdt's last dim must be contiguous")
+    _check(conv_state.dtype == zxbcdt.dtype, TypeError,
+           f"conv_state dtype {conv_state.dtype} must equal the model dtype {zxbcdt.dtype}")
+    if out is None:
+        out = torch.empty(batch, intermediate, device=zxbcdt.device, dtype=zxbcdt.dtype)
+    if gated is None:
+        gated = torch.empty(batch, intermediate, device=zxbcdt.device, dtype=torch.float32)
+    _check(tuple(out.shape) == (batch, intermediate) and out.stride(1) == 1 and out.dtype == zxbcdt.dtype,
+           ValueError, f"out must be ({batch}, {intermediate}) {zxbcdt.dtype} with a contiguous last dim")
+    _check(tuple(gated.shape) == (batch, intermediate) and gated.stride(1) == 1 and gated.dtype == torch.float32,
+           ValueError, f"gated must be ({batch}, {intermediate}) float32 with a contiguous last dim")
+
+    block_p = _block_p(batch, nheads, headdim)
+    _granite_decode_ssm_kernel[(headdim // block_p, nheads, batch)](
+        zxbcdt, conv_state, cw, conv_bias if conv_bias is not None else cw, dt_bias, A_log, D, ssm_state, gated,
+        zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1), conv_state.stride(2), cw.stride(0),
+        cw.stride(1), ssm_state.stride(0), ssm_state.stride(1), ssm_state.stride(2), gated.stride(0),
+        INTERMEDIATE=intermediate, CONV_DIM=conv_dim, NGROUPS=ngroups, HEADS_PER_GROUP=nheads // ngroups,
+        HEADDIM=headdim, DSTATE=dstate, D_CONV=d_conv, BLOCK_P=block_p, HAS_CONV_BIAS=conv_bias is not None,
+        SOFTPLUS_THRESHOLD=_SOFTPLUS_THRESHOLD, num_warps=4 if block_p * dstate >= 2048 else 2,
+    )
+    block_c = min(512, triton.next_power_of_2(conv_dim))
+    block_i = triton.next_power_of_2(intermediate)
+    _granite_decode_norm_roll_kernel[(batch, 1 + triton.cdiv(conv_dim, block_c))](
+        gated, norm_weight, out, zxbcdt, conv_state, float(eps),
+        gated.stride(0), out.stride(0), zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1),
+        conv_state.stride(2),
+        INTERMEDIATE=intermediate, CONV_DIM=conv_dim, D_CONV=d_conv, BLOCK_I=block_i, BLOCK_C=block_c,
+        num_warps=8 if block_i >= 2048 else 4,
+    )
+    return out
