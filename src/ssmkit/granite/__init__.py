@@ -1,0 +1,10 @@
+"""Granite 4.0-H Mamba-2 mixer (inference): config, cache, eager reference layer, readout, layer slices.
+
+Contract: /work/shared/spec/granite_mamba2.md. Public names are listed in ``__all__``.
+"""
+from ssmkit.granite.cache import MambaCache
+from ssmkit.granite.config import GraniteMambaConfig
+from ssmkit.granite.readout import readout_logits
+from ssmkit.granite.reference import ReferenceMambaLayer
+
+__all__ = ["GraniteMambaConfig", "MambaCache", "ReferenceMambaLayer", "readout_logits"]
