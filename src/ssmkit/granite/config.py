@@ -13,9 +13,9 @@ objects with the fields of COMMON.md:
 
 One optional field is used by this project:
 
-- ``continue`` (int, prefill only): after the left-padded prefill, the cache is continued by ONE multi-token
-  call of ``continue`` new tokens per row (no padding, spec §3.2 continuation semantics); the continuation
-  output and the updated cache are what is compared.
+- ``continue`` (prefill only; an int, or a list of ints for several calls): after the left-padded prefill, the
+  cache is continued by multi-token calls of that many new tokens per row (no padding; 5.17 continuation
+  semantics, spec §3.2); each continuation output and the updated cache are compared.
 """
 from __future__ import annotations
 
