@@ -34,6 +34,8 @@ KL_MULTIPLE = MULTIPLE**2
 KL_FLOOR = 1e-9
 
 TENSOR_METRICS = ("rel_l2", "max_rel")
+TOLERANCE_RULE = {"multiple": MULTIPLE, "floor": FLOOR, "kl_multiple": KL_MULTIPLE, "kl_floor": KL_FLOOR,
+                  "rule": "error_vs_fp32 <= multiple * reference_error_vs_fp32 + floor (kl: kl_multiple, kl_floor)"}
 
 
 @dataclass

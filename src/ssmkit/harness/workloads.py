@@ -149,9 +149,24 @@ def select(workloads: list[Workload], purpose: str) -> list[Workload]:
     return [w for w in workloads if w.purpose == purpose]
 
 
+CPU_NOTE = "no CUDA: small CPU default; real timings need a GPU"
+
+
 def default_device() -> str:
     """'cuda' when a GPU is available, else 'cpu'."""
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_device(device: str | None) -> str:
+    """``device`` checked ('cpu', 'cuda' or 'cuda:N'; CUDA must be available), or ``default_device()`` if None."""
+    if device is None:
+        return default_device()
+    dev = torch.device(device)
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for but CUDA is not available")
+    return device
 
 
 def default_workloads_path(device: str) -> Path:
