@@ -1,0 +1,175 @@
+"""Mamba-3 SISO forward kernel (src/ssmkit/kernels/mamba3/fwd.py) against the float64 token recurrence.
+
+Runs in the Triton interpreter on the CPU (tests/conftest.py), where tl.dot is exact fp32, so the fp32-path results
+must agree with float64 to fp32 rounding. Outputs are poisoned (NaN) before the kernel runs. Two interpreter facts
+shape the checks: its fp32 -> bf16 cast truncates (the GPU rounds to nearest even), so `out` is checked to lie within
+one bf16 ulp of the float64 value, which holds for both; and it is slow at the frozen sizes (H=32, N=128, P=64), so
+the panels are small (~270 tokens).
+"""
+import math
+
+import pytest
+import torch
+
+from ssmkit.kernels.mamba3 import Mamba3FwdConfig, mamba3_siso_fwd
+from ssmkit.mamba3.inputs import make_inputs
+from ssmkit.mamba3.oracle import mamba3_siso_oracle
+from ssmkit.mamba3.shapes import CHUNK, INPUT_NAMES, NHEADS
+
+FP32_REL_TOL = 1e-5  # norm-relative, fp32 arithmetic with exact dots vs float64 (measured ~3e-7)
+ANGLE_ABS_TOL = 2e-5  # radians, circular, fp32 cumsum of up to 130 terms (measured below 3e-6)
+BF16_ULP_REL = 2.0**-7  # one bf16 ulp relative to the value: bounds both truncation and round-to-nearest
+PANEL = [70, 130, 65]  # chunk grids not aligned to 64 globally; a 2-token and a 1-token last chunk
+SHORT_PANEL = [2, 1, 66]  # sequences of length 2 and 1, then one crossing a chunk edge
+PER_TOKEN = ("q", "k", "v", "adt", "dt", "trap", "angles", "z")  # inputs indexed by token
+
+
+def _select_tokens(args, token_idx, lengths):
+    """The inputs restricted to the tokens token_idx, packed as sequences of the given lengths."""
+    picked = {n: (x[token_idx] if n in PER_TOKEN else x) for n, x in args.items()}
+    picked["cu_seqlens"] = torch.tensor([0, *lengths], dtype=torch.int64).cumsum(0).to(torch.int32)
+    return picked
+
+
+def _inputs(seqlens, seed):
+    everything = make_inputs(seqlens, seed)
+    return {name: everything[name] for name in INPUT_NAMES}
+
+
+def _run_poisoned(monkeypatch, args, **kwargs):
+    """Run the kernel with every tensor the wrapper allocates pre-filled with NaN."""
+    real_empty = torch.empty
+
+    def nan_empty(*shape, **kw):
+        x = real_empty(*shape, **kw)
+        return x.fill_(float("nan")) if x.is_floating_point() else x
+
+    with monkeypatch.context() as patch:
+        patch.setattr(torch, "empty", nan_empty)
+        return mamba3_siso_fwd(**args, **kwargs)
+
+
+def _rel(x, ref):
+    return ((x.double() - ref).norm() / ref.norm()).item()
+
+
+def _circular_max(x, ref):
+    diff = torch.remainder(x.double() - ref + math.pi, 2 * math.pi) - math.pi
+    return diff.abs().max().item()
+
+
+def _phi_float64(args):
+    """Phi_t (T, 32, 32) float64 by spec F1-F2: wrap(cumsum(pi * tanh(angles) * dt)) per sequence."""
+    step = math.pi * torch.tanh(args["angles"].double()) * args["dt"].double()[:, :, None]
+    bounds = args["cu_seqlens"].tolist()
+    parts = [torch.cumsum(step[a:b], dim=0) for a, b in zip(bounds[:-1], bounds[1:])]
+    return torch.remainder(torch.cat(parts), 2 * math.pi)
+
+
+def _chunk_states_float64(args):
+    """{chunk_states index: state entering that chunk (32, 64, 128) float64} for every chunk of every sequence.
+
+    The state entering local chunk c >= 1 is the oracle's final_ssm of the sequence's first 64c tokens plus the
+    next token's beta term, which the chunked form attributes to token 64c-1 (spec §3 "Why the shift", §4):
+    dt_{64c} (1 - sigmoid(trap_{64c})) v_{64c-1} k~_{64c-1}^T, with v, k~ = that prefix's final_v, final_k.
+    """
+    bounds = args["cu_seqlens"].tolist()
+    expected, prefixes = {}, []
+    for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        for c in range(math.ceil((b - a) / CHUNK)):
+            index = a // CHUNK + s + c
+            if c == 0:
+                expected[index] = torch.zeros(NHEADS, 64, 128, dtype=torch.float64)
+            else:
+                prefixes.append((index, a, a + c * CHUNK))
+    token_idx = torch.cat([torch.arange(a, e) for _, a, e in prefixes])
+    packed = _select_tokens(args, token_idx, [e - a for _, a, e in prefixes])
+    _, _, final_ssm, final_k, final_v = mamba3_siso_oracle(**packed)
+    for i, (index, _, e) in enumerate(prefixes):
+        beta = args["dt"][e].double() * (1 - torch.sigmoid(args["trap"][e].double()))
+        expected[index] = final_ssm[i] + beta[:, None, None] * final_v[i][:, :, None] * final_k[i][:, None, :]
+    return expected
+
+
+@pytest.fixture(scope="module")
+def panel_run():
+    args = _inputs(PANEL, seed=11)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        result = _run_poisoned(monkeypatch, args)
+    return args, result, mamba3_siso_oracle(**args)
+
+
+def _check_against_oracle(args, result, oracle):
+    out, final_angle, final_ssm, final_k, final_v, saved = result
+    out_ref, angle_ref, ssm_ref, k_ref, v_ref = oracle
+    assert out.dtype == torch.bfloat16 and final_v.dtype == torch.bfloat16
+    assert all(x.dtype == torch.float32 for x in (final_angle, final_ssm, final_k, *saved[:2], saved.chunk_states))
+    for x in (out, final_angle, final_ssm, final_k, final_v, saved.y, saved.phi):
+        assert not torch.isnan(x).any(), "an output element was left unwritten"
+    # out: within one bf16 ulp of float64 (plus fp32 noise where the gate nearly cancels)
+    err = (out.double() - out_ref).abs()
+    assert (err <= BF16_ULP_REL * out_ref.abs() + 1e-5 * out_ref.abs().max()).all(), err.max().item()
+    # pre-gate y: float64 y = out / (z sigmoid(z)), exact to float64 rounding since z is a nonzero bf16 value
+    z = args["z"].double()
+    assert _rel(saved.y, out_ref / (z * torch.sigmoid(z))) <= FP32_REL_TOL
+    assert _rel(final_ssm, ssm_ref) <= FP32_REL_TOL
+    assert _rel(final_k, k_ref) <= FP32_REL_TOL
+    assert torch.equal(final_v.double(), v_ref), "final_v must be v of the last token, bit for bit"
+    assert _circular_max(final_angle, angle_ref) <= ANGLE_ABS_TOL
+    assert _circular_max(saved.phi, _phi_float64(args)) <= ANGLE_ABS_TOL
+    assert ((saved.phi >= 0) & (saved.phi <= 2 * math.pi)).all(), "phi must be wrapped into [0, 2pi]"
+
+    expected_states = _chunk_states_float64(args)
+    states = saved.chunk_states
+    written = ~torch.isnan(states).flatten(1).any(dim=1)
+    assert sorted(torch.nonzero(written).flatten().tolist()) == sorted(expected_states), (
+        "chunk states written at other indices than cu_seqlens[s] // 64 + s + c"
+    )
+    for index, ref in expected_states.items():
+        scale = max(ref.norm().item(), 1.0)  # chunk 0 enters with the zero state
+        assert (states[index].double() - ref).norm().item() <= FP32_REL_TOL * scale, index
+
+
+def test_forward_matches_float64_oracle_on_ragged_panel(panel_run):
+    _check_against_oracle(*panel_run)
+
+
+def test_lengths_one_and_two_match_oracle_with_split_p():
+    args = _inputs(SHORT_PANEL, seed=5)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        result = _run_poisoned(monkeypatch, args, config=Mamba3FwdConfig(block_p=32, num_warps=4))
+    _check_against_oracle(args, result, mamba3_siso_oracle(**args))
+
+
+def test_sequences_are_independent_bitwise(panel_run):
+    args, (out, final_angle, final_ssm, final_k, final_v, saved), _ = panel_run
+    bounds = args["cu_seqlens"].tolist()
+    for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        alone = _select_tokens(args, torch.arange(a, b), [b - a])
+        one_out, one_angle, one_ssm, one_k, one_v, one_saved = mamba3_siso_fwd(**alone)
+        assert torch.equal(one_out, out[a:b])
+        assert torch.equal(one_saved.y, saved.y[a:b]) and torch.equal(one_saved.phi, saved.phi[a:b])
+        assert torch.equal(one_ssm[0], final_ssm[s]) and torch.equal(one_k[0], final_k[s])
+        assert torch.equal(one_angle[0], final_angle[s]) and torch.equal(one_v[0], final_v[s])
+        n_chunks = math.ceil((b - a) / CHUNK)
+        first = a // CHUNK + s
+        assert torch.equal(one_saved.chunk_states[:n_chunks], saved.chunk_states[first : first + n_chunks])
+
+
+def test_without_saving_outputs_are_identical_and_nothing_saved():
+    args = _inputs(SHORT_PANEL, seed=6)
+    with_save = mamba3_siso_fwd(**args)
+    without = mamba3_siso_fwd(**args, save_for_backward=False)
+    assert without[5] is None
+    for a, b in zip(with_save[:5], without[:5]):
+        assert torch.equal(a, b)
+
+
+def test_bad_arguments_raise_clear_errors():
+    args = _inputs([3], seed=1)
+    with pytest.raises(TypeError, match="v must have dtype"):
+        mamba3_siso_fwd(**{**args, "v": args["v"].float()})
+    with pytest.raises(ValueError, match="z: expected a contiguous"):
+        mamba3_siso_fwd(**{**args, "z": args["z"].transpose(0, 1).contiguous().transpose(0, 1)})
+    with pytest.raises(ValueError, match="block_p"):
+        mamba3_siso_fwd(**args, config=Mamba3FwdConfig(block_p=48))
