@@ -1,0 +1,164 @@
+# Causal depthwise conv1d (K = 4) + bias + SiLU over the xBC slice of the in_proj output, for Granite prefill.
+# Computes xBC[b, t, c] = silu(bias[c] + sum_k w[c, k] * raw[b, t - 3 + k, c]) in fp32, rounds once to bf16, and
+# zeroes pad positions (spec §2.1 steps 6-7). Optionally writes the last 4 raw columns into a conv state.
+# Grid: (cdiv(L, BLOCK_L), cdiv(conv_dim, BLOCK_C), batch); tiles BLOCK_L x BLOCK_C = 64 x 128 by default.
+import torch
+import triton
+import triton.language as tl
+
+from ssmkit.kernels.granite.checks import check_shape_device
+
+
+@triton.jit
+def _conv1d_silu_kernel(
+    src_ptr, stride_sb, stride_sl,  # raw xBC: (b, L, conv_dim), channel stride 1 (a slice of zxbcdt)
+    w_ptr, stride_wc, stride_wk,  # weight (conv_dim, K)
+    bias_ptr,  # (conv_dim,) or unused
+    state_in_ptr, stride_ib, stride_ic, stride_ik,  # conv state (b, conv_dim, K) read for t < 0, or unused
+    state_out_ptr, stride_ob, stride_oc, stride_ok,  # conv state written with the last K raw columns, or unused
+    mask_ptr, stride_mb, stride_ml,  # attention mask (b, L), nonzero = real token, or unused
+    out_ptr, stride_yb, stride_yl,  # output (b, L, conv_dim), channel stride 1
+    seqlen, conv_dim,
+    K: tl.constexpr,
+    HAS_BIAS: tl.constexpr, HAS_STATE_IN: tl.constexpr, HAS_STATE_OUT: tl.constexpr, HAS_MASK: tl.constexpr,
+    BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    pid_l = tl.program_id(0)
+    pid_c = tl.program_id(1)
+    pid_b = tl.program_id(2).to(tl.int64)
+    offs_l = pid_l * BLOCK_L + tl.arange(0, BLOCK_L)
+    offs_c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
+    valid_l = offs_l < seqlen
+    valid_c = offs_c < conv_dim
+    src = src_ptr + pid_b * stride_sb
+    out_ptrs = out_ptr + pid_b * stride_yb + offs_l[:, None] * stride_yl + offs_c[None, :]
+    out_mask = valid_l[:, None] & valid_c[None, :]
+
+    real = valid_l
+    if HAS_MASK:
+        real = tl.load(mask_ptr + pid_b * stride_mb + offs_l * stride_ml, mask=valid_l, other=0) != 0
+    if tl.max(real.to(tl.int32), axis=0) == 0:
+        # Only pad positions in this tile: the output is exactly 0 (mask #2) and the raw input need not be read.
+        tl.store(out_ptrs, tl.zeros((BLOCK_L, BLOCK_C), dtype=out_ptr.dtype.element_ty), mask=out_mask)
+    else:
+        acc = tl.zeros((BLOCK_L, BLOCK_C), dtype=tl.float32)
+        if HAS_BIAS:
+            acc += tl.load(bias_ptr + offs_c, mask=valid_c, other=0.0).to(tl.float32)[None, :]
+        for k in tl.static_range(K):
+            # tap k multiplies the input at t - (K - 1) + k (PyTorch cross-correlation with left padding K - 1)
+            t_in = offs_l - (K - 1) + k
+            w_k = tl.load(w_ptr + offs_c * stride_wc + k * stride_wk, mask=valid_c, other=0.0).to(tl.float32)
+            x = tl.load(src + t_in[:, None] * stride_sl + offs_c[None, :],
+                        mask=(t_in[:, None] >= 0) & out_mask, other=0.0).to(tl.float32)
+            if HAS_STATE_IN:
+                # continuation: t < 0 reads the cached columns K + t of the conv state
+                x += tl.load(state_in_ptr + pid_b * stride_ib + offs_c[None, :] * stride_ic
+                             + (t_in[:, None] + K) * stride_ik,
+                             mask=(t_in[:, None] < 0) & out_mask, other=0.0).to(tl.float32)
+            acc += w_k[None, :] * x
+        y = acc * tl.sigmoid(acc)
+        y = tl.where(real[:, None], y, 0.0)
+        tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=out_mask)
+
+    if HAS_STATE_OUT:
+        if pid_l == 0:
+            # new conv state column j = raw input at time L - K + j (from the cached state when that is < 0)
+            offs_k = tl.arange(0, K)
+            t_st = seqlen - K + offs_k
+            st_mask = valid_c[:, None] & (offs_k[None, :] >= 0)
+            col = tl.load(src + t_st[None, :] * stride_sl + offs_c[:, None],
+                          mask=st_mask & (t_st[None, :] >= 0), other=0.0).to(tl.float32)
+            if HAS_STATE_IN:
+                col += tl.load(state_in_ptr + pid_b * stride_ib + offs_c[:, None] * stride_ic
+                               + (t_st[None, :] + K) * stride_ik,
+                               mask=st_mask & (t_st[None, :] < 0), other=0.0).to(tl.float32)
+            # state_out may alias state_in: every read of state_in in this program happens before this barrier
+            tl.debug_barrier()
+            tl.store(state_out_ptr + pid_b * stride_ob + offs_c[:, None] * stride_oc + offs_k[None, :] * stride_ok,
+                     col.to(state_out_ptr.dtype.element_ty), mask=st_mask)
+
+
+def causal_conv1d_silu_prefill(
+    zxbcdt: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    conv_state_in: torch.Tensor | None = None,
+    attention_mask: torch.Tensor | None = None,
+    conv_state_out: torch.Tensor | None = None,
+    *,
+    xbc_offset: int | None = None,
+    block_l: int = 64,
+    block_c: int = 128,
+) -> torch.Tensor:
+    """Causal depthwise conv1d + bias + SiLU on the xBC slice of the in_proj output (spec §2.1 steps 6-7).
+
+    Args:
+        zxbcdt: (b, L, d) bf16 (or fp16/fp32), the in_proj output after padding mask #1, last dim contiguous; any
+            row strides. Either the whole in_proj output (d = in_proj_dim) with ``xbc_offset`` = I (the xBC slice
+            ``[I, I + conv_dim)`` is then read in place, strided, no copy), or the xBC slice view itself
+            (``zxbcdt[..., I:I + conv_dim]``, d = conv_dim, ``xbc_offset`` None or 0).
+        weight: (conv_dim, 1, K) or (conv_dim, K), any float dtype (upcast to fp32). K = 4 for Granite.
+        bias: (conv_dim,) or None.
+        conv_state_in: (b, conv_dim, K) raw columns of a previous call (continuation): the conv window at t < 0
+            reads column K + t. None: zeros before t = 0 (prefill).
+        attention_mask: (b, L), nonzero for real tokens; pad positions of the output are exactly 0 (mask #2).
+        conv_state_out: (b, conv_dim, K), written with the last K raw (pre-conv) columns of concat(state, xBC)
+            (zero-padded on the left when L < K and no state is given). May be the same tensor as conv_state_in.
+
+    Returns:
+        xBC: (b, L, conv_dim), dtype of zxbcdt, contiguous.
+
+    Numerics: conv + bias + SiLU in fp32, rounded once to the output dtype (the causal_conv1d kernel path, spec §4
+    item 4). The 5.17 reference instead rounds the conv output to bf16 and takes SiLU in bf16; computing in fp32 and
+    rounding once is closer to a float32 run of the same math than the reference is.
+    """
+    if zxbcdt.dim() != 3:
+        raise ValueError(f"zxbcdt: expected (b, L, d), got shape {tuple(zxbcdt.shape)}")
+    if zxbcdt.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        raise TypeError(f"zxbcdt: expected a float tensor, got {zxbcdt.dtype}")
+    if zxbcdt.stride(-1) != 1:
+        raise ValueError(f"zxbcdt: the last dim must be contiguous (stride 1), got strides {zxbcdt.stride()}")
+    w = weight.squeeze(1) if weight.dim() == 3 else weight
+    if w.dim() != 2:
+        raise ValueError(f"weight: expected (conv_dim, 1, K) or (conv_dim, K), got {tuple(weight.shape)}")
+    conv_dim, k = w.shape
+    batch, seqlen, d = zxbcdt.shape
+    if seqlen < 1:
+        raise ValueError("zxbcdt: expected at least one time step, got L = 0")
+    offset = 0 if xbc_offset is None else xbc_offset
+    if xbc_offset is None and d != conv_dim:
+        raise ValueError(f"xbc_offset is required when zxbcdt's last dim ({d}) differs from conv_dim ({conv_dim})")
+    if offset < 0 or offset + conv_dim > d:
+        raise ValueError(f"xBC slice [{offset}, {offset + conv_dim}) does not fit in zxbcdt's last dim {d}")
+    check_shape_device("weight", w, (conv_dim, k), zxbcdt.device)
+    if bias is not None:
+        check_shape_device("bias", bias, (conv_dim,), zxbcdt.device)
+    for name, state in (("conv_state_in", conv_state_in), ("conv_state_out", conv_state_out)):
+        if state is not None:
+            check_shape_device(name, state, (batch, conv_dim, k), zxbcdt.device)
+    if attention_mask is not None:
+        check_shape_device("attention_mask", attention_mask, (batch, seqlen), zxbcdt.device)
+        if attention_mask.dtype == torch.bool:
+            attention_mask = attention_mask.view(torch.uint8)
+
+    src = zxbcdt[:, :, offset:offset + conv_dim]
+    out = torch.empty((batch, seqlen, conv_dim), device=zxbcdt.device, dtype=zxbcdt.dtype)
+    dummy = out
+    si = conv_state_in if conv_state_in is not None else dummy.new_empty((1, 1, 1))
+    so = conv_state_out if conv_state_out is not None else dummy.new_empty((1, 1, 1))
+    m = attention_mask if attention_mask is not None else dummy.new_empty((1, 1))
+    grid = (max(triton.cdiv(seqlen, block_l), 1), triton.cdiv(conv_dim, block_c), batch)
+    _conv1d_silu_kernel[grid](
+        src, src.stride(0), src.stride(1),
+        w, w.stride(0), w.stride(1),
+        bias if bias is not None else w,
+        si, si.stride(0), si.stride(1), si.stride(2),
+        so, so.stride(0), so.stride(1), so.stride(2),
+        m, m.stride(0), m.stride(1),
+        out, out.stride(0), out.stride(1),
+        seqlen, conv_dim,
+        K=k, HAS_BIAS=bias is not None, HAS_STATE_IN=conv_state_in is not None,
+        HAS_STATE_OUT=conv_state_out is not None, HAS_MASK=attention_mask is not None,
+        BLOCK_L=block_l, BLOCK_C=block_c,
+    )
+    return out

@@ -1,0 +1,68 @@
+# Gated RMSNorm of the Granite mixer (spec §2.1 step 10, norm_before_gate=False): t = y * silu(z) in fp32,
+# out = weight * t * rsqrt(mean(t^2 over all C channels) + eps), rounded once to bf16.
+# Grid: (cdiv(b * L, BLOCK_T),); each program normalises BLOCK_T tokens x next_pow2(C) channels (C = 3072 -> 4096).
+import torch
+import triton
+import triton.language as tl
+
+from ssmkit.kernels.granite.checks import check_shape_device
+
+
+@triton.jit
+def _gated_rmsnorm_kernel(
+    y_ptr, stride_yb, stride_yl,  # y (b, L, C), channel stride 1
+    z_ptr, stride_zb, stride_zl,  # gate (b, L, C), channel stride 1 (e.g. a slice of the in_proj output)
+    w_ptr,  # (C,)
+    out_ptr,  # (b, L, C) contiguous
+    seqlen, nrows, nchan, eps,
+    BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    rows = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
+    offs_c = tl.arange(0, BLOCK_C)
+    valid = (rows < nrows)[:, None] & (offs_c < nchan)[None, :]
+    bi = (rows // seqlen).to(tl.int64)
+    li = rows % seqlen
+    y = tl.load(y_ptr + (bi * stride_yb + li * stride_yl)[:, None] + offs_c[None, :], mask=valid, other=0.0)
+    z = tl.load(z_ptr + (bi * stride_zb + li * stride_zl)[:, None] + offs_c[None, :], mask=valid, other=0.0)
+    z = z.to(tl.float32)
+    t = y.to(tl.float32) * (z * tl.sigmoid(z))
+    rstd = tl.rsqrt(tl.sum(t * t, axis=1) / nchan + eps)
+    w = tl.load(w_ptr + offs_c, mask=offs_c < nchan, other=0.0).to(tl.float32)
+    out = t * rstd[:, None] * w[None, :]
+    tl.store(out_ptr + rows.to(tl.int64)[:, None] * nchan + offs_c[None, :], out.to(out_ptr.dtype.element_ty),
+             mask=valid)
+
+
+def gated_rmsnorm(y: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: float,
+                  *, block_t: int = 2) -> torch.Tensor:
+    """Gated RMSNorm, gate before norm, statistics over all C channels (spec §2.1 step 10).
+
+    Args:
+        y: (b, L, C) fp32 or bf16 (the SSD output), channel stride 1, any row strides.
+        z: (b, L, C) bf16 gate, channel stride 1, any row strides (the z slice of the in_proj output, no copy).
+        weight: (C,) norm weight, any float dtype.
+        eps: variance epsilon (rms_norm_eps).
+
+    Returns:
+        (b, L, C) bf16, contiguous: bf16(weight * t * rsqrt(mean(t^2) + eps)) with t = y * silu(z), all in fp32
+        (the 5.17 prefill computes the same in fp32 and casts to bf16 once before out_proj).
+    """
+    if y.dim() != 3:
+        raise ValueError(f"y: expected (b, L, C), got shape {tuple(y.shape)}")
+    if y.stride(-1) != 1 or z.stride(-1) != 1:
+        raise ValueError(f"y and z need a contiguous last dim, got strides {y.stride()} and {z.stride()}")
+    if y.dtype not in (torch.float32, torch.bfloat16) or z.dtype not in (torch.float32, torch.bfloat16):
+        raise TypeError(f"y, z: expected fp32 or bf16, got {y.dtype} and {z.dtype}")
+    batch, seqlen, nchan = y.shape
+    check_shape_device("z", z, y.shape, y.device)
+    check_shape_device("weight", weight, (nchan,), y.device)
+    if seqlen < 1:
+        raise ValueError("y: expected at least one time step, got L = 0")
+    out = torch.empty((batch, seqlen, nchan), device=y.device, dtype=torch.bfloat16)
+    nrows = batch * seqlen
+    _gated_rmsnorm_kernel[(triton.cdiv(nrows, block_t),)](
+        y, y.stride(0), y.stride(1), z, z.stride(0), z.stride(1), weight, out,
+        seqlen, nrows, nchan, float(eps),
+        BLOCK_T=block_t, BLOCK_C=triton.next_power_of_2(nchan),
+    )
+    return out

@@ -1,0 +1,369 @@
+# Chunked SSD (Mamba-2 state-space duality) prefill for Granite: G = 1, specialised for P = 64, N = 128, chunk 256
+# (block sizes are constexprs, so tests run it at tiny P/N/chunk). Three launches (spec §2.1 step 9):
+#   1. _ssd_chunk_state_kernel, grid (chunks, H, b): dt = softplus(dt_raw + dt_bias) with 5.17's bf16 rounding,
+#      the in-chunk cumsum of A*dt (stored, fp32), and the chunk's local state sum_s x_s (B_s w_s)^T, (P, N) fp32,
+#      via tl.dot over BLOCK_K = 64 token blocks. Programs of head 0 also store C.B^T of the chunk (causal blocks
+#      only, fp32), shared by all heads in launch 3.
+#   2. _ssd_state_pass_kernel, grid (P*N / BLOCK_S, H, b): the sequential recurrence over chunks, writing the state
+#      entering each chunk and the final state (fp32).
+#   3. _ssd_chunk_scan_kernel, grid (chunks * CH / BLOCK_M, H, b): y = C.state * exp(cs) + (CB o decay o dt) @ x
+#      + D x, BLOCK_M = 64 rows per program, causal column blocks only.
+# Fully padded chunks (no real token in the attention mask) skip the matrix work: x = B = C = 0 there (mask #2), so
+# their local state and outputs are exactly 0 whatever the entering state; the decay through them is still applied.
+import torch
+import triton
+import triton.language as tl
+
+from ssmkit.kernels.granite.checks import check_shape_device
+
+# dot precision codes (PREC constexpr): operands rounded to bf16, or fp32 operands through tf32 / 3xtf32 / ieee
+PREC_BF16, PREC_TF32, PREC_TF32X3, PREC_IEEE = 0, 1, 2, 3
+
+
+@triton.jit
+def _ssd_dot(a, b, acc, PREC: tl.constexpr):
+    """acc + a @ b with the operand precision PREC (fp32 accumulation)."""
+    if PREC == 0:
+        return tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), acc)
+    elif PREC == 1:
+        return tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="tf32")
+    elif PREC == 2:
+        return tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="tf32x3")
+    else:
+        return tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
+
+
+@triton.jit
+def _granite_softplus_dt(dt_raw, dt_bias, ROUND_BF16: tl.constexpr):
+    """dt = softplus(dt_raw + dt_bias) (torch threshold 20), fp32 in and out.
+
+    With ROUND_BF16, dt_bias, the sum and the softplus are each rounded to bf16, as transformers 5.17 computes them
+    in bf16 (spec "Decisions", §2.1 step 9.1). log1p is evaluated accurately (no cancellation for large -v).
+    """
+    if ROUND_BF16:
+        dt_bias = dt_bias.to(tl.bfloat16).to(tl.float32)
+    v = dt_raw + dt_bias
+    if ROUND_BF16:
+        v = v.to(tl.bfloat16).to(tl.float32)
+    u = tl.exp(v)
+    w = 1.0 + u
+    log1p_u = tl.where(w == 1.0, u, tl.log(w) * (u / (w - 1.0)))
+    sp = tl.where(v > 20.0, v, log1p_u)
+    if ROUND_BF16:
+        sp = sp.to(tl.bfloat16).to(tl.float32)
+    return sp
+
+
+@triton.jit
+def _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen,
+                      HAS_MASK: tl.constexpr, CH: tl.constexpr):
+    """Whether chunk [chunk_start, chunk_start + CH) of row pid_b holds a real token (always, without a mask)."""
+    if HAS_MASK:
+        t = chunk_start + tl.arange(0, CH)
+        m = tl.load(mask_ptr + pid_b * stride_mb + t * stride_ml, mask=t < seqlen, other=0)
+        return tl.max((m != 0).to(tl.int32), axis=0) > 0
+    else:
+        return chunk_start < seqlen
+
+
+@triton.jit
+def _dt_cumsum_block(dt_ptr, stride_db, stride_dl, pid_b, h, t, seqlen, dt_bias, A, offset,
+                     ROUND_DT: tl.constexpr):
+    """dt and the running cumsum of A*dt over token block t (offset = cumsum before the block); dt = 0 past L."""
+    valid = t < seqlen
+    raw = tl.load(dt_ptr + pid_b * stride_db + t * stride_dl + h, mask=valid, other=0.0).to(tl.float32)
+    dt = tl.where(valid, _granite_softplus_dt(raw, dt_bias, ROUND_DT), 0.0)
+    cs = tl.cumsum(dt * A, axis=0) + offset
+    return dt, cs
+
+
+@triton.jit
+def _ssd_chunk_state_kernel(
+    xbc_ptr, stride_xb, stride_xl,  # xBC (b, L, H*P + 2N), channel stride 1
+    dt_ptr, stride_db, stride_dl,  # dt_raw (b, L, H), head stride 1
+    dt_bias_ptr, a_log_ptr,
+    mask_ptr, stride_mb, stride_ml,
+    dt_out_ptr, cs_out_ptr,  # (b, H, chunks * CH) fp32
+    states_ptr,  # (b, chunks, H, P, N) fp32
+    cb_ptr,  # (b, chunks, CH, CH) fp32 (STORE_CB)
+    seqlen, nheads, nchunks,
+    P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_K: tl.constexpr,
+    HAS_MASK: tl.constexpr, ROUND_DT: tl.constexpr, STORE_CB: tl.constexpr, PREC: tl.constexpr,
+):
+    c = tl.program_id(0)
+    h = tl.program_id(1)
+    pid_b = tl.program_id(2).to(tl.int64)
+    chunk_start = c * CH
+    A = -tl.exp(tl.load(a_log_ptr + h).to(tl.float32))
+    dt_bias = tl.load(dt_bias_ptr + h).to(tl.float32)
+    aux = ((pid_b * nheads + h) * nchunks + c) * CH  # start of this chunk in the (b, H, chunks * CH) buffers
+    offs_k = tl.arange(0, BLOCK_K)
+
+    # pass 1: dt and in-chunk cumsum, stored for launches 2 and 3; total = cumsum at the chunk's last position
+    total = A * 0.0
+    for k in range(0, CH, BLOCK_K):
+        t = chunk_start + k + offs_k
+        dt, cs = _dt_cumsum_block(dt_ptr, stride_db, stride_dl, pid_b, h, t, seqlen, dt_bias, A, total, ROUND_DT)
+        tl.store(dt_out_ptr + aux + k + offs_k, dt)
+        tl.store(cs_out_ptr + aux + k + offs_k, cs)
+        total = tl.sum(tl.where(offs_k == BLOCK_K - 1, cs, 0.0), axis=0)
+
+    if _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, HAS_MASK, CH):
+        xbc = xbc_ptr + pid_b * stride_xb
+        offs_p = tl.arange(0, P)
+        offs_n = tl.arange(0, N)
+        # pass 2: local state[p, n] = sum_s x[s, p] * exp(total - cs_s) * dt_s * B[s, n]; the cumsum is recomputed
+        # with the same code and order as pass 1, so it is bit-identical to the stored one
+        acc = tl.zeros((P, N), dtype=tl.float32)
+        offset = A * 0.0
+        for k in range(0, CH, BLOCK_K):
+            t = chunk_start + k + offs_k
+            valid = t < seqlen
+            dt, cs = _dt_cumsum_block(dt_ptr, stride_db, stride_dl, pid_b, h, t, seqlen, dt_bias, A, offset,
+                                      ROUND_DT)
+            offset = tl.sum(tl.where(offs_k == BLOCK_K - 1, cs, 0.0), axis=0)
+            w = tl.exp(total - cs) * dt
+            x_t = tl.load(xbc + t[None, :] * stride_xl + (h * P + offs_p)[:, None], mask=valid[None, :], other=0.0)
+            b_s = tl.load(xbc + t[:, None] * stride_xl + (nheads * P + offs_n)[None, :], mask=valid[:, None],
+                          other=0.0).to(tl.float32)
+            acc = _ssd_dot(x_t, b_s * w[:, None], acc, PREC)
+        st = states_ptr + ((pid_b * nchunks + c) * nheads + h) * (P * N)
+        tl.store(st + offs_p[:, None] * N + offs_n[None, :], acc)
+
+        if STORE_CB:
+            if h == 0:
+                # C.B^T of this chunk (exact products of bf16 operands, fp32 sums), causal BLOCK_K blocks only
+                cb = cb_ptr + (pid_b * nchunks + c) * (CH * CH)
+                for i in range(0, CH, BLOCK_K):
+                    ti = chunk_start + i + offs_k
+                    c_i = tl.load(xbc + ti[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :],
+                                  mask=(ti < seqlen)[:, None], other=0.0)
+                    for j in range(0, i + BLOCK_K, BLOCK_K):
+                        tj = chunk_start + j + offs_k
+                        b_t = tl.load(xbc + tj[None, :] * stride_xl + (nheads * P + offs_n)[:, None],
+                                      mask=(tj < seqlen)[None, :], other=0.0)
+                        blk = tl.dot(c_i, b_t, tl.zeros((BLOCK_K, BLOCK_K), dtype=tl.float32))
+                        tl.store(cb + (i + offs_k)[:, None] * CH + (j + offs_k)[None, :], blk)
+
+
+@triton.jit
+def _ssd_state_pass_kernel(
+    states_ptr,  # (b, chunks, H, P*N) fp32 local states
+    ent_ptr,  # (b, chunks, H, P*N) state entering each chunk (fp32 or bf16)
+    cs_ptr,  # (b, H, chunks * CH) fp32 in-chunk cumsum
+    init_ptr,  # (b, H, P*N) fp32 initial state (HAS_INIT)
+    final_ptr,  # (b, H, P*N) fp32 final state (HAS_FINAL)
+    mask_ptr, stride_mb, stride_ml,
+    seqlen, nheads, nchunks,
+    PN: tl.constexpr, CH: tl.constexpr, BLOCK_S: tl.constexpr,
+    HAS_INIT: tl.constexpr, HAS_FINAL: tl.constexpr, HAS_MASK: tl.constexpr,
+):
+    pid_s = tl.program_id(0)
+    h = tl.program_id(1)
+    pid_b = tl.program_id(2).to(tl.int64)
+    offs = pid_s * BLOCK_S + tl.arange(0, BLOCK_S)
+    if HAS_INIT:
+        s = tl.load(init_ptr + (pid_b * nheads + h) * PN + offs).to(tl.float32)
+    else:
+        s = tl.zeros((BLOCK_S,), dtype=tl.float32)
+    cs_row = cs_ptr + (pid_b * nheads + h) * nchunks * CH
+    for c in range(0, nchunks):
+        slot = ((pid_b * nchunks + c) * nheads + h) * PN + offs
+        tl.store(ent_ptr + slot, s.to(ent_ptr.dtype.element_ty))
+        s = s * tl.exp(tl.load(cs_row + c * CH + CH - 1))
+        if _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, c * CH, seqlen, HAS_MASK, CH):
+            s += tl.load(states_ptr + slot)
+    if HAS_FINAL:
+        tl.store(final_ptr + (pid_b * nheads + h) * PN + offs, s)
+
+
+@triton.jit
+def _ssd_chunk_scan_kernel(
+    xbc_ptr, stride_xb, stride_xl,  # xBC (b, L, H*P + 2N), channel stride 1
+    dt_ptr, cs_ptr,  # (b, H, chunks * CH) fp32
+    ent_ptr,  # (b, chunks, H, P, N) state entering each chunk
+    cb_ptr,  # (b, chunks, CH, CH) fp32 (LOAD_CB)
+    d_ptr,  # (H,)
+    mask_ptr, stride_mb, stride_ml,
+    y_ptr, stride_yb, stride_yl,  # y (b, L, H*P), channel stride 1
+    seqlen, nheads, nchunks,
+    P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_M: tl.constexpr,
+    HAS_MASK: tl.constexpr, LOAD_CB: tl.constexpr, PREC: tl.constexpr,
+):
+    NUM_M: tl.constexpr = CH // BLOCK_M
+    pid = tl.program_id(0)
+    c = pid // NUM_M
+    m = NUM_M - 1 - pid % NUM_M  # the longest (most causal blocks) row blocks start first
+    h = tl.program_id(1)
+    pid_b = tl.program_id(2).to(tl.int64)
+    chunk_start = c * CH
+    offs_i = tl.arange(0, BLOCK_M)
+    offs_p = tl.arange(0, P)
+    offs_n = tl.arange(0, N)
+    t_l = chunk_start + m * BLOCK_M + offs_i
+    valid_l = t_l < seqlen
+    y_ptrs = y_ptr + pid_b * stride_yb + t_l[:, None] * stride_yl + (h * P + offs_p)[None, :]
+
+    if _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, HAS_MASK, CH):
+        xbc = xbc_ptr + pid_b * stride_xb
+        aux = ((pid_b * nheads + h) * nchunks + c) * CH
+        cs_l = tl.load(cs_ptr + aux + m * BLOCK_M + offs_i)
+        c_l = tl.load(xbc + t_l[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :], mask=valid_l[:, None],
+                      other=0.0)
+        # contribution of the state entering the chunk: exp(cs_l) * C_l . state^T
+        ent = ent_ptr + ((pid_b * nchunks + c) * nheads + h) * (P * N)
+        st_t = tl.load(ent + offs_p[None, :] * N + offs_n[:, None])
+        acc = _ssd_dot(c_l, st_t, tl.zeros((BLOCK_M, P), dtype=tl.float32), PREC)
+        acc = acc * tl.exp(cs_l)[:, None]
+        # in-chunk contribution: sum over s <= l of CB[l, s] exp(cs_l - cs_s) dt_s x_s
+        for k in range(0, m + 1):
+            t_s = chunk_start + k * BLOCK_M + offs_i
+            valid_s = t_s < seqlen
+            cs_s = tl.load(cs_ptr + aux + k * BLOCK_M + offs_i)
+            dt_s = tl.load(dt_ptr + aux + k * BLOCK_M + offs_i)
+            if LOAD_CB:
+                cb = tl.load(cb_ptr + (pid_b * nchunks + c) * (CH * CH) + (m * BLOCK_M + offs_i)[:, None] * CH
+                             + (k * BLOCK_M + offs_i)[None, :])
+            else:
+                b_t = tl.load(xbc + t_s[None, :] * stride_xl + (nheads * P + offs_n)[:, None], mask=valid_s[None, :],
+                              other=0.0)
+                cb = tl.dot(c_l, b_t, tl.zeros((BLOCK_M, BLOCK_M), dtype=tl.float32))
+            causal = t_l[:, None] >= t_s[None, :]
+            decay = tl.exp(tl.where(causal, cs_l[:, None] - cs_s[None, :], float("-inf")))
+            scores = cb * decay * dt_s[None, :]
+            x_s = tl.load(xbc + t_s[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_s[:, None],
+                          other=0.0)
+            acc = _ssd_dot(scores, x_s, acc, PREC)
+        x_l = tl.load(xbc + t_l[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_l[:, None],
+                      other=0.0).to(tl.float32)
+        acc += tl.load(d_ptr + h).to(tl.float32) * x_l
+        tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=valid_l[:, None])
+    else:
+        tl.store(y_ptrs, tl.zeros((BLOCK_M, P), dtype=y_ptr.dtype.element_ty), mask=valid_l[:, None])
+
+
+def ssd_chunked_prefill(
+    xBC: torch.Tensor,
+    dt_raw: torch.Tensor,
+    dt_bias: torch.Tensor,
+    A_log: torch.Tensor,
+    D: torch.Tensor,
+    chunk_size: int = 256,
+    initial_state: torch.Tensor | None = None,
+    ssm_state_out: torch.Tensor | None = None,
+    *,
+    d_state: int | None = None,
+    attention_mask: torch.Tensor | None = None,
+    y_dtype: torch.dtype = torch.float32,
+    state_dtype: torch.dtype | None = None,
+    precision: int = PREC_BF16,
+    shared_cb: bool = True,
+    block_m: int = 64,
+    block_s: int = 512,
+) -> torch.Tensor:
+    """Chunked SSD scan of the Granite mixer, G = 1 (spec §2.1 step 9), with D skip.
+
+    Args:
+        xBC: (b, L, H*P + 2N) bf16, conv output after mask #2 (x | B | C), channel stride 1, any row strides.
+        dt_raw: (b, L, H) bf16 (or fp32), before bias and softplus; head stride 1, any row strides (e.g. the dt
+            slice of the in_proj output). dt = softplus(dt_raw + dt_bias); when dt_raw is bf16, the add and the
+            softplus are rounded to bf16 as 5.17 does (spec "Decisions"), computed in fp32 then upcast.
+        dt_bias, A_log, D: (H,), any float dtype; A = -exp(A_log.float()).
+        chunk_size: power of two; the chunk grid starts at t = 0 of each row, as in the reference.
+        initial_state: (b, H, P, N) state before t = 0 (continuation), any float dtype; None = zeros.
+        ssm_state_out: (b, H, P, N) fp32, written with the state after the last position; None = not written.
+        d_state: N; needed only when neither initial_state nor ssm_state_out gives it.
+        attention_mask: (b, L), nonzero for real tokens, or None. Used only to skip chunks with no real token
+            (their x = B = C are 0 after mask #2, so their outputs are 0 and their local state is 0); padding
+            itself must already be applied to xBC.
+        y_dtype: dtype of the returned y (fp32 by default, as the reference's y).
+        state_dtype: dtype of the chunk-entering states handed from launch 2 to launch 3; None = bf16 with
+            PREC_BF16 (the C.state dot rounds that operand to bf16 anyway), fp32 otherwise.
+        precision: operand precision of the tl.dot calls with a non-bf16 operand (PREC_BF16, PREC_TF32,
+            PREC_TF32X3, PREC_IEEE). C.B^T always uses the exact bf16 operands.
+        shared_cb: compute C.B^T once per chunk (launch 1, head 0) and share it over heads (else per head).
+
+    Returns:
+        y: (b, L, H*P) of y_dtype, contiguous: Y_diag + Y_off + D*x.
+    """
+    if xBC.dim() != 3 or dt_raw.dim() != 3:
+        raise ValueError(f"xBC and dt_raw must be 3-D, got {tuple(xBC.shape)} and {tuple(dt_raw.shape)}")
+    if xBC.dtype != torch.bfloat16:
+        raise TypeError(f"xBC: expected torch.bfloat16, got {xBC.dtype}")
+    if dt_raw.dtype not in (torch.bfloat16, torch.float32):
+        raise TypeError(f"dt_raw: expected bf16 or fp32, got {dt_raw.dtype}")
+    if xBC.stride(-1) != 1 or dt_raw.stride(-1) != 1:
+        raise ValueError(f"xBC and dt_raw need a contiguous last dim, got strides {xBC.stride()}, {dt_raw.stride()}")
+    batch, seqlen, conv_dim = xBC.shape
+    nheads = dt_raw.shape[2]
+    if dt_raw.shape[:2] != (batch, seqlen):
+        raise ValueError(f"dt_raw: expected shape {(batch, seqlen, nheads)}, got {tuple(dt_raw.shape)}")
+    if seqlen < 1:
+        raise ValueError("xBC: expected at least one time step, got L = 0")
+    device = xBC.device
+    for name, t in (("dt_bias", dt_bias), ("A_log", A_log), ("D", D)):
+        check_shape_device(name, t, (nheads,), device)
+    for t in (initial_state, ssm_state_out):
+        if t is not None and d_state is None:
+            d_state = t.shape[-1]
+    if d_state is None:
+        raise ValueError("d_state is required when neither initial_state nor ssm_state_out is given")
+    head_dim, rem = divmod(conv_dim - 2 * d_state, nheads)
+    if rem or head_dim <= 0:
+        raise ValueError(f"xBC: last dim {conv_dim} is not H*P + 2N with H = {nheads}, N = {d_state}")
+    state_shape = (batch, nheads, head_dim, d_state)
+    if initial_state is not None:
+        check_shape_device("initial_state", initial_state, state_shape, device)
+        initial_state = initial_state.contiguous()
+    if ssm_state_out is not None:
+        check_shape_device("ssm_state_out", ssm_state_out, state_shape, device)
+        if ssm_state_out.dtype != torch.float32 or not ssm_state_out.is_contiguous():
+            raise TypeError(f"ssm_state_out: expected a contiguous fp32 tensor, got {ssm_state_out.dtype} with "
+                            f"strides {ssm_state_out.stride()}")
+    if chunk_size & (chunk_size - 1) or chunk_size < 2:
+        raise ValueError(f"chunk_size must be a power of two >= 2, got {chunk_size}")
+    if attention_mask is not None:
+        check_shape_device("attention_mask", attention_mask, (batch, seqlen), device)
+        if attention_mask.dtype == torch.bool:
+            attention_mask = attention_mask.view(torch.uint8)
+
+    if state_dtype is None:
+        state_dtype = torch.bfloat16 if precision == PREC_BF16 else torch.float32
+    ch = chunk_size
+    bm = min(block_m, ch)
+    bs = min(block_s, head_dim * d_state)
+    nchunks = triton.cdiv(seqlen, ch)
+    f32 = dict(device=device, dtype=torch.float32)
+    dt_buf = torch.empty((batch, nheads, nchunks * ch), **f32)
+    cs_buf = torch.empty((batch, nheads, nchunks * ch), **f32)
+    states = torch.empty((batch, nchunks, nheads, head_dim, d_state), **f32)
+    entering = torch.empty((batch, nchunks, nheads, head_dim, d_state), device=device, dtype=state_dtype)
+    cb = torch.empty((batch, nchunks, ch, ch), **f32) if shared_cb else dt_buf
+    y = torch.empty((batch, seqlen, nheads * head_dim), device=device, dtype=y_dtype)
+    mask = attention_mask if attention_mask is not None else dt_buf
+    m_strides = (mask.stride(0), mask.stride(1)) if attention_mask is not None else (0, 0)
+    has_mask = attention_mask is not None
+
+    _ssd_chunk_state_kernel[(nchunks, nheads, batch)](
+        xBC, xBC.stride(0), xBC.stride(1), dt_raw, dt_raw.stride(0), dt_raw.stride(1),
+        dt_bias, A_log, mask, *m_strides, dt_buf, cs_buf, states, cb,
+        seqlen, nheads, nchunks,
+        P=head_dim, N=d_state, CH=ch, BLOCK_K=bm,
+        HAS_MASK=has_mask, ROUND_DT=dt_raw.dtype == torch.bfloat16, STORE_CB=shared_cb, PREC=precision,
+    )
+    _ssd_state_pass_kernel[(triton.cdiv(head_dim * d_state, bs), nheads, batch)](
+        states, entering, cs_buf,
+        initial_state if initial_state is not None else states,
+        ssm_state_out if ssm_state_out is not None else states,
+        mask, *m_strides, seqlen, nheads, nchunks,
+        PN=head_dim * d_state, CH=ch, BLOCK_S=bs,
+        HAS_INIT=initial_state is not None, HAS_FINAL=ssm_state_out is not None, HAS_MASK=has_mask,
+    )
+    _ssd_chunk_scan_kernel[(nchunks * (ch // bm), nheads, batch)](
+        xBC, xBC.stride(0), xBC.stride(1), dt_buf, cs_buf, entering, cb, D,
+        mask, *m_strides, y, y.stride(0), y.stride(1),
+        seqlen, nheads, nchunks,
+        P=head_dim, N=d_state, CH=ch, BLOCK_M=bm,
+        HAS_MASK=has_mask, LOAD_CB=shared_cb, PREC=precision,
+    )
+    return y

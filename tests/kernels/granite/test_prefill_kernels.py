@@ -1,0 +1,290 @@
+"""Granite prefill kernels (conv1d + SiLU, chunked SSD, gated RMSNorm) against float64 math written here.
+
+Runs in Triton's CPU interpreter (tests/conftest.py) at tiny shapes: H=3, P=16, N=16, chunk 8, plus one case at the
+real P=64, N=128, chunk 256 with few tokens. Every ``torch.empty`` is NaN-poisoned during a test, so a kernel that
+leaves an output (or an intermediate it later reads) unwritten fails.
+
+Error bounds come from the rounding model, elementwise: u = 2^-8 is bf16's unit roundoff; a result rounded once to
+bf16 is within u|ref|; the SSD with bf16 dot operands rounds each term at most twice (operand, then the bf16
+chunk-entering state), so it is within 2u * (the same sums over absolute values).
+"""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ssmkit.kernels.granite import causal_conv1d_silu_prefill, gated_rmsnorm, ssd_chunked_prefill
+from ssmkit.kernels.granite.ssd_prefill import PREC_BF16, PREC_IEEE
+
+U_BF16 = 2.0**-8
+FP32_SLACK = 1e-5  # relative room for fp32 sums, exp and cumsum differences
+
+
+@pytest.fixture(autouse=True, scope="module")
+def interpreter_like_gpu():
+    """Two Triton 3.6 interpreter defects, patched for this module so the kernels run with their GPU semantics:
+    fp32 -> bf16 casts (``.to(tl.bfloat16)`` and stores into bf16) truncate instead of rounding to nearest even,
+    and run-time scalars (int arguments, program ids) are 1-element arrays that numpy 2 refuses as a ``range``
+    bound (``int()`` of a 1-D array)."""
+    try:
+        import triton.language as tl
+        from triton.runtime import interpreter
+    except ImportError:
+        yield
+        return
+    builder = interpreter.InterpreterBuilder
+    original = builder.cast_impl
+
+    def cast_impl(self, src, dst_type):
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+            bits = torch.from_numpy(np.ascontiguousarray(src.data)).to(torch.bfloat16).view(torch.int16).numpy()
+            return interpreter.TensorHandle(bits.view(np.uint16), tl.bfloat16)
+        return original(self, src, dst_type)
+
+    original_patch_lang = interpreter._patch_lang
+
+    def patch_lang(fn):
+        scope = original_patch_lang(fn)  # restores tensor.__index__ to its pre-call value when the call ends
+        tl.core.tensor.__index__ = lambda self: int(self.handle.data.item())
+        return scope
+
+    builder.cast_impl = cast_impl
+    interpreter._patch_lang = patch_lang
+    yield
+    builder.cast_impl = original
+    interpreter._patch_lang = original_patch_lang
+
+
+@pytest.fixture(autouse=True)
+def poison_empty(monkeypatch):
+    """NaN-fill (int: -7) every tensor from torch.empty, so unwritten outputs show up."""
+    real_empty = torch.empty
+
+    def poisoned(*args, **kwargs):
+        t = real_empty(*args, **kwargs)
+        return t.fill_(float("nan") if t.is_floating_point() else -7)
+
+    monkeypatch.setattr(torch, "empty", poisoned)
+
+
+def _left_pad_mask(lengths, seqlen):
+    return torch.stack([torch.arange(seqlen) >= seqlen - n for n in lengths]).to(torch.int64)
+
+
+# ---------------------------------------------------------------- conv1d
+
+
+def _conv_inputs(gen, batch, seqlen, conv_dim, extra=(5, 7)):
+    """zxbcdt with `extra` columns around the xBC slice, so the kernel must read it in place."""
+    d = extra[0] + conv_dim + extra[1]
+    zxbcdt = torch.randn(batch, seqlen, d, generator=gen).to(torch.bfloat16)
+    weight = (0.5 * torch.randn(conv_dim, 1, 4, generator=gen)).to(torch.bfloat16)
+    bias = (0.5 * torch.randn(conv_dim, generator=gen)).to(torch.bfloat16)
+    return zxbcdt, weight, bias
+
+
+def _conv_f64(raw, weight, bias, state=None):
+    """silu(bias + sum_k w[:, k] raw[t - 3 + k]) in float64; t < 0 reads state column 4 + t (or 0)."""
+    b, seqlen, c = raw.shape
+    k = weight.shape[-1]
+    prev = state.double()[:, :, 1:].transpose(1, 2) if state is not None else torch.zeros(b, k - 1, c,
+                                                                                         dtype=torch.float64)
+    seq = torch.cat([prev, raw.double()], dim=1)
+    w = weight.double().reshape(c, k)
+    acc = bias.double() + sum(w[:, j] * seq[:, j:j + seqlen] for j in range(k))
+    return acc * torch.sigmoid(acc)
+
+
+def _conv_517(raw, weight, bias):
+    """The 5.17 fallback numerics: bf16 conv output, SiLU in bf16 (spec §2.1 step 6)."""
+    c = raw.shape[-1]
+    out = F.conv1d(raw.transpose(1, 2), weight, bias, padding=3, groups=c)[:, :, : raw.shape[1]]
+    return F.silu(out).transpose(1, 2)
+
+
+@pytest.mark.parametrize("seqlen", [1, 2, 3, 9, 20])
+def test_conv_matches_float64_and_writes_conv_state(seqlen):
+    gen = torch.Generator().manual_seed(100 + seqlen)
+    conv_dim = 40
+    zxbcdt, weight, bias = _conv_inputs(gen, 2, seqlen, conv_dim)
+    raw = zxbcdt[:, :, 5:5 + conv_dim]
+    state_out = torch.full((2, conv_dim, 4), float("nan"), dtype=torch.bfloat16)
+    out = causal_conv1d_silu_prefill(zxbcdt, weight, bias, conv_state_out=state_out, xbc_offset=5,
+                                     block_l=8, block_c=16)
+    ref = _conv_f64(raw, weight, bias)
+    assert out.dtype == torch.bfloat16 and out.shape == (2, seqlen, conv_dim)
+    err = (out.double() - ref).abs()
+    assert (err <= U_BF16 * ref.abs() + 1e-6).all()
+    # no larger than the 5.17 reference's own error against the same math
+    err_517 = (_conv_517(raw, weight, bias).double() - ref).abs()
+    assert err.norm() <= err_517.norm()
+    # conv state = last 4 raw columns, zero-padded on the left when L < 4
+    expect = torch.cat([torch.zeros(2, 4, conv_dim, dtype=torch.bfloat16), raw], dim=1)[:, -4:].transpose(1, 2)
+    assert torch.equal(state_out, expect)
+
+
+def test_conv_left_padding_zeroes_pad_positions():
+    gen = torch.Generator().manual_seed(7)
+    seqlen, conv_dim = 19, 24
+    zxbcdt, weight, bias = _conv_inputs(gen, 3, seqlen, conv_dim, extra=(0, 0))
+    mask = _left_pad_mask([19, 4, 1], seqlen)
+    zxbcdt = zxbcdt * mask[:, :, None].to(zxbcdt.dtype)  # mask #1, as in_proj of a masked input gives
+    out = causal_conv1d_silu_prefill(zxbcdt, weight, bias, attention_mask=mask.bool(), block_l=8, block_c=16)
+    ref = _conv_f64(zxbcdt, weight, bias) * mask[:, :, None]
+    assert (out[mask == 0] == 0).all()  # exactly 0 (mask #2), also in the tiles that hold only padding
+    assert ((out.double() - ref).abs() <= U_BF16 * ref.abs() + 1e-6).all()
+
+
+@pytest.mark.parametrize("new_len", [1, 2, 6])
+def test_conv_continuation_matches_full_sequence(new_len):
+    gen = torch.Generator().manual_seed(11 + new_len)
+    conv_dim, prefix = 32, 5
+    zxbcdt, weight, bias = _conv_inputs(gen, 2, prefix + new_len, conv_dim, extra=(0, 0))
+    state = torch.full((2, conv_dim, 4), float("nan"), dtype=torch.bfloat16)
+    causal_conv1d_silu_prefill(zxbcdt[:, :prefix], weight, bias, conv_state_out=state, block_l=8, block_c=16)
+    # in place: the same tensor is read as conv_state_in and written as conv_state_out
+    out = causal_conv1d_silu_prefill(zxbcdt[:, prefix:], weight, bias, conv_state_in=state, conv_state_out=state,
+                                     block_l=8, block_c=16)
+    full = _conv_f64(zxbcdt, weight, bias)[:, prefix:]
+    assert ((out.double() - full).abs() <= U_BF16 * full.abs() + 1e-6).all()
+    assert torch.equal(state, zxbcdt[:, -4:].transpose(1, 2))
+
+
+# ---------------------------------------------------------------- chunked SSD
+
+
+def _ssd_inputs(gen, batch, seqlen, nheads, head_dim, d_state, mask=None):
+    conv_dim = nheads * head_dim + 2 * d_state
+    xbc = torch.randn(batch, seqlen, conv_dim, generator=gen)
+    dt_raw = torch.randn(batch, seqlen, nheads, generator=gen)
+    if mask is not None:  # pads: xBC = 0 (mask #2), dt_raw = 0 (in_proj of a zeroed input)
+        xbc = xbc * mask[:, :, None]
+        dt_raw = dt_raw * mask[:, :, None]
+    dt_bias = torch.log(torch.expm1(torch.exp(torch.empty(nheads).uniform_(-4.6, -2.3, generator=gen))))
+    a_log = torch.log(torch.empty(nheads).uniform_(1.0, 16.0, generator=gen))
+    d = 1.0 + 0.1 * torch.randn(nheads, generator=gen)
+    bf = torch.bfloat16
+    return xbc.to(bf), dt_raw.to(bf), dt_bias.to(bf), a_log.to(bf), d.to(bf)
+
+
+def _ssd_f64(xbc, dt_raw, dt_bias, a_log, d, nheads, head_dim, d_state, init=None, absolute=False):
+    """Token recurrence in float64: S = S exp(A dt) + dt x B^T, y = S C + D x; dt as 5.17 (bf16 add + softplus).
+
+    absolute=True runs it on |x|, |B|, |C|, |D|, |init| (the sums of absolute terms, for error bounds).
+    Returns y (b, L, H*P) and the final state (b, H, P, N).
+    """
+    f = torch.abs if absolute else (lambda t: t)
+    b, seqlen, _ = xbc.shape
+    hp = nheads * head_dim
+    x = f(xbc[..., :hp].double()).view(b, seqlen, nheads, head_dim)
+    bm = f(xbc[..., hp:hp + d_state].double())
+    cm = f(xbc[..., hp + d_state:].double())
+    dt = F.softplus(dt_raw + dt_bias.to(dt_raw.dtype)).double()
+    a = -torch.exp(a_log.double())
+    s = f(init.double()) if init is not None else torch.zeros(b, nheads, head_dim, d_state, dtype=torch.float64)
+    ys = []
+    for t in range(seqlen):
+        s = s * torch.exp(a * dt[:, t])[:, :, None, None] \
+            + dt[:, t, :, None, None] * x[:, t, :, :, None] * bm[:, t, None, None, :]
+        ys.append((torch.einsum("bhpn,bn->bhp", s, cm[:, t]) + f(d.double())[:, None] * x[:, t]).reshape(b, hp))
+    return torch.stack(ys, 1), s
+
+
+def _check_ssd(y, final, args, nheads, head_dim, d_state, init=None, rel=2 * U_BF16):
+    y_ref, s_ref = _ssd_f64(*args, nheads, head_dim, d_state, init=init)
+    y_abs, s_abs = _ssd_f64(*args, nheads, head_dim, d_state, init=init, absolute=True)
+    assert not y.isnan().any() and not final.isnan().any()
+    assert ((y.double() - y_ref).abs() <= (rel + FP32_SLACK) * y_abs + 1e-6).all()
+    assert ((final.double() - s_ref).abs() <= (rel + FP32_SLACK) * s_abs + 1e-6).all()
+
+
+H, P, N, CH = 3, 16, 16, 8
+
+
+@pytest.mark.parametrize("seqlen", [1, 2, 3, CH - 1, CH, CH + 1, 3 * CH + 5])
+def test_ssd_matches_float64_recurrence(seqlen):
+    gen = torch.Generator().manual_seed(seqlen)
+    args = _ssd_inputs(gen, 2, seqlen, H, P, N)
+    final = torch.full((2, H, P, N), float("nan"))
+    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final)
+    assert y.shape == (2, seqlen, H * P) and y.dtype == torch.float32
+    _check_ssd(y, final, args, H, P, N)
+
+
+@pytest.mark.parametrize("shared_cb", [True, False])
+def test_ssd_fp32_operands_match_float64_tightly(shared_cb):
+    """With fp32 dot operands the only differences left are fp32 rounding: this pins dt's bf16 rounding, the
+    decays and the chunk hand-off far below bf16 level."""
+    gen = torch.Generator().manual_seed(3)
+    args = _ssd_inputs(gen, 2, 2 * CH + 3, H, P, N)
+    final = torch.full((2, H, P, N), float("nan"))
+    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, precision=PREC_IEEE, shared_cb=shared_cb)
+    _check_ssd(y, final, args, H, P, N, rel=0.0)
+
+
+def test_ssd_left_padding_skips_pad_chunks_exactly():
+    gen = torch.Generator().manual_seed(5)
+    seqlen = 4 * CH + 3
+    mask = _left_pad_mask([seqlen, CH + 2, 1], seqlen)
+    args = _ssd_inputs(gen, 3, seqlen, H, P, N, mask=mask)
+    final = torch.full((3, H, P, N), float("nan"))
+    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, attention_mask=mask)
+    _check_ssd(y, final, args, H, P, N)
+    assert (y[mask == 0] == 0).all()
+    # skipping the pad chunks gives the same bits as computing them (their terms are exact zeros)
+    final_all = torch.full((3, H, P, N), float("nan"))
+    y_all = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final_all)
+    assert torch.equal(y, y_all) and torch.equal(final, final_all)
+
+
+def test_ssd_initial_state_continuation_matches_one_pass():
+    gen = torch.Generator().manual_seed(9)
+    prefix, seqlen = CH + 3, 2 * CH + 6
+    args = _ssd_inputs(gen, 2, seqlen, H, P, N)
+    mid = torch.full((2, H, P, N), float("nan"))
+    ssd_chunked_prefill(*[a[:, :prefix] if a.dim() == 3 else a for a in args], chunk_size=CH, ssm_state_out=mid)
+    tail = [a[:, prefix:] if a.dim() == 3 else a for a in args]
+    final = torch.full((2, H, P, N), float("nan"))
+    y = ssd_chunked_prefill(*tail, chunk_size=CH, initial_state=mid, ssm_state_out=final)
+    # against the float64 recurrence continued from the kernel's own fp32 state (exact hand-off)
+    _check_ssd(y, final, tail, H, P, N, init=mid)
+
+
+def test_ssd_real_head_shape_few_tokens():
+    """P = 64, N = 128, chunk 256 (the specialised shape), 2 heads, 5 tokens."""
+    gen = torch.Generator().manual_seed(21)
+    args = _ssd_inputs(gen, 1, 5, 2, 64, 128)
+    final = torch.full((1, 2, 64, 128), float("nan"))
+    y = ssd_chunked_prefill(*args, chunk_size=256, ssm_state_out=final)
+    _check_ssd(y, final, args, 2, 64, 128)
+
+
+def test_ssd_rejects_bad_inputs():
+    gen = torch.Generator().manual_seed(1)
+    xbc, dt_raw, dt_bias, a_log, d = _ssd_inputs(gen, 1, 4, H, P, N)
+    with pytest.raises(TypeError, match="bfloat16"):
+        ssd_chunked_prefill(xbc.float(), dt_raw, dt_bias, a_log, d, chunk_size=CH, d_state=N)
+    with pytest.raises(ValueError, match="d_state"):
+        ssd_chunked_prefill(xbc, dt_raw, dt_bias, a_log, d, chunk_size=CH)
+    with pytest.raises(ValueError, match="H\\*P \\+ 2N"):
+        ssd_chunked_prefill(xbc, dt_raw, dt_bias, a_log, d, chunk_size=CH, d_state=N + 1)
+    with pytest.raises(ValueError, match="chunk_size"):
+        ssd_chunked_prefill(xbc, dt_raw, dt_bias, a_log, d, chunk_size=12, d_state=N)
+
+
+# ---------------------------------------------------------------- gated RMSNorm
+
+
+@pytest.mark.parametrize("y_dtype", [torch.float32, torch.bfloat16])
+def test_gated_rmsnorm_matches_float64(y_dtype):
+    gen = torch.Generator().manual_seed(4)
+    b, seqlen, c = 2, 3, 48
+    y = torch.randn(b, seqlen, c, generator=gen).to(y_dtype)
+    zx = torch.randn(b, seqlen, c + 10, generator=gen).to(torch.bfloat16)
+    z = zx[:, :, 2:2 + c]  # strided view, as the gate slice of the in_proj output
+    w = (1 + 0.1 * torch.randn(c, generator=gen)).to(torch.bfloat16)
+    out = gated_rmsnorm(y, z, w, 1e-5, block_t=4)
+    t = y.double() * F.silu(z.double())
+    ref = w.double() * t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-5)
+    assert out.dtype == torch.bfloat16 and out.is_contiguous()
+    assert ((out.double() - ref).abs() <= (U_BF16 + FP32_SLACK) * ref.abs() + 1e-6).all()
