@@ -5,6 +5,7 @@ Contract: /work/shared/spec/granite_mamba2.md. Public names are listed in ``__al
 from ssmkit.granite.cache import MambaCache
 from ssmkit.granite.checkpoint import LayerSlice, extract_slice, load_slice, save_slice, synthetic_slice
 from ssmkit.granite.config import GraniteMambaConfig
+from ssmkit.granite.layer import FastMambaLayer
 from ssmkit.granite.readout import readout_logits
 from ssmkit.granite.reference import ReferenceMambaLayer
 
@@ -12,6 +13,7 @@ __all__ = [
     "GraniteMambaConfig",
     "MambaCache",
     "ReferenceMambaLayer",
+    "FastMambaLayer",
     "readout_logits",
     "LayerSlice",
     "synthetic_slice",

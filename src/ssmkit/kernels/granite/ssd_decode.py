@@ -144,10 +144,12 @@ def _is_pow2(v: int) -> bool:
     return v > 0 and (v & (v - 1)) == 0
 
 
-def _block_p(batch: int, nheads: int, headdim: int) -> int:
-    """Rows of the state tile per program: small batches take smaller tiles so that the grid still fills the GPU."""
+def _block_p(batch: int, nheads: int, headdim: int, on_gpu: bool) -> int:
+    """Rows of the state tile per program: on the GPU small batches take smaller tiles so that the grid still
+    fills it; in the CPU interpreter, where each program costs milliseconds, whole heads. Rows are independent,
+    so the numerics do not depend on this."""
     block = headdim
-    while block > 16 and batch * nheads * (headdim // block) < 4 * 132:
+    while on_gpu and block > 16 and batch * nheads * (headdim // block) < 4 * 132:
         block //= 2
     return block
 
@@ -216,7 +218,7 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
     _check(tuple(gated.shape) == (batch, intermediate) and gated.stride(1) == 1 and gated.dtype == torch.float32,
            ValueError, f"gated must be ({batch}, {intermediate}) float32 with a contiguous last dim")
 
-    block_p = _block_p(batch, nheads, headdim)
+    block_p = _block_p(batch, nheads, headdim, zxbcdt.is_cuda)
     _granite_decode_ssm_kernel[(headdim // block_p, nheads, batch)](
         zxbcdt, conv_state, cw, conv_bias if conv_bias is not None else cw, dt_bias, A_log, D, ssm_state, gated,
         zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1), conv_state.stride(2), cw.stride(0),

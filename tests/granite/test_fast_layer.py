@@ -1,0 +1,158 @@
+"""FastMambaLayer against ReferenceMambaLayer: prefill, left padding, continuation, decode steps, fallback.
+
+Each scenario runs three layers on the same weights and inputs: the bf16 reference, the bf16 fast layer and the
+float32 reference ("truth", the same math in fp32). The fast layer passes a quantity when its error against the
+truth is within the harness's calibrated bound of the reference's own error (``calibrated_checks``). On the CPU
+the kernels run in Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1).
+"""
+import warnings
+
+import pytest
+import torch
+
+from ssmkit.granite.cache import MambaCache
+from ssmkit.granite.checkpoint import synthetic_slice
+from ssmkit.granite.config import GraniteMambaConfig
+from ssmkit.granite.layer import FastMambaLayer
+from ssmkit.granite.reference import ReferenceMambaLayer
+from ssmkit.harness.compare import calibrated_checks
+
+BF16 = torch.bfloat16
+
+
+class Trio:
+    """bf16 reference, bf16 fast layer and fp32 reference on one synthetic slice, each with its own cache."""
+
+    def __init__(self, config: GraniteMambaConfig, seed: int) -> None:
+        weights = synthetic_slice(config, seed).mamba
+        self.ref = ReferenceMambaLayer(config).to(BF16)
+        self.fast = FastMambaLayer(config).to(BF16)
+        self.truth = ReferenceMambaLayer(config).float()
+        for layer in (self.ref, self.fast, self.truth):
+            layer.load_state_dict(weights)
+        self.caches = {"ref": None, "fast": None, "truth": None}
+        self.gen = torch.Generator().manual_seed(seed + 1)
+
+    def step(self, batch: int, length: int, mask: torch.Tensor | None = None, label: str = "") -> None:
+        """One forward of every layer on fresh random inputs; checks outputs and both cache tensors."""
+        h = torch.randn(batch, length, self.fast.config.hidden_size, generator=self.gen).to(BF16)
+        if mask is not None:
+            h = h * mask[:, :, None].to(BF16)  # pad positions carry no signal, as the model would give
+        outs = {}
+        for name, layer, x in (("ref", self.ref, h), ("fast", self.fast, h), ("truth", self.truth, h.float())):
+            cache_in = self.caches[name]
+            with torch.no_grad():
+                outs[name], cache = layer(x, cache_in, mask)
+            if cache_in is not None:
+                assert cache is cache_in, f"{name}: forward must return the cache it was given"
+            self.caches[name] = cache
+        assert outs["fast"].shape == outs["ref"].shape and outs["fast"].dtype == BF16
+        f, r, t = (self.caches[k] for k in ("fast", "ref", "truth"))
+        assert f.seqlen_offset == r.seqlen_offset and f.has_previous_state
+        checks = (calibrated_checks(label, "output", outs["fast"], outs["ref"], outs["truth"])
+                  + calibrated_checks(label, "conv_state", f.conv_state, r.conv_state, t.conv_state)
+                  + calibrated_checks(label, "ssm_state", f.ssm_state, r.ssm_state, t.ssm_state))
+        bad = [c.as_dict() for c in checks if not c.ok]
+        assert not bad, bad
+
+
+def left_pad_mask(lengths: list[int]) -> torch.Tensor:
+    width = max(lengths)
+    return torch.tensor([[0] * (width - n) + [1] * n for n in lengths], dtype=torch.long)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return GraniteMambaConfig.tiny()  # chunk 8: lengths below cross chunk boundaries
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 8, 9, 21])
+def test_fast_prefill_matches_reference(tiny, length):
+    trio = Trio(tiny, seed=length)
+    trio.step(2, length, label=f"prefill L={length}")
+
+
+def test_fast_left_padded_prefill_then_decode_matches_reference(tiny):
+    lengths = [19, 8, 1]
+    trio = Trio(tiny, seed=5)
+    trio.step(3, 19, mask=left_pad_mask(lengths), label="padded prefill")
+    for i in range(4):
+        trio.step(3, 1, label=f"decode {i}")
+
+
+@pytest.mark.parametrize("cont", [2, 3, 8, 13])
+def test_fast_continuation_matches_reference(tiny, cont):
+    trio = Trio(tiny, seed=10 + cont)
+    trio.step(2, 11, label="prefill")
+    trio.step(2, cont, label=f"continuation L={cont}")
+    trio.step(2, 1, label="decode after continuation")
+
+
+def test_fast_decode_updates_cache_in_place(tiny):
+    layer = FastMambaLayer(tiny).to(BF16)
+    layer.load_state_dict(synthetic_slice(tiny, 3).mamba)
+    g = torch.Generator().manual_seed(4)
+    with torch.no_grad():
+        _, cache = layer(torch.randn(2, 5, tiny.hidden_size, generator=g).to(BF16))
+        conv, ssm = cache.conv_state, cache.ssm_state
+        before = (conv.clone(), ssm.clone())
+        out, same = layer(torch.randn(2, 1, tiny.hidden_size, generator=g).to(BF16), cache)
+    assert same is cache and cache.conv_state is conv and cache.ssm_state is ssm
+    assert cache.seqlen_offset == 6 and out.shape == (2, 1, tiny.hidden_size)
+    assert not torch.equal(conv, before[0]) and not torch.equal(ssm, before[1])
+
+
+def test_fast_decode_float32_matches_float32_reference(tiny):
+    """With fp32 weights both layers do the same math in fp32: far tighter than any bf16 tolerance."""
+    weights = synthetic_slice(tiny, 6).mamba
+    ref, fast = ReferenceMambaLayer(tiny).float(), FastMambaLayer(tiny).float()
+    ref.load_state_dict(weights)
+    fast.load_state_dict(weights)
+    g = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        h = torch.randn(2, 6, tiny.hidden_size, generator=g)
+        _, rc = ref(h)
+        _, fc = fast(h)
+        for _ in range(3):
+            h = torch.randn(2, 1, tiny.hidden_size, generator=g)
+            ro, _ = ref(h, rc)
+            fo, _ = fast(h, fc)
+            for a, b in ((fo, ro), (fc.ssm_state, rc.ssm_state), (fc.conv_state, rc.conv_state)):
+                assert ((a - b).norm() / b.norm()).item() < 1e-5
+
+
+def test_fast_real_config_prefill_and_decode_match_reference():
+    """The real mixer sizes (48 heads x 64, d_state 128, conv 3328) on a few tokens; small vocab (unused)."""
+    trio = Trio(GraniteMambaConfig(vocab_size=128), seed=21)
+    trio.step(2, 5, mask=left_pad_mask([5, 3]), label="real prefill")
+    trio.step(2, 1, label="real decode")  # one step: each costs seconds in the interpreter at these sizes
+
+
+def test_fast_layer_falls_back_with_one_warning_without_interpreter(tiny, monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    if torch.cuda.is_available():
+        pytest.skip("the fallback is for non-CUDA tensors; this machine has CUDA")
+    weights = synthetic_slice(tiny, 8).mamba
+    ref, fast = ReferenceMambaLayer(tiny).to(BF16), FastMambaLayer(tiny).to(BF16)
+    ref.load_state_dict(weights)
+    fast.load_state_dict(weights)
+    h = torch.randn(2, 4, tiny.hidden_size).to(BF16)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fo, fc = fast(h)
+        fast(h[:, :1], fc)
+        ro, _ = ref(h)
+    assert torch.equal(fo, ro)
+    fallbacks = [w for w in caught if "falls back to the reference" in str(w.message)]
+    assert len(fallbacks) == 1 and issubclass(fallbacks[0].category, RuntimeWarning)
+
+
+def test_fast_layer_rejects_bad_input_like_reference(tiny):
+    fast = FastMambaLayer(tiny).to(BF16)
+    with pytest.raises(ValueError, match="hidden_size"):
+        fast(torch.randn(1, 3, tiny.hidden_size + 1).to(BF16))
+    with pytest.raises(TypeError, match="dtype"):
+        fast(torch.randn(1, 3, tiny.hidden_size))
+    cache = MambaCache.zeros(tiny, 2, dtype=BF16)
+    with pytest.raises(ValueError, match="batch"):
+        fast(torch.randn(1, 1, tiny.hidden_size).to(BF16), cache)
