@@ -41,15 +41,16 @@ def _sequence_forward(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z):
     gamma = dt * p
     gamma_next = torch.cat((dt[1:] * (1 - p[1:]), torch.zeros_like(dt[:1])))  # masked at the sequence end
     scale = gamma + gamma_next
-    log_decay = torch.cumsum(adt, dim=0)  # F6: (L, H)
+    log_decay = torch.cumsum(adt, dim=0).t()  # F6: (H, L)
     length = q.shape[0]
-    causal = torch.ones(length, length, dtype=torch.bool, device=q.device).tril()[..., None]
-    decay = torch.exp((log_decay[:, None] - log_decay[None, :]).masked_fill(~causal, -math.inf))  # (t, j, H)
-    scores = torch.einsum("thn,jhn->tjh", q_rot, k_rot * scale[..., None])
+    causal = torch.ones(length, length, dtype=torch.bool, device=q.device).tril()
+    # head-major (H, t, j) so that both einsums below are plain batched matmuls without big permuted copies
+    decay = torch.exp((log_decay[:, :, None] - log_decay[:, None, :]).masked_fill(~causal, -math.inf))
+    scores = torch.einsum("thn,jhn->htj", q_rot, k_rot * scale[..., None])
     qk = (q_hat * k_hat).sum(-1)  # (L, H)
-    y = torch.einsum("tjh,jhp->thp", decay * scores, v) + (d - gamma_next * qk)[..., None] * v  # F7, reference form
+    y = torch.einsum("htj,jhp->thp", decay * scores, v) + (d - gamma_next * qk)[..., None] * v  # F7, reference form
     out = y * z * torch.sigmoid(z)  # F8
-    weight = torch.exp(log_decay[-1] - log_decay) * scale  # (L, H)
+    weight = torch.exp(log_decay[:, -1:] - log_decay).t() * scale  # (L, H)
     final_ssm = torch.einsum("jh,jhp,jhn->hpn", weight, v, k_rot)
     return out, phi[-1], final_ssm, k_rot[-1]
 
