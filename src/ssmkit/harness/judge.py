@@ -128,7 +128,8 @@ def _say(message: str) -> None:
 def _first_failure(checks: list[Check]) -> None:
     for c in checks:
         if not c.ok:
-            detail = c.note if c.error is None else f"error {c.error:.3e} > bound {c.bound:.3e} ({c.note})"
+            detail = c.note if c.error is None else f"error {c.error:.3e} > bound {c.bound:.3e}" + (
+                f" ({c.note})" if c.note else "")
             raise Rejected(f"{c.workload} {c.quantity}", detail)
 
 
@@ -378,10 +379,12 @@ class _Mamba3Track:
         return make_inputs(list(case.seqlens), case.seed + ROTATION_SEED_STRIDE * rotation, str(self.device))
 
     def compare(self, case: str, step: str, cand: dict, ref: tuple, truth: tuple | None = None) -> list[Check]:
+        """Contract (shape, dtype, device, finite) of each of the 16 results, then ``compare_results``."""
+        from ssmkit.mamba3.shapes import RESULT_NAMES
         from ssmkit.mamba3.tolerances import compare_results
 
         results = [cand.get(f"r{i}") for i in range(len(ref))]
-        checks = [contract_check(case, f"{step}.r{i}", c, r) for i, (c, r) in enumerate(zip(results, ref))]
+        checks = [contract_check(case, f"{step}.{name}", c, r) for name, c, r in zip(RESULT_NAMES, results, ref)]
         if all(c.ok for c in checks):
             checks += [Check(case, f"{step}.{name}", float(err), float(bound), bool(ok))
                        for name, err, bound, ok in compare_results(results, list(ref))]
