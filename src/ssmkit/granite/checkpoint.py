@@ -17,7 +17,6 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from ssmkit.granite.config import GraniteMambaConfig
-from ssmkit.granite.reference import ReferenceMambaLayer
 
 __all__ = ["LayerSlice", "synthetic_slice", "save_slice", "load_slice", "extract_slice", "expected_mamba_shapes"]
 
@@ -58,10 +57,23 @@ class LayerSlice:
 
 
 def expected_mamba_shapes(config: GraniteMambaConfig) -> dict[str, tuple[int, ...]]:
-    """Parameter name -> shape of ``ReferenceMambaLayer(config)`` (built on the meta device, no memory)."""
-    with torch.device("meta"):
-        layer = ReferenceMambaLayer(config)
-    return {name: tuple(t.shape) for name, t in layer.state_dict().items()}
+    """Parameter name -> shape of ``ReferenceMambaLayer(config)``'s state dict (spec §1.2)."""
+    c = config
+    shapes = {
+        "dt_bias": (c.num_heads,),
+        "A_log": (c.num_heads,),
+        "D": (c.num_heads,),
+        "in_proj.weight": (c.in_proj_dim, c.hidden_size),
+        "conv1d.weight": (c.conv_dim, 1, c.d_conv),
+        "norm.weight": (c.intermediate_size,),
+        "out_proj.weight": (c.hidden_size, c.intermediate_size),
+    }
+    if c.proj_bias:
+        shapes["in_proj.bias"] = (c.in_proj_dim,)
+        shapes["out_proj.bias"] = (c.hidden_size,)
+    if c.conv_bias:
+        shapes["conv1d.bias"] = (c.conv_dim,)
+    return shapes
 
 
 def synthetic_slice(config: GraniteMambaConfig, seed: int) -> LayerSlice:
