@@ -81,7 +81,8 @@ def _m3b_chunk_kernel(
     pend_p = dd_acc
     pend_dt = dd_acc
 
-    for ci in range(0, nchunks):
+    ci = 0
+    while ci < nchunks:  # not `for ... in range(nchunks)`: the interpreter (numpy 2) rejects a runtime range bound
         c = nchunks - 1 - ci
         t0 = bos + c * C
         tok = t0 + i
@@ -227,6 +228,7 @@ def _m3b_chunk_kernel(
         pend_dp = tl.sum(tl.where(first, dp_part, 0.0), axis=0)
         pend_p = tl.sum(tl.where(first, p_c, 0.0), axis=0)
         pend_dt = tl.sum(tl.where(first, dt_c, 0.0), axis=0)
+        ci += 1
 
     # The sequence's first token has no shifted-gamma predecessor.
     tl.store(ddt_ptr + bos * H + h, pend_ddt)
@@ -266,10 +268,12 @@ def _m3b_reduce_kernel(
         acc_qb = tl.zeros([H, N], dtype=tl.float32)
         acc_kb = tl.zeros([H, N], dtype=tl.float32)
         acc_d = tl.zeros([H], dtype=tl.float32)
-        for si in range(S):
+        si = 0
+        while si < S:  # runtime bound: see the chunk loop
             acc_qb += tl.load(dqbp_ptr + si * H * N + off)
             acc_kb += tl.load(dkbp_ptr + si * H * N + off)
             acc_d += tl.load(ddp_ptr + si * H + hh)
+            si += 1
         tl.store(dqb_ptr + off, acc_qb)
         tl.store(dkb_ptr + off, acc_kb)
         tl.store(dd_ptr + hh, acc_d)

@@ -1,0 +1,94 @@
+"""Backward kernels (ssmkit.kernels.mamba3.bwd) against the float64 token-recurrence oracle (spec §5, §7.1).
+
+Runs the Triton kernels in the CPU interpreter when there is no GPU (tests/conftest.py). The panel has ragged
+sequences: 130 tokens (three chunks, two chunk edges), lengths 1 and 2, and 65 (one token in its second chunk).
+The interpreter computes fp32 dots exactly but casts fp32 -> bf16 by truncation (the GPU rounds to nearest), so bf16
+results are checked element-wise against one bf16 rounding step in either direction: |x - ref| <= 2^-7 |ref| + atol.
+"""
+import math
+
+import pytest
+import torch
+
+from ssmkit.kernels.mamba3.bwd import mamba3_siso_bwd
+from ssmkit.kernels.mamba3.fwd import mamba3_siso_fwd
+from ssmkit.mamba3.inputs import make_inputs
+from ssmkit.mamba3.oracle import mamba3_siso_varlen_joint_states_full_vjp_oracle
+from ssmkit.mamba3.shapes import COTANGENT_NAMES, GRAD_NAMES, INPUT_NAMES, OUTPUT_NAMES
+
+PANEL = [130, 1, 2, 65]
+FP32_NORM_RTOL = 1e-5  # fp32 math, exact dots in the interpreter: measured 1e-7 .. 1e-6
+BF16_STEP = 2.0 ** -7  # one bf16 rounding of a value, relative, whatever the rounding direction
+BF16_ATOL = 1e-5  # times max |ref|: the fp32 error under the rounding step
+# Per-token gradients (first dim T) and which sequence a token belongs to, for the boundary test.
+TOKEN_GRADS = ("dq", "dk", "dv", "dadt", "ddt", "dtrap", "dangles", "dz")
+
+
+@pytest.fixture
+def poisoned_allocations(monkeypatch):
+    """Every float tensor the kernels' wrapper allocates starts as NaN, so an unwritten element shows."""
+    empty, empty_like = torch.empty, torch.empty_like
+
+    def _poison(x):
+        return x.fill_(math.nan) if x.is_floating_point() else x
+
+    monkeypatch.setattr(torch, "empty", lambda *a, **kw: _poison(empty(*a, **kw)))
+    monkeypatch.setattr(torch, "empty_like", lambda *a, **kw: _poison(empty_like(*a, **kw)))
+
+
+@pytest.fixture(scope="module")
+def panel():
+    """Inputs, forward saved tensors, the float64 oracle's 11 gradients and one backward run of the kernels."""
+    args = make_inputs(PANEL, seed=11)
+    inputs = [args[n] for n in INPUT_NAMES]
+    cotangents = [args[n] for n in COTANGENT_NAMES]
+    saved = mamba3_siso_fwd(*inputs)[5]
+    oracle = mamba3_siso_varlen_joint_states_full_vjp_oracle(**args)[len(OUTPUT_NAMES):]
+    return {"args": args, "inputs": inputs, "cotangents": cotangents, "saved": saved,
+            "oracle": dict(zip(GRAD_NAMES, oracle))}
+
+
+def _run_bwd(panel, cotangents=None):
+    return mamba3_siso_bwd(*panel["inputs"], panel["saved"], *(cotangents or panel["cotangents"]))
+
+
+def test_bwd_gradients_match_float64_oracle_and_are_all_written(panel, poisoned_allocations):
+    grads = _run_bwd(panel)
+    for name, got in zip(GRAD_NAMES, grads):
+        ref = panel["oracle"][name]
+        want = panel["args"][name[1:]]
+        assert got.dtype == want.dtype and got.shape == want.shape, name
+        assert not torch.isnan(got).any(), f"{name}: elements left unwritten"
+        err = got.double() - ref
+        if got.dtype == torch.bfloat16:
+            bound = BF16_STEP * ref.abs() + BF16_ATOL * ref.abs().max()
+            worst = (err.abs() - bound).max().item()
+            assert worst <= 0, f"{name}: beyond one bf16 rounding of the oracle by {worst:.3e}"
+        else:
+            rel = (err.norm() / ref.norm()).item()
+            assert rel <= FP32_NORM_RTOL, f"{name}: norm-relative error {rel:.3e} > {FP32_NORM_RTOL}"
+
+
+def test_bwd_is_bit_identical_on_repeated_calls(panel):
+    first, second = _run_bwd(panel), _run_bwd(panel)
+    for name, a, b in zip(GRAD_NAMES, first, second):
+        assert torch.equal(a, b), f"{name} differs between two identical calls"
+
+
+def test_bwd_keeps_sequences_apart(panel):
+    """Zero cotangents on the middle sequences: their token gradients are exactly zero and the outer sequences'
+    token gradients are bit-identical to the run with all cotangents (no carry, shift or state crosses a
+    boundary in either direction)."""
+    cu = panel["args"]["cu_seqlens"].tolist()
+    middle = slice(cu[1], cu[3])
+    dout, dfa, dfs, dfk, dfv = (x.clone() for x in panel["cotangents"])
+    dout[middle] = 0
+    for fin in (dfa, dfs, dfk, dfv):
+        fin[1:3] = 0
+    base = dict(zip(GRAD_NAMES, _run_bwd(panel)))
+    cut = dict(zip(GRAD_NAMES, _run_bwd(panel, [dout, dfa, dfs, dfk, dfv])))
+    outer = torch.ones(cu[-1], dtype=torch.bool)
+    outer[middle] = False
+    for name in TOKEN_GRADS:
+        assert torch.count_nonzero(cut[name][middle]) == 0, f"{name}: middle sequences got gradient"
+        assert torch.equal(cut[name][outer], base[name][outer]), f"{name}: outer sequences changed"
