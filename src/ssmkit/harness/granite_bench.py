@@ -53,7 +53,7 @@ class BenchRow:
 
 def describe_failure(exc: BaseException, stage: str) -> str:
     """One line: 'out of memory' or the exception type, the stage, and the first line of the message."""
-    kind = "out of memory" if isinstance(exc, torch.OutOfMemoryError) else type(exc).__name__
+    kind = "out of memory" if isinstance(exc, torch.cuda.OutOfMemoryError) else type(exc).__name__
     first = (str(exc).splitlines() or [""])[0][:200]
     return f"{kind} in {stage}: {first}"
 
@@ -188,6 +188,6 @@ def bench_command(candidate: str | None = None, workloads: str | None = None, sl
         out(f"wrote {json_out}")
     if plot:
         plot_bench(rows, f"granite bench on {meta['gpu']}: G = {'-' if g is None else f'{g:.3f}'}, "
-                         f"score {result['score']:.3f} ({meta['git_commit'] or 'no commit'})"[:110], plot)
+                         f"score {result['score']:.3f} ({(meta['git_commit'] or 'no commit')[:10]})"[:110], plot)
         out(f"wrote {plot}")
     return 1 if any(r["error"] for r in rows) else 0

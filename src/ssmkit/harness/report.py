@@ -114,7 +114,8 @@ def plot_bench(rows: Sequence[dict], title: str, path: str | Path) -> None:
     width = 0.4
     for offset, key, label in ((-width / 2, "reference_ms", "reference"), (width / 2, "candidate_ms", "candidate")):
         ax_t.bar([i + offset for i in x], [r.get(key) or 0.0 for r in rows], width, label=label)
-    ax_t.set_yscale("log")
+    if any((r.get(k) or 0) > 0 for r in rows for k in ("reference_ms", "candidate_ms")):
+        ax_t.set_yscale("log")
     ax_t.set_ylabel("time per call (ms, median)")
     ax_t.set_title("times")
     ax_t.legend()
