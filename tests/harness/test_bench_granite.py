@@ -60,3 +60,26 @@ def test_geomean_and_score_follow_the_definitions():
     assert geomean([3.0, 0.0]) == 0.0
     assert score_from_geomean(4.0) == pytest.approx(0.75)
     assert score_from_geomean(1.0) == 0.0 and score_from_geomean(0.5) == 0.0
+
+
+def test_decode_timed_calls_start_from_the_same_cache_state_at_stable_addresses(tiny_slice):
+    import torch
+
+    from ssmkit.granite import ReferenceMambaLayer, load_slice
+    from ssmkit.harness.granite_bench import timed_side
+    from ssmkit.harness.granite_run import build_layer, make_inputs
+    from ssmkit.harness.workloads import load_workloads
+
+    layer_slice = load_slice(tiny_slice)
+    layer = build_layer(ReferenceMambaLayer, layer_slice, "cpu", torch.bfloat16)
+    w = next(w for w in load_workloads(WORKLOADS) if w.name == "bench_decode_b2")
+    with torch.no_grad():
+        prepare, call = timed_side(layer, w, [make_inputs(w, layer_slice.config.hidden_size, "cpu")])
+        runs = []
+        for _ in range(3):
+            token, cache = prepare()
+            out, _ = call((token, cache))
+            runs.append((out, cache.ssm_state.clone(), cache.ssm_state.data_ptr(), cache.seqlen_offset))
+    for out, state, ptr, offset in runs[1:]:
+        assert torch.equal(out, runs[0][0]) and torch.equal(state, runs[0][1])
+        assert ptr == runs[0][2] and offset == runs[0][3] == w.prefix + 1

@@ -3,9 +3,11 @@
 Per workload with ``purpose == "bench"`` (both layers bf16, same weights):
 - prefill: one timed call = a full forward ``layer(hidden, attention_mask=mask)`` on the next of ``ROTATIONS``
   input sets (fresh inputs each call); continuations (``continue``) are not timed;
-- decode: each side first builds one cache per input set with a prefix prefill; one timed call = a single-token
-  step ``layer(token, cache=clone)``, where the cache is cloned in ``prepare`` (outside the timed region), since
-  the step mutates it.
+- decode: each side first builds one cache per input set with a prefix prefill and keeps it pristine; one timed
+  call = a single-token step ``layer(token, cache=working)``, where ``prepare`` (outside the timed region) first
+  copies the pristine state into that input set's working cache, since the step mutates it. The working caches
+  keep their addresses across calls (as a serving loop's caches do), so a candidate may reuse per-cache CUDA
+  graphs; every timed call still starts from the same fresh state.
 Peak memory: ``torch.cuda.max_memory_allocated`` over one untimed call of each side after a reset (inputs and
 caches of both sides are resident, so this is the whole process' peak during that call). Then ``paired_abba``
 (``ssmkit.harness.timing``): ``warmup`` calls per side, ``pairs`` A/B/B/A pairs with the reference called once and
@@ -58,6 +60,14 @@ def describe_failure(exc: BaseException, stage: str) -> str:
     return f"{kind} in {stage}: {first}"
 
 
+def restore_cache(working, pristine) -> None:
+    """Reset ``working`` to the state of ``pristine`` in place (tensors keep their addresses), flags included."""
+    working.conv_state.copy_(pristine.conv_state)
+    working.ssm_state.copy_(pristine.ssm_state)
+    working.has_previous_state = pristine.has_previous_state
+    working.seqlen_offset = pristine.seqlen_offset
+
+
 def timed_side(layer, w: Workload, input_sets: list) -> tuple[Callable, Callable]:
     """``(prepare, call)`` of one layer on workload ``w``, rotating over ``input_sets`` (see module docstring)."""
     rotation = itertools.count()
@@ -71,12 +81,13 @@ def timed_side(layer, w: Workload, input_sets: list) -> tuple[Callable, Callable
     else:
         states = []
         for inputs in input_sets:
-            _, cache = layer(inputs.prefix)
-            states.append((cache, inputs.tokens[0]))
+            _, pristine = layer(inputs.prefix)
+            states.append((pristine, pristine.clone(), inputs.tokens[0]))
 
         def prepare():
-            cache, token = states[next(rotation) % len(states)]
-            return token, cache.clone()
+            pristine, working, token = states[next(rotation) % len(states)]
+            restore_cache(working, pristine)
+            return token, working
 
         def call(args):
             return layer(args[0], cache=args[1])
