@@ -11,8 +11,11 @@ Paths:
   after; the caller's hidden states are copied into the graph's input buffer and the output is cloned out of it,
   so nothing the caller holds aliases the graph's buffers. Elsewhere (CPU under TRITON_INTERPRET=1, or while the
   caller is capturing its own graph) the same kernels run eagerly.
-- Prefill and multi-token continuation: the reference forward (the prefill kernels are not wired in yet).
-- Anything the kernels do not handle (non-CUDA tensors without TRITON_INTERPRET=1, unsupported dtypes or sizes):
+- Prefill and multi-token continuation: in_proj (cuBLAS, on the input after padding mask #1) ->
+  ``causal_conv1d_silu_prefill`` (reads the xBC slice of the in_proj output in place, writes conv_state, continues
+  from it) -> ``ssd_chunked_prefill`` (writes ssm_state, continues from it) -> ``gated_rmsnorm`` -> out_proj.
+- Anything the kernels do not handle (non-CUDA tensors without TRITON_INTERPRET=1; model dtypes other than bf16,
+  and fp32 for decode; n_groups != 1, a time_step_limit other than (0, inf) or non-power-of-two sizes for prefill):
   the reference forward, with a warning the first time each reason occurs on a layer.
 """
 from __future__ import annotations
@@ -26,12 +29,15 @@ import torch.nn.functional as F
 
 from ssmkit.granite.cache import MambaCache
 from ssmkit.granite.config import GraniteMambaConfig
-from ssmkit.granite.reference import ReferenceMambaLayer
+from ssmkit.granite.reference import ReferenceMambaLayer, apply_padding_mask
+from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill
+from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
 from ssmkit.kernels.granite.ssd_decode import granite_decode_step
+from ssmkit.kernels.granite.ssd_prefill import ssd_chunked_prefill
 
 __all__ = ["FastMambaLayer"]
 
-_KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+_DECODE_DTYPES = (torch.bfloat16, torch.float32)
 # Decode graphs kept per layer (one per batch size and cache object in use); the oldest is dropped beyond this.
 _MAX_DECODE_GRAPHS = 16
 
@@ -70,17 +76,28 @@ class FastMambaLayer(ReferenceMambaLayer):
         if not all(_pow2(v) for v in (c.head_dim, c.d_state, c.d_conv)) or c.d_conv < 2:
             self._config_problem = (f"head_dim, d_state and d_conv must be powers of two (d_conv >= 2) for the "
                                     f"kernels, got {c.head_dim}, {c.d_state}, {c.d_conv}")
+        self._prefill_config_problem = None
+        if c.n_groups != 1 or c.time_step_limit != (0.0, float("inf")) or not _pow2(c.chunk_size):
+            self._prefill_config_problem = (
+                f"the prefill kernels need n_groups == 1, time_step_limit == (0, inf) and a power-of-two "
+                f"chunk_size, got {c.n_groups}, {c.time_step_limit}, {c.chunk_size}")
 
     # ----------------------------------------------------------------------------------------- dispatch
-    def _unsupported(self, hidden_states: torch.Tensor) -> str | None:
+    def _unsupported(self, hidden_states: torch.Tensor, decode: bool) -> str | None:
         """Why the kernels cannot run this call (None when they can)."""
         if self._config_problem is not None:
             return self._config_problem
-        if hidden_states.dtype not in _KERNEL_DTYPES:
-            return f"the kernels support {_KERNEL_DTYPES}, got {hidden_states.dtype}"
         if hidden_states.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
             return (f"Triton kernels need CUDA tensors (or TRITON_INTERPRET=1 on the CPU), got device "
                     f"{hidden_states.device}")
+        if decode:
+            if hidden_states.dtype not in _DECODE_DTYPES:
+                return f"the decode kernels support {_DECODE_DTYPES}, got {hidden_states.dtype}"
+            return None
+        if self._prefill_config_problem is not None:
+            return self._prefill_config_problem
+        if hidden_states.dtype != torch.bfloat16:
+            return f"the prefill kernels support torch.bfloat16, got {hidden_states.dtype}"
         return None
 
     def _warn_once(self, reason: str) -> None:
@@ -92,17 +109,40 @@ class FastMambaLayer(ReferenceMambaLayer):
     def forward(self, hidden_states: torch.Tensor, cache: MambaCache | None = None,
                 attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, MambaCache]:
         """Same contract as ``ReferenceMambaLayer.forward``: (output (b, L, hidden) model dtype, cache)."""
-        self.check_forward_args(hidden_states, cache, attention_mask)
-        reason = self._unsupported(hidden_states)
+        mask = self.check_forward_args(hidden_states, cache, attention_mask)
+        decode = cache is not None and cache.has_previous_state and hidden_states.shape[1] == 1
+        reason = self._unsupported(hidden_states, decode)
         if reason is not None:
             self._warn_once(reason)
             return super().forward(hidden_states, cache, attention_mask)
-        if cache is not None and cache.has_previous_state and hidden_states.shape[1] == 1:
-            with torch.no_grad():
+        with torch.no_grad():
+            if decode:
                 out = self._decode(hidden_states, cache)
-            cache.seqlen_offset += 1
-            return out, cache
-        return super().forward(hidden_states, cache, attention_mask)
+            else:
+                out, cache = self._prefill(hidden_states, cache, mask)
+        cache.has_previous_state = True
+        cache.seqlen_offset += hidden_states.shape[1]
+        return out, cache
+
+    # ----------------------------------------------------------------------------------------- prefill
+    def _prefill(self, hidden_states: torch.Tensor, cache: MambaCache | None,
+                 mask: torch.Tensor | None) -> tuple[torch.Tensor, MambaCache]:
+        """Prefill (no previous state) or multi-token continuation; writes the cache, returns (output, cache)."""
+        c = self.config
+        inter, conv_dim = c.intermediate_size, c.conv_dim
+        continuing = cache is not None and cache.has_previous_state
+        if cache is None:
+            cache = MambaCache.zeros(c, hidden_states.shape[0], device=hidden_states.device,
+                                     dtype=hidden_states.dtype)
+        zxbcdt = F.linear(apply_padding_mask(hidden_states, mask), self.in_proj.weight, self.in_proj.bias)
+        xbc = causal_conv1d_silu_prefill(zxbcdt, self.conv1d.weight, self.conv1d.bias,
+                                         conv_state_in=cache.conv_state if continuing else None,
+                                         attention_mask=mask, conv_state_out=cache.conv_state, xbc_offset=inter)
+        y = ssd_chunked_prefill(xbc, zxbcdt[..., inter + conv_dim:], self.dt_bias, self.A_log, self.D,
+                                c.chunk_size, initial_state=cache.ssm_state if continuing else None,
+                                ssm_state_out=cache.ssm_state, attention_mask=mask)
+        y = gated_rmsnorm(y, zxbcdt[..., :inter], self.norm.weight, c.rms_norm_eps)
+        return F.linear(y, self.out_proj.weight, self.out_proj.bias), cache
 
     # ----------------------------------------------------------------------------------------- decode
     def _decode_math(self, hidden_states: torch.Tensor, conv_state: torch.Tensor,

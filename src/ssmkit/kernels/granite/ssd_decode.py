@@ -2,7 +2,7 @@
 #   1. _granite_decode_ssm_kernel, grid (headdim / BLOCK_P, nheads, batch): causal conv over the window
 #      [conv_state[:, 1:], new xBC column] + bias + SiLU for the program's BLOCK_P x channels and its group's B and C
 #      (2 * d_state channels, recomputed by every program of the row: cheap, and it keeps conv_state read-only
-#      here), dt = softplus(dt + dt_bias) with the model-dtype rounding of transformers 5.17, the in-place fp32
+#      here), dt = softplus(dt + dt_bias) with the bf16 rounding of transformers 5.17, the in-place fp32
 #      state update S = S * exp(dt * A) + dt * x B^T on a (BLOCK_P, d_state) tile, y = S C + D x, and the gate
 #      y * silu(z), written in fp32 to a (batch, intermediate) scratch row.
 #   2. _granite_decode_norm_roll_kernel, grid (batch, 1 + cdiv(conv_dim, BLOCK_C)): program 0 of each row does the
@@ -16,9 +16,10 @@
 Numerics (a choice the brief allows, stated here): the conv, SiLU, state update, readout, D skip, gate and RMSNorm
 run in fp32 like mamba_ssm's ``selective_state_update`` (spec §4 item 5), not with 5.17's bf16 ``dB``, ``dBx``
 and bf16 readout. That is closer to the float32 run of the reference than the reference itself is. The one
-rounding kept from 5.17 is dt's (spec Decisions, §3.1 step 4): ``dt + dt_bias`` and ``softplus`` are each rounded
-to the model dtype, so the kernel sees the same dt values as the reference. No time_step_limit clamp in decode
-(spec §3.1). The result is rounded once, to the model dtype, for out_proj.
+rounding kept from 5.17 is dt's (spec Decisions, §3.1 step 4): for a bf16 model ``dt + dt_bias`` and ``softplus``
+are each rounded to bf16 (the prefill kernels' ``_granite_softplus_dt``), so the kernel sees the reference's dt
+values. No time_step_limit clamp in decode (spec §3.1). The result is rounded once, to the model dtype, for
+out_proj.
 """
 from __future__ import annotations
 
@@ -26,10 +27,9 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["granite_decode_step"]
+from ssmkit.kernels.granite.ssd_prefill import _granite_softplus_dt
 
-# torch softplus switches to the identity above this (beta = 1, threshold = 20).
-_SOFTPLUS_THRESHOLD = 20.0
+__all__ = ["granite_decode_step"]
 
 
 @triton.jit
@@ -49,14 +49,6 @@ def _decode_conv_silu(new_ptr, state_ptr, weight_ptr, bias_ptr, ch, stride_cs_c,
 
 
 @triton.jit
-def _decode_softplus(s, THRESHOLD: tl.constexpr):
-    """torch softplus (beta 1) in fp32; log1p(u) as log(w) - ((w - 1) - u) / w with w = 1 + u (accurate for small u)."""
-    u = tl.exp(s)
-    w = 1.0 + u
-    return tl.where(s > THRESHOLD, s, tl.log(w) - ((w - 1.0) - u) / w)
-
-
-@triton.jit
 def _granite_decode_ssm_kernel(
     zxbcdt_ptr, conv_state_ptr, conv_weight_ptr, conv_bias_ptr, dt_bias_ptr, a_log_ptr, d_ptr, ssm_state_ptr,
     gated_ptr,
@@ -64,13 +56,12 @@ def _granite_decode_ssm_kernel(
     stride_ss_p, stride_g_b,
     INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, NGROUPS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr,
     HEADDIM: tl.constexpr, DSTATE: tl.constexpr, D_CONV: tl.constexpr, BLOCK_P: tl.constexpr,
-    HAS_CONV_BIAS: tl.constexpr, SOFTPLUS_THRESHOLD: tl.constexpr,
+    HAS_CONV_BIAS: tl.constexpr, ROUND_BF16: tl.constexpr,
 ):
     pid_p = tl.program_id(0)
     head = tl.program_id(1)
     row = tl.program_id(2).to(tl.int64)
     group = head // HEADS_PER_GROUP
-    model_dtype = zxbcdt_ptr.dtype.element_ty
 
     zx_row = zxbcdt_ptr + row * stride_zx_b
     xbc_row = zx_row + INTERMEDIATE
@@ -92,11 +83,9 @@ def _granite_decode_ssm_kernel(
     c_vec = _decode_conv_silu(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, c_ch, stride_cs_c, stride_cs_k,
                               stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
 
-    # dt: 5.17 adds dt_bias and takes softplus in the model dtype (spec §3.1 step 4): round after each.
+    # dt: 5.17 adds dt_bias and takes softplus in bf16 (spec §3.1 step 4): rounded after each for a bf16 model.
     dt_raw = tl.load(xbc_row + CONV_DIM + head).to(tl.float32)
-    dt_bias = tl.load(dt_bias_ptr + head).to(tl.float32)
-    dt_in = (dt_raw + dt_bias).to(model_dtype).to(tl.float32)
-    dt = _decode_softplus(dt_in, SOFTPLUS_THRESHOLD).to(model_dtype).to(tl.float32)
+    dt = _granite_softplus_dt(dt_raw, tl.load(dt_bias_ptr + head).to(tl.float32), ROUND_BF16)
     a = -tl.exp(tl.load(a_log_ptr + head).to(tl.float32))
     decay = tl.exp(dt * a)
 
@@ -166,7 +155,7 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
     """One decode step of the mixer between the two projections; updates both caches in place.
 
     Args:
-        zxbcdt: (b, in_proj_dim) in_proj output of the new token, model dtype (bf16, fp16 or fp32), last dim
+        zxbcdt: (b, in_proj_dim) in_proj output of the new token, model dtype (bf16 or fp32), last dim
             contiguous; in_proj_dim = intermediate + conv_dim + nheads, split [z | xBC | dt] (spec §1.1).
         conv_state: (b, conv_dim, d_conv) model dtype, the last d_conv raw xBC columns; rolled in place.
         ssm_state: (b, nheads, headdim, d_state) fp32, contiguous; updated in place.
@@ -207,6 +196,8 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
     _check(ssm_state.dtype == torch.float32 and ssm_state.is_contiguous(), TypeError,
            f"ssm_state must be contiguous float32, got {ssm_state.dtype}, strides {ssm_state.stride()}")
     _check(zxbcdt.stride(1) == 1, ValueError, "zxbcdt's last dim must be contiguous")
+    _check(zxbcdt.dtype in (torch.bfloat16, torch.float32), TypeError,
+           f"zxbcdt must be bfloat16 or float32 (the model dtype), got {zxbcdt.dtype}")
     _check(conv_state.dtype == zxbcdt.dtype, TypeError,
            f"conv_state dtype {conv_state.dtype} must equal the model dtype {zxbcdt.dtype}")
     if out is None:
@@ -225,7 +216,7 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
         cw.stride(1), ssm_state.stride(0), ssm_state.stride(1), ssm_state.stride(2), gated.stride(0),
         INTERMEDIATE=intermediate, CONV_DIM=conv_dim, NGROUPS=ngroups, HEADS_PER_GROUP=nheads // ngroups,
         HEADDIM=headdim, DSTATE=dstate, D_CONV=d_conv, BLOCK_P=block_p, HAS_CONV_BIAS=conv_bias is not None,
-        SOFTPLUS_THRESHOLD=_SOFTPLUS_THRESHOLD, num_warps=4 if block_p * dstate >= 2048 else 2,
+        ROUND_BF16=zxbcdt.dtype == torch.bfloat16, num_warps=4 if block_p * dstate >= 2048 else 2,
     )
     block_c = min(512, triton.next_power_of_2(conv_dim))
     block_i = triton.next_power_of_2(intermediate)
