@@ -93,7 +93,7 @@ class HFMixer:
         with torch.no_grad():
             out = self.module(hidden, cache_params=self.cache, attention_mask=mask)
         layer_cache = self.cache.layers[0]
-        return out, layer_cache.conv_states[0], layer_cache.recurrent_states[0]
+        return out, layer_cache.conv_states[0].clone(), layer_cache.recurrent_states[0].clone()
 
 
 def record_out_proj_input(layer: ReferenceMambaLayer) -> dict:
