@@ -6,11 +6,12 @@ forward runs under ``torch.no_grad()``.
 
 Paths:
 - Decode (cache with previous state, L == 1): in_proj (cuBLAS) -> ``granite_decode_step`` (two Triton kernels:
-  conv + dt + state update + gate, then RMSNorm + conv-state roll) -> out_proj. On CUDA the whole step is one
-  CUDA graph per (batch, cache tensors' addresses and strides, dtype, device), captured on first use and replayed
-  after; the caller's hidden states are copied into the graph's input buffer and the output is cloned out of it,
-  so nothing the caller holds aliases the graph's buffers. Elsewhere (CPU under TRITON_INTERPRET=1, or while the
-  caller is capturing its own graph) the same kernels run eagerly.
+  conv + dt + state update + gate, then RMSNorm + conv-state roll) -> out_proj (cuBLAS). On CUDA the two kernels
+  are one CUDA graph per (batch, cache tensors' addresses and strides, dtype, device), captured on first use:
+  in_proj writes straight from the caller's tensor into the graph's static input buffer, the graph is replayed,
+  and out_proj reads its static output into a fresh tensor. So a step costs three host launches and no copies,
+  and nothing returned aliases the graph's buffers. Elsewhere (CPU under TRITON_INTERPRET=1, while the caller is
+  capturing its own graph, or with ``use_cuda_graphs`` False) the same kernels run eagerly.
 - Prefill and multi-token continuation: in_proj (cuBLAS, on the input after padding mask #1) ->
   ``causal_conv1d_silu_prefill`` (reads the xBC slice of the in_proj output in place, writes conv_state, continues
   from it) -> ``ssd_chunked_prefill`` (writes ssm_state, continues from it) -> ``gated_rmsnorm`` -> out_proj.
@@ -47,17 +48,12 @@ def _pow2(v: int) -> bool:
 
 
 class _DecodeGraph:
-    """A captured decode step: static input (b, 1, hidden) -> static output (b, 1, hidden), caches updated."""
+    """The decode kernels captured on one cache: static in_proj output (b, in_proj_dim) -> static y (b, I)."""
 
-    def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_out: torch.Tensor) -> None:
+    def __init__(self, graph: torch.cuda.CUDAGraph, zxbcdt: torch.Tensor, y: torch.Tensor) -> None:
         self.graph = graph
-        self.static_in = static_in
-        self.static_out = static_out
-
-    def run(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        self.static_in.copy_(hidden_states)
-        self.graph.replay()
-        return self.static_out.clone()
+        self.zxbcdt = zxbcdt
+        self.y = y
 
 
 class FastMambaLayer(ReferenceMambaLayer):
@@ -145,45 +141,51 @@ class FastMambaLayer(ReferenceMambaLayer):
         return F.linear(y, self.out_proj.weight, self.out_proj.bias), cache
 
     # ----------------------------------------------------------------------------------------- decode
-    def _decode_math(self, hidden_states: torch.Tensor, conv_state: torch.Tensor,
-                     ssm_state: torch.Tensor) -> torch.Tensor:
-        """in_proj -> fused decode kernels -> out_proj for (b, 1, hidden); updates the two states in place."""
-        zxbcdt = F.linear(hidden_states[:, 0], self.in_proj.weight, self.in_proj.bias)
-        y = granite_decode_step(zxbcdt, conv_state, ssm_state, self.conv1d.weight, self.conv1d.bias, self.dt_bias,
-                                self.A_log, self.D, self.norm.weight, self.config.rms_norm_eps)
-        return F.linear(y, self.out_proj.weight, self.out_proj.bias)[:, None]
+    def _decode_kernels(self, zxbcdt: torch.Tensor, conv_state: torch.Tensor,
+                        ssm_state: torch.Tensor) -> torch.Tensor:
+        """(b, in_proj_dim) -> (b, intermediate) normed y; updates the two states in place (spec §3.1)."""
+        return granite_decode_step(zxbcdt, conv_state, ssm_state, self.conv1d.weight, self.conv1d.bias,
+                                   self.dt_bias, self.A_log, self.D, self.norm.weight, self.config.rms_norm_eps)
 
     def _decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> torch.Tensor:
+        """One token (b, 1, hidden) -> (b, 1, hidden); cache states updated in place."""
         conv, ssm = cache.conv_state, cache.ssm_state
+        h = hidden_states[:, 0]
         if (not self.use_cuda_graphs or hidden_states.device.type != "cuda"
                 or torch.cuda.is_current_stream_capturing()):
-            return self._decode_math(hidden_states, conv, ssm)
-        key = (hidden_states.shape[0], hidden_states.dtype, hidden_states.device, conv.data_ptr(), conv.stride(),
-               ssm.data_ptr(), ssm.stride())
-        entry = self._decode_graphs.get(key)
-        if entry is None:
-            entry = self._capture_decode(hidden_states, cache)
-            self._decode_graphs[key] = entry
-            if len(self._decode_graphs) > _MAX_DECODE_GRAPHS:
-                self._decode_graphs.popitem(last=False)
-        return entry.run(hidden_states)
+            y = self._decode_kernels(F.linear(h, self.in_proj.weight, self.in_proj.bias), conv, ssm)
+        else:
+            key = (h.shape[0], h.dtype, h.device, conv.data_ptr(), conv.stride(), ssm.data_ptr(), ssm.stride())
+            entry = self._decode_graphs.get(key)
+            if entry is None:
+                entry = self._capture_decode(h, cache)
+                self._decode_graphs[key] = entry
+                if len(self._decode_graphs) > _MAX_DECODE_GRAPHS:
+                    self._decode_graphs.popitem(last=False)
+            if self.in_proj.bias is None:
+                torch.mm(h, self.in_proj.weight.t(), out=entry.zxbcdt)
+            else:
+                torch.addmm(self.in_proj.bias, h, self.in_proj.weight.t(), out=entry.zxbcdt)
+            entry.graph.replay()
+            y = entry.y
+        return F.linear(y, self.out_proj.weight, self.out_proj.bias)[:, None]
 
-    def _capture_decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> _DecodeGraph:
-        """Capture the decode step on ``cache``'s tensors. The warm-up (Triton compile, cuBLAS set-up) runs on
-        copies of the cache, so capturing leaves the caller's cache untouched (captured kernels do not run)."""
-        device = hidden_states.device
-        with torch.inference_mode(False):  # buffers the caller may later update in place outside inference mode
-            static_in = torch.randn_like(hidden_states, memory_format=torch.contiguous_format)
+    def _capture_decode(self, h: torch.Tensor, cache: MambaCache) -> _DecodeGraph:
+        """Capture the decode kernels on ``cache``'s tensors. The warm-up (Triton compile) runs on copies of the
+        cache, so capturing leaves the caller's cache untouched (captured kernels do not run)."""
+        device = h.device
+        with torch.inference_mode(False):  # static buffers, written in place by later (maybe non-inference) calls
+            zxbcdt = F.linear(torch.randn_like(h), self.in_proj.weight, self.in_proj.bias).contiguous()
             scratch = cache.clone()
             side = torch.cuda.Stream(device)
             side.wait_stream(torch.cuda.current_stream(device))
             with torch.cuda.stream(side):
-                self._decode_math(static_in, scratch.conv_state, scratch.ssm_state)
+                self._decode_kernels(zxbcdt, scratch.conv_state, scratch.ssm_state)
             torch.cuda.current_stream(device).wait_stream(side)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                static_out = self._decode_math(static_in, cache.conv_state, cache.ssm_state)
-        return _DecodeGraph(graph, static_in, static_out)
+                y = self._decode_kernels(zxbcdt, cache.conv_state, cache.ssm_state)
+        return _DecodeGraph(graph, zxbcdt, y)
 
     def _apply(self, fn, *args, **kwargs):
         # .to()/.cuda()/.half() move the parameters: the captured graphs point at the old ones.

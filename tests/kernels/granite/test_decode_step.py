@@ -155,3 +155,18 @@ def test_decode_step_rejects_bad_inputs():
         granite_decode_step(zxbcdt[:, :-1], conv_state, ssm_state, *args)
     with pytest.raises(ValueError, match="ssm_state must be"):
         granite_decode_step(zxbcdt, conv_state, ssm_state[0], *args)
+
+
+def test_decode_step_result_independent_of_tile_rows_and_warps():
+    """Rows of the state tile are independent: every (block_p, num_warps) gives bit-identical results."""
+    zxbcdt, conv_state, ssm_state, p = _make_inputs(2, 2, 64, 16, 1, torch.bfloat16, seed=9)
+    args = (p["conv_weight"], p["conv_bias"], p["dt_bias"], p["A_log"], p["D"], p["norm_weight"], 1e-5)
+    results = []
+    for block_p, warps in ((16, 1), (32, 2), (64, 4)):
+        cs, ss = conv_state.clone(), ssm_state.clone()
+        out = granite_decode_step(zxbcdt, cs, ss, *args, block_p=block_p, num_warps=warps)
+        results.append((out, cs, ss))
+    for out, cs, ss in results[1:]:
+        assert torch.equal(out, results[0][0]) and torch.equal(cs, results[0][1]) and torch.equal(ss, results[0][2])
+    with pytest.raises(ValueError, match="block_p"):
+        granite_decode_step(zxbcdt, conv_state, ssm_state, *args, block_p=128)

@@ -151,7 +151,8 @@ def _check(cond: bool, exc: type, msg: str) -> None:
 def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_state: torch.Tensor,
                         conv_weight: torch.Tensor, conv_bias: torch.Tensor | None, dt_bias: torch.Tensor,
                         A_log: torch.Tensor, D: torch.Tensor, norm_weight: torch.Tensor, eps: float,
-                        out: torch.Tensor | None = None, gated: torch.Tensor | None = None) -> torch.Tensor:
+                        out: torch.Tensor | None = None, gated: torch.Tensor | None = None, *,
+                        block_p: int | None = None, num_warps: int | None = None) -> torch.Tensor:
     """One decode step of the mixer between the two projections; updates both caches in place.
 
     Args:
@@ -162,6 +163,8 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
         conv_weight: (conv_dim, 1, d_conv) or (conv_dim, d_conv); conv_bias: (conv_dim,) or None.
         dt_bias, A_log, D: (nheads,). norm_weight: (intermediate,). eps: RMSNorm epsilon.
         out: optional (b, intermediate) model-dtype output buffer; gated: optional (b, intermediate) fp32 scratch.
+        block_p, num_warps: kernel 1's tile rows (a power of two dividing headdim) and warps; None picks them
+            from the batch (``_block_p``). For tuning; the result does not depend on them.
 
     Returns:
         (b, intermediate) in the model dtype: RMSNorm(y * silu(z)) * norm_weight, ready for out_proj.
@@ -209,14 +212,19 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
     _check(tuple(gated.shape) == (batch, intermediate) and gated.stride(1) == 1 and gated.dtype == torch.float32,
            ValueError, f"gated must be ({batch}, {intermediate}) float32 with a contiguous last dim")
 
-    block_p = _block_p(batch, nheads, headdim, zxbcdt.is_cuda)
+    if block_p is None:
+        block_p = _block_p(batch, nheads, headdim, zxbcdt.is_cuda)
+    _check(_is_pow2(block_p) and headdim % block_p == 0, ValueError,
+           f"block_p must be a power of two dividing headdim {headdim}, got {block_p}")
+    if num_warps is None:
+        num_warps = 4 if block_p * dstate >= 2048 else 2
     _granite_decode_ssm_kernel[(headdim // block_p, nheads, batch)](
         zxbcdt, conv_state, cw, conv_bias if conv_bias is not None else cw, dt_bias, A_log, D, ssm_state, gated,
         zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1), conv_state.stride(2), cw.stride(0),
         cw.stride(1), ssm_state.stride(0), ssm_state.stride(1), ssm_state.stride(2), gated.stride(0),
         INTERMEDIATE=intermediate, CONV_DIM=conv_dim, NGROUPS=ngroups, HEADS_PER_GROUP=nheads // ngroups,
         HEADDIM=headdim, DSTATE=dstate, D_CONV=d_conv, BLOCK_P=block_p, HAS_CONV_BIAS=conv_bias is not None,
-        ROUND_BF16=zxbcdt.dtype == torch.bfloat16, num_warps=4 if block_p * dstate >= 2048 else 2,
+        ROUND_BF16=zxbcdt.dtype == torch.bfloat16, num_warps=num_warps,
     )
     block_c = min(512, triton.next_power_of_2(conv_dim))
     block_i = triton.next_power_of_2(intermediate)
