@@ -201,6 +201,7 @@ def main() -> int:
         del truth
         torch.cuda.empty_cache()
         result["graph_checks"] = [check_graph_decode(fast, config, device, b) for b in (1, 8, 64)]
+        write_json(args.out, result)  # partial results survive a time-out of the later phases
 
     rows = []
     for w in bench:
@@ -224,6 +225,7 @@ def main() -> int:
         log(f"time {w.name}: {row}")
         torch.cuda.empty_cache()
     result["timings"] = rows
+    write_json(args.out, result)
     if args.sweep:
         result["sweep"] = sweep(fast, config, device)
     result["wall_s"] = time.perf_counter() - t_start
