@@ -135,9 +135,10 @@ def test_single_token_without_cache_is_prefill_of_length_one(tiny_layer):
     empty = MambaCache.zeros(TINY, 2, dtype=torch.float32)
     empty.conv_state.fill_(float("nan"))
     empty.ssm_state.fill_(float("nan"))
+    empty.seqlen_offset = 7  # stale: a prefill restarts the count
     with torch.no_grad():
         out2, returned = tiny_layer(h, empty)
-    assert returned is empty and empty.has_previous_state
+    assert returned is empty and empty.has_previous_state and empty.seqlen_offset == 1
     assert torch.isfinite(empty.conv_state).all() and torch.isfinite(empty.ssm_state).all()
     assert torch.equal(out2, out) and torch.equal(empty.ssm_state, cache.ssm_state)
 
@@ -150,3 +151,9 @@ def test_time_step_limit_clamps_prefill_dt(tiny_layer):
         _, free_cache = tiny_layer(h)
     _check(out, cache, mixer_float64(limited, h))
     assert max_rel_err(cache.ssm_state, free_cache.ssm_state) > 0.1, "the clamp must change the state here"
+
+
+def test_forward_is_inference_only(tiny_layer):
+    assert all(p.requires_grad for p in tiny_layer.parameters())
+    out, cache = tiny_layer(random_hidden(1, 3, TINY.hidden_size, torch.float32, seed=16).requires_grad_())
+    assert not out.requires_grad and not cache.ssm_state.requires_grad

@@ -4,6 +4,10 @@ The math, operation order and dtypes follow spec §2.1 (prefill and multi-token 
 decode), §3.2 (cache) and §3.3 (padding). "Model dtype" is the dtype of the layer's weights (bf16 in production);
 with float32 weights the same code runs "the same math in fp32" (every bf16 cast becomes a model-dtype cast).
 
+Inference only: ``forward`` runs under ``torch.no_grad()``. On CUDA it also turns TF32 off for fp32 matmuls and
+convolutions during the call (PyTorch enables TF32 for cuDNN convolutions by default), so the fp32 parts, and the
+whole "same math in fp32" run, are IEEE fp32 like transformers' elementwise fp32 sums.
+
 One deliberate difference from the transformers code: the chunked SSD (§2.1 step 9) contracts with einsums
 instead of materialising the (b, chunks, 256, H, P, N) outer products, and runs its intra-chunk part over blocks
 of chunks, so peak transient memory stays at a few GB for B=8 x 4096 and B=1 x 16384. The products, sums and
@@ -11,6 +15,7 @@ dtypes are the same; only the fp32 summation order differs.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -23,6 +28,7 @@ from ssmkit.granite.config import GraniteMambaConfig
 __all__ = [
     "ReferenceMambaLayer",
     "GatedRMSNorm",
+    "ieee_fp32",
     "recurrent_mask",
     "apply_padding_mask",
     "causal_conv1d_silu",
@@ -191,6 +197,21 @@ def selective_state_update(state: torch.Tensor, x: torch.Tensor, dt: torch.Tenso
     return y.to(x.dtype)
 
 
+@contextlib.contextmanager
+def ieee_fp32(enabled: bool = True):
+    """Within the block, fp32 CUDA matmuls and cuDNN convolutions run in IEEE fp32 (no TF32); restored after."""
+    if not enabled:
+        yield
+        return
+    matmul, conv = torch.backends.cuda.matmul, torch.backends.cudnn.conv
+    saved = (matmul.fp32_precision, conv.fp32_precision)
+    matmul.fp32_precision = conv.fp32_precision = "ieee"
+    try:
+        yield
+    finally:
+        matmul.fp32_precision, conv.fp32_precision = saved
+
+
 class GatedRMSNorm(nn.Module):
     """Gated RMSNorm of 5.17 (spec §2.1 step 10): gate multiplies BEFORE the norm, mean over all channels.
 
@@ -287,6 +308,11 @@ class ReferenceMambaLayer(nn.Module):
         Returns (output (b, L, hidden) model dtype, cache).
         """
         mask = self.check_forward_args(hidden_states, cache, attention_mask)
+        with torch.no_grad(), ieee_fp32(hidden_states.is_cuda):
+            return self._forward(hidden_states, cache, mask)
+
+    def _forward(self, hidden_states: torch.Tensor, cache: MambaCache | None,
+                 mask: torch.Tensor | None) -> tuple[torch.Tensor, MambaCache]:
         c = self.config
         batch, seq_len, _ = hidden_states.shape
         dtype = hidden_states.dtype
@@ -324,6 +350,6 @@ class ReferenceMambaLayer(nn.Module):
             cache.ssm_state.copy_(final_state)
         y = self.norm(y.reshape(batch, seq_len, c.intermediate_size), gate)
         out = self.out_proj(y.to(dtype))
+        cache.seqlen_offset = cache.seqlen_offset + seq_len if continuing else seq_len
         cache.has_previous_state = True
-        cache.seqlen_offset += seq_len
         return out, cache
