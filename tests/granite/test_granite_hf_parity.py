@@ -3,6 +3,9 @@
 transformers runs its pure-PyTorch fallbacks here (no mamba_ssm / causal_conv1d), the path the spec's semantics
 are taken from. It gets its own DynamicCache and the mask its model would build (create_recurrent_attention_mask).
 
+Compared: layer outputs, conv_state, ssm_state (transformers' DynamicCache layer 0) and, in fp32, the readout
+logits of both outputs (readout_logits with a small random final norm and embedding).
+
 What may differ, and the bounds used:
 - float32 runs: only the fp32 summation order inside the chunked SSD (we contract with einsums, transformers sums
   elementwise products). Every quantity: max error / max value < FP32_TOL = 1e-5 (observed ~1e-7).
@@ -17,7 +20,7 @@ import torch
 
 from granite_testlib import (FP32_EPS, HFMixer, bf16_ulp, left_padding_mask, make_layer, max_rel_err,
                              random_hidden, record_out_proj_input)
-from ssmkit.granite import GraniteMambaConfig
+from ssmkit.granite import GraniteMambaConfig, readout_logits, synthetic_slice
 
 pytest.importorskip("transformers")
 
@@ -55,8 +58,12 @@ def _run_fp32_scenario(config, lengths, plan, seed):
             out, _ = layer(h, cache)
         steps.append((out, *hf.step(h)))
         compared.append(cache.clone())
+    readout = synthetic_slice(config, seed)  # small random final norm and embedding (vocab 128)
     for (out, hf_out, hf_conv, hf_ssm), ours in zip(steps, compared):
         assert max_rel_err(out, hf_out) < FP32_TOL
+        logits, hf_logits = (readout_logits(o, readout.final_norm.float(), readout.embedding.float(),
+                                            config.logits_scaling, config.rms_norm_eps) for o in (out, hf_out))
+        assert max_rel_err(logits, hf_logits) < FP32_TOL
         assert max_rel_err(ours.conv_state, hf_conv) < FP32_TOL
         assert max_rel_err(ours.ssm_state, hf_ssm) < FP32_TOL
         assert hf_ssm.dtype == torch.float32 and ours.ssm_state.dtype == torch.float32
