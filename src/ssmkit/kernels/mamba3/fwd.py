@@ -5,9 +5,11 @@
 # 64-token chunks in order (chunk grid per sequence, spec §4) and keeps its BLOCK_P x 128 slice of the fp32 state
 # in registers; the state update S[p, :] only needs v[:, p], so P splits freely (each P-block recomputes the
 # rotations and the 64x64 score tile).
-# Tiles: chunk 64 tokens; the N = 128 state dims as two 64-wide halves: the rotated half (dims 0..63, pairs
-# (2m, 2m+1) with angle Phi[m]) and the pass-through half (dims 64..127); BLOCK_P in {32, 64}. All arithmetic is
-# fp32; dots take fp32 operands with the configured input precision (rotated q/k and scaled k never go to bf16).
+# Per chunk: (A) Phi, rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through),
+# scale s, written as fp32 (64, 128) tiles [q_rot, k_scaled] to a per-program scratch that stays in L2 (keeping
+# them live in registers spilled); (B) the dots read them back: scores (64x64), readout (64 x BLOCK_P), state
+# update (BLOCK_P x 128). Tiles: chunk 64 tokens, N = 128, BLOCK_P in {32, 64}. All arithmetic is fp32; the dots
+# take fp32 operands with the configured input precision (rotated q/k and scaled k never go to bf16).
 from typing import NamedTuple
 
 import torch
@@ -63,9 +65,16 @@ def _fwd_last_row(x, rows, CHUNK_: tl.constexpr):
 
 
 @triton.jit
+def _fwd_rotate_pairs(x, cos, sin, CHUNK_: tl.constexpr, NA: tl.constexpr):
+    """Rotate the adjacent pairs (2m, 2m+1) of x (CHUNK_, 2 NA) by angle m: (x0 c - x1 s, x0 s + x1 c) (spec F4)."""
+    x0, x1 = tl.split(tl.reshape(x, (CHUNK_, NA, 2)))
+    return tl.reshape(tl.join(x0 * cos - x1 * sin, x0 * sin + x1 * cos), (CHUNK_, 2 * NA))
+
+
+@triton.jit
 def _mamba3_siso_fwd_kernel(
     q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, ang_ptr, d_ptr, z_ptr, cu_ptr,
-    out_ptr, fangle_ptr, fssm_ptr, fk_ptr, fv_ptr, y_ptr, phi_ptr, states_ptr,
+    out_ptr, fangle_ptr, fssm_ptr, fk_ptr, fv_ptr, y_ptr, phi_ptr, states_ptr, scratch_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
     BLOCK_P: tl.constexpr, SAVE: tl.constexpr, PRECISION: tl.constexpr,
 ):
@@ -81,23 +90,23 @@ def _mamba3_siso_fwd_kernel(
     rows = tl.arange(0, CHUNK_)
     cols = tl.arange(0, HALF)
     pcols = pb * BLOCK_P + tl.arange(0, BLOCK_P)
-    swap = cols ^ 1  # partner dim of each rotated pair
-    sign = tl.where(cols % 2 == 0, -1.0, 1.0)  # (x0, x1) -> (x0 c - x1 s, x1 c + x0 s)  (spec F4)
-    even = (cols % 2) == 0
+    acols = tl.arange(0, NA)
     lead = pb == 0  # per-(head, sequence) results are written by P-block 0 only
 
     # F3 biases, per value head, in the same split layout as q/k
     qb_r = tl.load(qb_ptr + h * N + cols)
-    qb_s = tl.load(qb_ptr + h * N + swap)
     qb_p = tl.load(qb_ptr + h * N + HALF + cols)
     kb_r = tl.load(kb_ptr + h * N + cols)
-    kb_s = tl.load(kb_ptr + h * N + swap)
     kb_p = tl.load(kb_ptr + h * N + HALF + cols)
     d_h = tl.load(d_ptr + h)
 
-    state_r = tl.zeros((BLOCK_P, HALF), dtype=tl.float32)
-    state_p = tl.zeros((BLOCK_P, HALF), dtype=tl.float32)
-    carry = tl.zeros((HALF,), dtype=tl.float32)  # wrapped angle carry, column j holds Phi[j // 2]
+    ncols = tl.arange(0, N)
+    st_tile = pcols[:, None] * N + ncols[None, :]  # (BLOCK_P, N) slice of one (P, N) state
+    scr_base = scratch_ptr + (seq * tl.num_programs(0) + pid) * (2 * CHUNK_ * N)  # [q_rot | k_scaled] (CHUNK, N)
+    scr_tile = scr_base + rows[:, None] * N + cols[None, :]
+    scr_full = scr_base + rows[:, None] * N + ncols[None, :]
+    state = tl.zeros((BLOCK_P, N), dtype=tl.float32)
+    carry = tl.zeros((NA,), dtype=tl.float32)  # wrapped angle carry
     state_base = start // CHUNK_ + seq
     n_chunks = tl.cdiv(end - start, CHUNK_)
     c = 0
@@ -118,74 +127,69 @@ def _mamba3_siso_fwd_kernel(
         ell = tl.cumsum(adt, axis=0)
         ell_end = tl.sum(tl.where(rows == CHUNK_ - 1, ell, 0.0), axis=0)
 
-        # F1, F2: Phi in fp32, expanded to the 64 rotated dims (dim j uses angle j // 2)
-        ang = tl.load(ang_ptr + t[:, None] * (H * NA) + h * NA + (cols // 2)[None, :], mask=vmask, other=0.0)
+        # F1, F2: Phi in fp32
+        ang = tl.load(ang_ptr + t[:, None] * (H * NA) + h * NA + acols[None, :], mask=vmask, other=0.0)
         theta = 3.141592653589793 * (1.0 - 2.0 / (tl.exp(2.0 * ang.to(tl.float32)) + 1.0))  # pi * tanh
         csum = tl.cumsum(theta * dt[:, None], axis=0)
         phi = _fwd_wrap_angle(carry[None, :] + csum)
         carry = _fwd_wrap_angle(carry + _fwd_last_row(csum, rows, CHUNK_))
         cos = tl.cos(phi)
-        sin = tl.sin(phi) * sign[None, :]
+        sin = tl.sin(phi)
 
         # F3, F4: biased q/k (fp32), rotated half and pass-through half
         qrow = q_ptr + t[:, None] * N
         krow = k_ptr + t[:, None] * N
         q_r = tl.load(qrow + cols[None, :], mask=vmask, other=0.0).to(tl.float32) + qb_r[None, :]
-        q_s = tl.load(qrow + swap[None, :], mask=vmask, other=0.0).to(tl.float32) + qb_s[None, :]
         q_p = tl.load(qrow + HALF + cols[None, :], mask=vmask, other=0.0).to(tl.float32) + qb_p[None, :]
         k_r = tl.load(krow + cols[None, :], mask=vmask, other=0.0).to(tl.float32) + kb_r[None, :]
-        k_s = tl.load(krow + swap[None, :], mask=vmask, other=0.0).to(tl.float32) + kb_s[None, :]
         k_p = tl.load(krow + HALF + cols[None, :], mask=vmask, other=0.0).to(tl.float32) + kb_p[None, :]
         qk = tl.sum(q_r * k_r, axis=1) + tl.sum(q_p * k_p, axis=1)  # unrotated q^.k^ (spec §9.2)
-        qt_r = q_r * cos + q_s * sin
-        kt_r = k_r * cos + k_s * sin
-        ks_r = kt_r * scale[:, None]
-        ks_p = k_p * scale[:, None]
-
-        # §4: strict-causal intra-chunk scores, inter-chunk readout, gamma diagonal + D skip
-        vals = tl.load(v_ptr + t[:, None] * (H * P) + h * P + pcols[None, :], mask=vmask, other=0.0)
-        v = vals.to(tl.float32)
-        scores = tl.dot(qt_r, tl.trans(ks_r), input_precision=PRECISION)
-        scores = tl.dot(q_p, tl.trans(ks_p), scores, input_precision=PRECISION)
-        decay = tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0))
-        scores = tl.where(rows[:, None] > rows[None, :], scores * decay, 0.0)
-        readout = tl.dot(qt_r, tl.trans(state_r), input_precision=PRECISION)
-        readout = tl.dot(q_p, tl.trans(state_p), readout, input_precision=PRECISION)
-        y = tl.dot(scores, v, input_precision=PRECISION) + tl.exp(ell)[:, None] * readout
-        y += (d_h + gamma * qk)[:, None] * v
-
-        # F8 gate
-        tv_off = t[:, None] * (H * P) + h * P + pcols[None, :]
-        zg = tl.load(z_ptr + tv_off, mask=vmask, other=0.0).to(tl.float32)
-        tl.store(out_ptr + tv_off, (y * zg * tl.sigmoid(zg)).to(out_ptr.dtype.element_ty), mask=vmask)
+        kt_r = _fwd_rotate_pairs(k_r, cos, sin, CHUNK_, NA)
+        # rotated q and scaled k go through this program's fp32 scratch (L2-resident) instead of staying live in
+        # registers: the dots then read them from memory, which keeps the loop body from spilling.
+        tl.store(scr_tile, _fwd_rotate_pairs(q_r, cos, sin, CHUNK_, NA))
+        tl.store(scr_tile + HALF, q_p)
+        tl.store(scr_tile + CHUNK_ * N, kt_r * scale[:, None])
+        tl.store(scr_tile + CHUNK_ * N + HALF, k_p * scale[:, None])
 
         # final states of the sequence: the row of its last token (only in its last chunk)
         last = (t == end - 1)[:, None]
         head_seq = seq * H + h
-        tl.store(fangle_ptr + head_seq * NA + (cols // 2)[None, :] + rows[:, None] * 0, phi,
-                 mask=last & even[None, :] & lead)
+        tl.store(fangle_ptr + head_seq * NA + acols[None, :] + rows[:, None] * 0, phi, mask=last & lead)
         tl.store(fk_ptr + head_seq * N + cols[None, :] + rows[:, None] * 0, kt_r, mask=last & lead)
         tl.store(fk_ptr + head_seq * N + HALF + cols[None, :] + rows[:, None] * 0, k_p, mask=last & lead)
-        tl.store(fv_ptr + head_seq * P + pcols[None, :] + rows[:, None] * 0, vals, mask=last)
+        if SAVE:
+            tl.store(phi_ptr + t[:, None] * (H * NA) + h * NA + acols[None, :], phi, mask=vmask & lead)
+        tl.debug_barrier()  # scratch written by all threads before any thread reads it
 
+        # §4: strict-causal intra-chunk scores, inter-chunk readout, gamma diagonal + D skip
+        q_rot = tl.load(scr_full)
+        k_scaled = tl.load(scr_full + CHUNK_ * N)
+        tv_off = t[:, None] * (H * P) + h * P + pcols[None, :]
+        vals = tl.load(v_ptr + tv_off, mask=vmask, other=0.0)
+        v = vals.to(tl.float32)
+        scores = tl.dot(q_rot, tl.trans(k_scaled), input_precision=PRECISION)
+        decay = tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0))
+        scores = tl.where(rows[:, None] > rows[None, :], scores * decay, 0.0)
+        readout = tl.dot(q_rot, tl.trans(state), input_precision=PRECISION)
+        y = tl.dot(scores, v, input_precision=PRECISION) + tl.exp(ell)[:, None] * readout
+        y += (d_h + gamma * qk)[:, None] * v
+
+        # F8 gate
+        zg = tl.load(z_ptr + tv_off, mask=vmask, other=0.0).to(tl.float32)
+        tl.store(out_ptr + tv_off, (y * zg * tl.sigmoid(zg)).to(out_ptr.dtype.element_ty), mask=vmask)
+        tl.store(fv_ptr + head_seq * P + pcols[None, :] + rows[:, None] * 0, vals, mask=last)
         if SAVE:
             tl.store(y_ptr + tv_off, y, mask=vmask)
-            tl.store(phi_ptr + t[:, None] * (H * NA) + h * NA + (cols // 2)[None, :], phi,
-                     mask=vmask & even[None, :] & lead)
-            st_off = (state_base + c) * (H * P * N) + h * (P * N) + pcols[:, None] * N + cols[None, :]
-            tl.store(states_ptr + st_off, state_r)
-            tl.store(states_ptr + st_off + HALF, state_p)
+            tl.store(states_ptr + ((state_base + c) * H + h) * (P * N) + st_tile, state)
 
         # §4 state passing: S <- e^Lambda S + (diag(e^{Lambda - ell}) V)^T Ks
         vd = v * tl.exp(ell_end - ell)[:, None]
-        decay_end = tl.exp(ell_end)
-        state_r = tl.dot(tl.trans(vd), ks_r, state_r * decay_end, input_precision=PRECISION)
-        state_p = tl.dot(tl.trans(vd), ks_p, state_p * decay_end, input_precision=PRECISION)
+        state = tl.dot(tl.trans(vd), k_scaled, state * tl.exp(ell_end), input_precision=PRECISION)
+        tl.debug_barrier()  # all reads of the scratch done before the next chunk overwrites it
         c += 1
 
-    fs_off = (seq * H + h) * (P * N) + pcols[:, None] * N + cols[None, :]
-    tl.store(fssm_ptr + fs_off, state_r)
-    tl.store(fssm_ptr + fs_off + HALF, state_p)
+    tl.store(fssm_ptr + (seq * H + h) * (P * N) + st_tile, state)
 
 
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
@@ -225,9 +229,10 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         saved = None
         y_buf = phi_buf = states_buf = out  # never written: SAVE is False
     grid = (NHEADS * (HEADDIM // config.block_p), S)
+    scratch = torch.empty((S * grid[0], 2, CHUNK, DSTATE), dtype=f32, device=dev)  # per program [q_rot, k_scaled]
     _mamba3_siso_fwd_kernel[grid](
         q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
-        out, final_angle, final_ssm, final_k, final_v, y_buf, phi_buf, states_buf,
+        out, final_angle, final_ssm, final_k, final_v, y_buf, phi_buf, states_buf, scratch,
         H=NHEADS, N=DSTATE, P=HEADDIM, NA=NANGLES, CHUNK_=CHUNK, BLOCK_P=config.block_p,
         SAVE=save_for_backward, PRECISION=config.input_precision, num_warps=config.num_warps,
     )
