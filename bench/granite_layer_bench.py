@@ -15,7 +15,11 @@ Steps (all on the synthetic slice of the real config, seed 0, bf16):
    ``triton.testing.do_bench`` (median; it flushes L2 between calls, and its per-call events mostly hide host
    overhead: device time), and for decode a breakdown: replay of the captured graph alone, the two GEMMs alone,
    the two decode kernels alone (captured in a graph), and the host cost of the reference's argument checks.
-3. ``--sweep``: decode kernel tile rows x warps at B = 1, 8, 64 (graph-captured kernels, do_bench median).
+3. ``--sweep`` (before step 2's timings): decode kernel 1's tile rows x warps at B = 1, 8, 64 (graph-captured
+   kernels, do_bench median); the fastest per batch then replaces ``decode_launch_config`` for the layer timings
+   (``tuned_launch_config`` in the JSON), so the layer numbers are those of the swept winners.
+4. Decode design check: the alternative "whole step in one graph" (input copied into a static buffer, GEMMs in
+   the graph, output cloned out) timed the same way as the layer's "kernels-only graph".
 Prints a table with the issue-5 targets beside and writes everything to the JSON file.
 """
 from __future__ import annotations
@@ -40,6 +44,7 @@ from ssmkit.harness.granite_verify import verify_workload  # noqa: E402
 from ssmkit.harness.report import format_table, run_metadata, write_json  # noqa: E402
 from ssmkit.harness.timing import median_time  # noqa: E402
 from ssmkit.harness.workloads import DECODE, default_workloads_path, load_workloads, parse_workload, select  # noqa: E402
+import ssmkit.kernels.granite.ssd_decode as ssd_decode  # noqa: E402
 from ssmkit.kernels.granite.ssd_decode import granite_decode_step  # noqa: E402
 
 # Issue 5 targets, ms per call including launch.
@@ -122,9 +127,7 @@ def graph_of(fn):
 def decode_pieces(fast, config, device, batch: int, block_p=None, num_warps=None) -> dict:
     """Device times (do_bench median, ms) of the decode step's pieces at ``batch`` on a scratch cache."""
     c = config
-    cache = MambaCache.zeros(c, batch, device=device)
-    cache.ssm_state.normal_()
-    cache.conv_state.normal_()
+    cache = live_cache(c, batch, device)
     h = torch.randn(batch, c.hidden_size, device=device, dtype=torch.bfloat16)
     zx = F.linear(h, fast.in_proj.weight)
     y = torch.randn(batch, c.intermediate_size, device=device, dtype=torch.bfloat16)
@@ -137,6 +140,52 @@ def decode_pieces(fast, config, device, batch: int, block_p=None, num_warps=None
             fast.D, fast.norm.weight, c.rms_norm_eps, block_p=block_p, num_warps=num_warps))
         out["decode_kernels_ms"] = do_bench(g.replay, return_mode="median")
     return out
+
+
+def live_cache(config, batch: int, device) -> MambaCache:
+    cache = MambaCache.zeros(config, batch, device=device)
+    cache.ssm_state.normal_()
+    cache.conv_state.normal_()
+    cache.has_previous_state = True
+    return cache
+
+
+def latency_ms(fn, device, reps: int = 200) -> float:
+    """Median of single synchronised calls with CUDA events around them (the harness's ``time_call``)."""
+    return median_time(lambda: None, lambda _: fn(), device, reps=reps, warmup=10)
+
+
+def decode_variants(fast, config, device, batch: int) -> dict:
+    """Latency of the layer's decode pieces on one live cache: full forward, ``_decode`` alone (no argument
+    checks), graph replay alone, and the alternative whole-step graph with copy-in / clone-out."""
+    cache = live_cache(config, batch, device)
+    toks = [torch.randn(batch, 1, config.hidden_size, device=device, dtype=torch.bfloat16) for _ in range(3)]
+    it = iter(range(10**9))
+    res = {}
+    with torch.no_grad():
+        entry = fast._decode_graph(toks[0][:, 0], cache)
+        res["forward_latency_ms"] = latency_ms(lambda: fast(toks[next(it) % 3], cache), device)
+        res["decode_only_latency_ms"] = latency_ms(lambda: fast._decode(toks[next(it) % 3], cache), device)
+        res["replay_latency_ms"] = latency_ms(entry.graph.replay, device)
+        res["replay_do_bench_ms"] = do_bench(entry.graph.replay, return_mode="median")
+        res["host_check_forward_args_us"] = host_check_us(fast, toks[0], cache)
+        static_in = toks[0].clone()
+        box = {}
+
+        def whole_step():
+            zx = F.linear(static_in[:, 0], fast.in_proj.weight)
+            box["out"] = F.linear(fast._decode_kernels(zx, cache.conv_state, cache.ssm_state),
+                                  fast.out_proj.weight)[:, None]
+
+        g = graph_of(whole_step)
+
+        def whole_call():
+            static_in.copy_(toks[next(it) % 3])
+            g.replay()
+            return box["out"].clone()
+
+        res["whole_graph_latency_ms"] = latency_ms(whole_call, device)
+    return res
 
 
 def time_workload(layer, w, config, device, reps: int) -> float:
@@ -159,17 +208,23 @@ def do_bench_workload(layer, w, config, device) -> float:
         return do_bench(lambda: calls[next(it) % len(calls)](), return_mode="median")
 
 
-def sweep(fast, config, device) -> list[dict]:
-    rows = []
+def sweep(fast, config, device) -> tuple[list[dict], dict[int, tuple[int, int]]]:
+    """Kernel-only times per (batch, block_p, num_warps); returns the rows and the fastest config per batch."""
+    rows, best = [], {}
     for batch in (1, 8, 64):
-        for block_p in (16, 32, 64):
+        default = ssd_decode.decode_launch_config(batch, config.num_heads, config.head_dim, config.d_state, True)
+        for block_p in (8, 16, 32, 64):
             for warps in (1, 2, 4, 8):
                 if block_p * config.d_state // (32 * warps) < 4:
                     continue
                 t = decode_pieces(fast, config, device, batch, block_p, warps)["decode_kernels_ms"]
-                rows.append({"batch": batch, "block_p": block_p, "num_warps": warps, "decode_kernels_ms": t})
-                log(f"sweep B={batch} block_p={block_p} warps={warps}: {t * 1e3:.1f} us")
-    return rows
+                rows.append({"batch": batch, "block_p": block_p, "num_warps": warps, "decode_kernels_ms": t,
+                             "is_default": (block_p, warps) == default})
+                log(f"sweep B={batch} block_p={block_p} warps={warps}: {t * 1e3:.1f} us"
+                    + (" (default)" if (block_p, warps) == default else ""))
+        fastest = min((r for r in rows if r["batch"] == batch), key=lambda r: r["decode_kernels_ms"])
+        best[batch] = (fastest["block_p"], fastest["num_warps"])
+    return rows, best
 
 
 def main() -> int:
@@ -203,6 +258,19 @@ def main() -> int:
         result["graph_checks"] = [check_graph_decode(fast, config, device, b) for b in (1, 8, 64)]
         write_json(args.out, result)  # partial results survive a time-out of the later phases
 
+    if args.sweep:
+        result["sweep"], best = sweep(fast, config, device)
+        default_config = ssd_decode.decode_launch_config
+
+        def tuned(batch, nheads, headdim, dstate, on_gpu):
+            return best[batch] if on_gpu and batch in best else default_config(batch, nheads, headdim, dstate, on_gpu)
+
+        ssd_decode.decode_launch_config = tuned
+        fast._decode_graphs.clear()
+        result["tuned_launch_config"] = {str(b): list(v) for b, v in best.items()}
+        log(f"tuned launch config (block_p, num_warps) per batch: {best}")
+        write_json(args.out, result)
+
     rows = []
     for w in bench:
         decode = w.kind == DECODE
@@ -215,27 +283,26 @@ def main() -> int:
             row["fast_eager_ms"] = time_workload(fast, w, config, device, reps=100)
             fast.use_cuda_graphs = True
             row.update(decode_pieces(fast, config, device, w.batch))
-            entry = next(e for k, e in fast._decode_graphs.items() if k[0] == w.batch)
-            row["graph_replay_ms"] = do_bench(entry.graph.replay, return_mode="median")
-            cache = MambaCache.zeros(config, w.batch, device=device)
-            row["host_check_forward_args_us"] = host_check_us(
-                fast, torch.zeros(w.batch, 1, config.hidden_size, device=device, dtype=torch.bfloat16), cache)
+            row.update(decode_variants(fast, config, device, w.batch))
+            state_bytes = 2 * w.batch * config.num_heads * config.head_dim * config.d_state * 4
+            row["kernels_state_tb_per_s"] = state_bytes / (row["decode_kernels_ms"] * 1e-3) / 1e12
         row["speedup_vs_reference"] = row["reference_ms"] / row["fast_ms"]
         rows.append(row)
         log(f"time {w.name}: {row}")
         torch.cuda.empty_cache()
     result["timings"] = rows
-    write_json(args.out, result)
-    if args.sweep:
-        result["sweep"] = sweep(fast, config, device)
     result["wall_s"] = time.perf_counter() - t_start
 
     log(format_table(
-        ["workload", "fast ms (call)", "target ms", "fast do_bench", "reference ms", "speedup", "eager ms",
-         "in_proj", "kernels", "out_proj", "replay"],
+        ["workload", "fast ms (call)", "target ms", "fast do_bench", "reference ms", "speedup", "eager ms"],
         [[r["name"], r["fast_ms"], r["target_ms"], r["fast_do_bench_ms"], r["reference_ms"],
-          r["speedup_vs_reference"], r.get("fast_eager_ms"), r.get("in_proj_ms"), r.get("decode_kernels_ms"),
-          r.get("out_proj_ms"), r.get("graph_replay_ms")] for r in rows]))
+          r["speedup_vs_reference"], r.get("fast_eager_ms")] for r in rows]))
+    log(format_table(
+        ["decode", "forward", "_decode only", "whole-step graph", "replay", "in_proj", "kernels", "out_proj",
+         "kernel TB/s", "checks us"],
+        [[r["name"], r["forward_latency_ms"], r["decode_only_latency_ms"], r["whole_graph_latency_ms"],
+          r["replay_do_bench_ms"], r["in_proj_ms"], r["decode_kernels_ms"], r["out_proj_ms"],
+          r["kernels_state_tb_per_s"], r["host_check_forward_args_us"]] for r in rows if "in_proj_ms" in r]))
     write_json(args.out, result)
     log(f"wrote {args.out} ({result['wall_s']:.0f} s)")
     return 0

@@ -16,7 +16,8 @@ Paths:
   ``causal_conv1d_silu_prefill`` (reads the xBC slice of the in_proj output in place, writes conv_state, continues
   from it) -> ``ssd_chunked_prefill`` (writes ssm_state, continues from it) -> ``gated_rmsnorm`` -> out_proj.
 - Anything the kernels do not handle (non-CUDA tensors without TRITON_INTERPRET=1; model dtypes other than bf16,
-  and fp32 for decode; n_groups != 1, a time_step_limit other than (0, inf) or non-power-of-two sizes for prefill):
+  and fp32 for decode; n_groups != 1, a time_step_limit other than (0, inf), non-power-of-two sizes or, on the GPU,
+  chunk_size, head_dim or d_state below 16 for prefill):
   the reference forward, with a warning the first time each reason occurs on a layer.
 """
 from __future__ import annotations
@@ -94,6 +95,10 @@ class FastMambaLayer(ReferenceMambaLayer):
             return self._prefill_config_problem
         if hidden_states.dtype != torch.bfloat16:
             return f"the prefill kernels support torch.bfloat16, got {hidden_states.dtype}"
+        c = self.config
+        if hidden_states.device.type == "cuda" and min(c.chunk_size, c.head_dim, c.d_state) < 16:
+            return (f"on the GPU the prefill kernels' tl.dot tiles need chunk_size, head_dim and d_state >= 16, got "
+                    f"{c.chunk_size}, {c.head_dim}, {c.d_state}")
         return None
 
     def _warn_once(self, reason: str) -> None:
@@ -155,13 +160,7 @@ class FastMambaLayer(ReferenceMambaLayer):
                 or torch.cuda.is_current_stream_capturing()):
             y = self._decode_kernels(F.linear(h, self.in_proj.weight, self.in_proj.bias), conv, ssm)
         else:
-            key = (h.shape[0], h.dtype, h.device, conv.data_ptr(), conv.stride(), ssm.data_ptr(), ssm.stride())
-            entry = self._decode_graphs.get(key)
-            if entry is None:
-                entry = self._capture_decode(h, cache)
-                self._decode_graphs[key] = entry
-                if len(self._decode_graphs) > _MAX_DECODE_GRAPHS:
-                    self._decode_graphs.popitem(last=False)
+            entry = self._decode_graph(h, cache)
             if self.in_proj.bias is None:
                 torch.mm(h, self.in_proj.weight.t(), out=entry.zxbcdt)
             else:
@@ -169,6 +168,18 @@ class FastMambaLayer(ReferenceMambaLayer):
             entry.graph.replay()
             y = entry.y
         return F.linear(y, self.out_proj.weight, self.out_proj.bias)[:, None]
+
+    def _decode_graph(self, h: torch.Tensor, cache: MambaCache) -> _DecodeGraph:
+        """The captured decode kernels for token rows ``h`` (b, hidden) on ``cache`` (captured on first use)."""
+        conv, ssm = cache.conv_state, cache.ssm_state
+        key = (h.shape[0], h.dtype, h.device, conv.data_ptr(), conv.stride(), ssm.data_ptr(), ssm.stride())
+        entry = self._decode_graphs.get(key)
+        if entry is None:
+            entry = self._capture_decode(h, cache)
+            self._decode_graphs[key] = entry
+            if len(self._decode_graphs) > _MAX_DECODE_GRAPHS:
+                self._decode_graphs.popitem(last=False)
+        return entry
 
     def _capture_decode(self, h: torch.Tensor, cache: MambaCache) -> _DecodeGraph:
         """Capture the decode kernels on ``cache``'s tensors. The warm-up (Triton compile) runs on copies of the

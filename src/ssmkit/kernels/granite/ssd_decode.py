@@ -29,7 +29,7 @@ import triton.language as tl
 
 from ssmkit.kernels.granite.ssd_prefill import _granite_softplus_dt
 
-__all__ = ["granite_decode_step"]
+__all__ = ["granite_decode_step", "decode_launch_config"]
 
 
 @triton.jit
@@ -133,14 +133,16 @@ def _is_pow2(v: int) -> bool:
     return v > 0 and (v & (v - 1)) == 0
 
 
-def _block_p(batch: int, nheads: int, headdim: int, on_gpu: bool) -> int:
-    """Rows of the state tile per program: on the GPU small batches take smaller tiles so that the grid still
-    fills it; in the CPU interpreter, where each program costs milliseconds, whole heads. Rows are independent,
-    so the numerics do not depend on this."""
+def decode_launch_config(batch: int, nheads: int, headdim: int, dstate: int, on_gpu: bool) -> tuple[int, int]:
+    """(block_p, num_warps) of kernel 1: the state tile's rows per program and its warps.
+
+    On the GPU small batches take smaller tiles so that the grid still fills it; in the CPU interpreter, where each
+    program costs milliseconds, whole heads. Rows are independent, so the numerics do not depend on this.
+    """
     block = headdim
     while on_gpu and block > 16 and batch * nheads * (headdim // block) < 4 * 132:
         block //= 2
-    return block
+    return block, 4 if block * dstate >= 2048 else 2
 
 
 def _check(cond: bool, exc: type, msg: str) -> None:
@@ -163,8 +165,8 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
         conv_weight: (conv_dim, 1, d_conv) or (conv_dim, d_conv); conv_bias: (conv_dim,) or None.
         dt_bias, A_log, D: (nheads,). norm_weight: (intermediate,). eps: RMSNorm epsilon.
         out: optional (b, intermediate) model-dtype output buffer; gated: optional (b, intermediate) fp32 scratch.
-        block_p, num_warps: kernel 1's tile rows (a power of two dividing headdim) and warps; None picks them
-            from the batch (``_block_p``). For tuning; the result does not depend on them.
+        block_p, num_warps: kernel 1's tile rows (a power of two dividing headdim) and warps; None takes them
+            from ``decode_launch_config``. For tuning; the result does not depend on them.
 
     Returns:
         (b, intermediate) in the model dtype: RMSNorm(y * silu(z)) * norm_weight, ready for out_proj.
@@ -212,12 +214,11 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
     _check(tuple(gated.shape) == (batch, intermediate) and gated.stride(1) == 1 and gated.dtype == torch.float32,
            ValueError, f"gated must be ({batch}, {intermediate}) float32 with a contiguous last dim")
 
-    if block_p is None:
-        block_p = _block_p(batch, nheads, headdim, zxbcdt.is_cuda)
+    default_block_p, default_warps = decode_launch_config(batch, nheads, headdim, dstate, zxbcdt.is_cuda)
+    block_p = default_block_p if block_p is None else block_p
+    num_warps = default_warps if num_warps is None else num_warps
     _check(_is_pow2(block_p) and headdim % block_p == 0, ValueError,
            f"block_p must be a power of two dividing headdim {headdim}, got {block_p}")
-    if num_warps is None:
-        num_warps = 4 if block_p * dstate >= 2048 else 2
     _granite_decode_ssm_kernel[(headdim // block_p, nheads, batch)](
         zxbcdt, conv_state, cw, conv_bias if conv_bias is not None else cw, dt_bias, A_log, D, ssm_state, gated,
         zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1), conv_state.stride(2), cw.stride(0),
