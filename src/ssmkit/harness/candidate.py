@@ -23,7 +23,10 @@ MAMBA3_ATTRIBUTE = "mamba3_siso_varlen_joint_states_full_vjp"
 
 
 def load_module(path: str | Path) -> ModuleType:
-    """Import the Python file at ``path`` as a fresh module (named after a hash of its resolved path)."""
+    """Import the Python file at ``path`` as a fresh module (named after a hash of its resolved path).
+
+    FileNotFoundError if it is missing; ValueError (naming the cause) if importing it raises.
+    """
     path = Path(path).resolve()
     if not path.is_file():
         raise FileNotFoundError(f"candidate file not found: {path}")
@@ -35,9 +38,9 @@ def load_module(path: str | Path) -> ModuleType:
     sys.modules[name] = module  # dataclasses and pickling look the module up by name
     try:
         spec.loader.exec_module(module)
-    except BaseException:
+    except Exception as exc:
         sys.modules.pop(name, None)
-        raise
+        raise ValueError(f"could not import candidate file {path}: {type(exc).__name__}: {exc}") from exc
     return module
 
 

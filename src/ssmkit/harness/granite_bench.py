@@ -4,7 +4,7 @@ Per workload with ``purpose == "bench"`` (both layers bf16, same weights):
 - prefill: one timed call = a full forward ``layer(hidden, attention_mask=mask)`` on the next of ``ROTATIONS``
   input sets (fresh inputs each call); continuations (``continue``) are not timed;
 - decode: each side first builds one cache per input set with a prefix prefill and keeps it pristine; one timed
-  call = a single-token step ``layer(token, cache=working)``, where ``prepare`` (outside the timed region) first
+  call = a single-token step ``layer(token, cache=working)`` (the input set's first token), where ``prepare`` (outside the timed region) first
   copies the pristine state into that input set's working cache, since the step mutates it. The working caches
   keep their addresses across calls (as a serving loop's caches do), so a candidate may reuse per-cache CUDA
   graphs; every timed call still starts from the same fresh state.
@@ -13,8 +13,9 @@ caches of both sides are resident, so this is the whole process' peak during tha
 (``ssmkit.harness.timing``): ``warmup`` calls per side, ``pairs`` A/B/B/A pairs with the reference called once and
 the candidate ``inner`` times per pair; speedup = median of the per-pair ratios reference_ms / candidate_ms.
 Summary: geometric mean G of the speedups and score = 1 - 1/G (0 if G <= 1). A candidate that raises (or runs out
-of memory) while it is built, measured or timed gets speedup 0 on that workload, hence G = 0 and score 0; a workload
-where the reference itself fails (e.g. runs out of memory) before the timing is reported and left out of G.
+of memory) while its decode caches are made, or while it is measured or timed, gets speedup 0 on that workload,
+hence G = 0 and score 0; a workload where the reference itself fails (e.g. runs out of memory) before the timing is
+reported and left out of G. A candidate that cannot be constructed stops the bench with a ValueError.
 """
 from __future__ import annotations
 
@@ -146,7 +147,10 @@ def bench_granite(candidate_cls: type, workloads: list[Workload], layer_slice, d
         raise ValueError("no workload with purpose 'bench' to time")
     hidden_size = layer_slice.config.hidden_size
     reference = build_layer(ReferenceMambaLayer, layer_slice, device, torch.bfloat16)
-    candidate = build_layer(candidate_cls, layer_slice, device, torch.bfloat16)
+    try:
+        candidate = build_layer(candidate_cls, layer_slice, device, torch.bfloat16)
+    except Exception as exc:
+        raise ValueError(f"the candidate could not be built: {type(exc).__name__}: {exc}") from exc
     rows = []
     for i, w in enumerate(todo, 1):
         t0 = time.perf_counter()
