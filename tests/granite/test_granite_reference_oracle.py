@@ -157,3 +157,13 @@ def test_forward_is_inference_only(tiny_layer):
     assert all(p.requires_grad for p in tiny_layer.parameters())
     out, cache = tiny_layer(random_hidden(1, 3, TINY.hidden_size, torch.float32, seed=16).requires_grad_())
     assert not out.requires_grad and not cache.ssm_state.requires_grad
+
+
+def test_ieee_fp32_turns_tf32_off_and_restores_the_flags():
+    from ssmkit.granite.reference import ieee_fp32
+
+    before = (torch.backends.cuda.matmul.fp32_precision, torch.backends.cudnn.conv.fp32_precision)
+    with ieee_fp32():
+        assert torch.backends.cuda.matmul.fp32_precision == "ieee"
+        assert torch.backends.cudnn.conv.fp32_precision == "ieee"
+    assert (torch.backends.cuda.matmul.fp32_precision, torch.backends.cudnn.conv.fp32_precision) == before

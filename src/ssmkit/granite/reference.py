@@ -203,13 +203,19 @@ def ieee_fp32(enabled: bool = True):
     if not enabled:
         yield
         return
-    matmul, conv = torch.backends.cuda.matmul, torch.backends.cudnn.conv
-    saved = (matmul.fp32_precision, conv.fp32_precision)
-    matmul.fp32_precision = conv.fp32_precision = "ieee"
+    if hasattr(torch.backends.cudnn, "conv"):  # the fp32_precision API (torch >= 2.9)
+        flags = [(torch.backends.cuda.matmul, "fp32_precision", "ieee"),
+                 (torch.backends.cudnn.conv, "fp32_precision", "ieee")]
+    else:
+        flags = [(torch.backends.cuda.matmul, "allow_tf32", False), (torch.backends.cudnn, "allow_tf32", False)]
+    saved = [getattr(owner, name) for owner, name, _ in flags]
+    for owner, name, value in flags:
+        setattr(owner, name, value)
     try:
         yield
     finally:
-        matmul.fp32_precision, conv.fp32_precision = saved
+        for (owner, name, _), value in zip(flags, saved):
+            setattr(owner, name, value)
 
 
 class GatedRMSNorm(nn.Module):
