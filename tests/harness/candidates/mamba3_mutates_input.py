@@ -1,5 +1,5 @@
-"""Contract break: correct results, but the input ``dt`` (argument 5) is modified in place afterwards."""
-from ssmkit.mamba3 import mamba3_siso_varlen_joint_states_full_vjp as _solver
+"""Contract break: the eager baseline's results, but the input ``dt`` (argument 5) is modified in place afterwards."""
+from ssmkit.mamba3.reference import mamba3_siso_varlen_joint_states_full_vjp_reference as _solver
 
 
 def mamba3_siso_varlen_joint_states_full_vjp(*args):

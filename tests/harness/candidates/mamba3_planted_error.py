@@ -1,5 +1,5 @@
-"""Planted error: the package's operator with the output ``out`` scaled by 1.02 (everything else exact)."""
-from ssmkit.mamba3 import mamba3_siso_varlen_joint_states_full_vjp as _solver
+"""Planted error: the eager baseline with the output ``out`` scaled by 1.02 (everything else exact)."""
+from ssmkit.mamba3.reference import mamba3_siso_varlen_joint_states_full_vjp_reference as _solver
 
 
 def mamba3_siso_varlen_joint_states_full_vjp(*args):
