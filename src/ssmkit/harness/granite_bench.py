@@ -4,8 +4,9 @@ Per workload with ``purpose == "bench"`` (both layers bf16, same weights):
 - prefill: one timed call = a full forward ``layer(hidden, attention_mask=mask)`` on the next of ``ROTATIONS``
   input sets (fresh inputs each call); continuations (``continue``) are not timed;
 - decode: each side first builds one cache per input set with a prefix prefill and keeps it pristine; one timed
-  call = a single-token step ``layer(token, cache=working)`` (the input set's first token), where ``prepare`` (outside the timed region) first
-  copies the pristine state into that input set's working cache, since the step mutates it. The working caches
+  call = a single-token step ``layer(token, cache=working)`` (the input set's first token), where ``prepare``
+  (outside the timed region) first copies the pristine state into that input set's working cache, since the step
+  mutates it. The working caches
   keep their addresses across calls (as a serving loop's caches do), so a candidate may reuse per-cache CUDA
   graphs; every timed call still starts from the same fresh state.
 Peak memory: ``torch.cuda.max_memory_allocated`` over one untimed call of each side after a reset (inputs and

@@ -12,7 +12,6 @@ contract); ``RunResult.cache_in_place`` records whether every such call did.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -125,18 +124,6 @@ def run_workload(layer: nn.Module, w: Workload, inputs, readout: Readout) -> Run
         t["ssm_state"] = cache.ssm_state.clone()
         t["logits"] = logits
     return result
-
-
-@contextmanager
-def full_fp32_precision():
-    """Disable TF32 in matmuls and cuDNN convs, so the float32 calibration run really is float32."""
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def slice_from_path(path=None):

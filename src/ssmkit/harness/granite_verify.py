@@ -2,7 +2,8 @@
 
 For each workload with ``purpose == "correctness"``:
 1. ``truth``: the reference layer with float32 weights (the slice's bf16 weights upcast) on float32 inputs (the
-   bf16 inputs upcast), TF32 off: the same math in fp32; its readout uses fp32 final-norm and embedding weights.
+   bf16 inputs upcast), TF32 off (``ieee_fp32``): the same math in fp32; its readout uses fp32 final-norm and
+   embedding weights.
 2. ``reference``: the reference layer in bf16 on the bf16 inputs; its error vs ``truth`` calibrates the bounds.
 3. ``candidate``: the candidate layer in bf16, same weights and inputs.
 Checks per quantity (outputs, continuation outputs, conv_state, ssm_state, logits; see ``granite_run``):
@@ -22,8 +23,9 @@ import torch
 from ssmkit.harness.candidate import load_granite_candidate
 from ssmkit.harness.compare import (TOLERANCE_RULE, Check, calibrated_checks, calibrated_kl_check, contract_check,
                                     digest_all)
-from ssmkit.harness.granite_run import (Readout, build_layer, cast_inputs, full_fp32_precision, input_tensors,
-                                        make_inputs, run_workload, slice_from_path)
+from ssmkit.granite.reference import ieee_fp32
+from ssmkit.harness.granite_run import (Readout, build_layer, cast_inputs, input_tensors, make_inputs, run_workload,
+                                        slice_from_path)
 from ssmkit.harness.report import emit, format_table, run_metadata, write_json
 from ssmkit.harness.workloads import (CPU_NOTE, Workload, default_workloads_path, load_workloads, resolve_device,
                                       select)
@@ -71,7 +73,7 @@ def verify_workload(w: Workload, candidate, reference, truth_layer, readout16: R
     """All checks of one workload (the three runs are made and freed here)."""
     hidden_size = readout16.final_norm.shape[0]
     inputs = make_inputs(w, hidden_size, device, torch.bfloat16)
-    with full_fp32_precision():
+    with ieee_fp32(torch.device(device).type == "cuda"):  # the readout's fp32 matmul too
         truth = run_workload(truth_layer, w, cast_inputs(inputs, torch.float32), readout32)
     ref = run_workload(reference, w, inputs, readout16)
     before = digest_all(input_tensors(inputs))
