@@ -6,6 +6,7 @@ The interpreter computes fp32 dots exactly but casts fp32 -> bf16 by truncation 
 results are checked element-wise against one bf16 rounding step in either direction: |x - ref| <= 2^-7 |ref| + atol.
 """
 import math
+from contextlib import contextmanager
 
 import pytest
 import torch
@@ -24,54 +25,62 @@ BF16_ATOL = 1e-5  # times max |ref|: the fp32 error under the rounding step
 TOKEN_GRADS = ("dq", "dk", "dv", "dadt", "ddt", "dtrap", "dangles", "dz")
 
 
-@pytest.fixture
-def poisoned_allocations(monkeypatch):
-    """Every float tensor the kernels' wrapper allocates starts as NaN, so an unwritten element shows."""
+@contextmanager
+def poisoned_allocations():
+    """Inside, every float tensor from torch.empty / torch.empty_like starts as NaN (the kernel wrappers allocate
+    their outputs and buffers with them), so an element a kernel leaves unwritten shows as NaN."""
     empty, empty_like = torch.empty, torch.empty_like
 
     def _poison(x):
         return x.fill_(math.nan) if x.is_floating_point() else x
 
-    monkeypatch.setattr(torch, "empty", lambda *a, **kw: _poison(empty(*a, **kw)))
-    monkeypatch.setattr(torch, "empty_like", lambda *a, **kw: _poison(empty_like(*a, **kw)))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch, "empty", lambda *a, **kw: _poison(empty(*a, **kw)))
+        patch.setattr(torch, "empty_like", lambda *a, **kw: _poison(empty_like(*a, **kw)))
+        yield
 
 
 @pytest.fixture(scope="module")
 def panel():
-    """Inputs, forward saved tensors, the float64 oracle's 11 gradients and one backward run of the kernels."""
+    """Inputs, forward saved tensors, the float64 oracle's 11 gradients, and one backward run of the kernels with
+    NaN-poisoned allocations."""
     args = make_inputs(PANEL, seed=11)
     inputs = [args[n] for n in INPUT_NAMES]
     cotangents = [args[n] for n in COTANGENT_NAMES]
     saved = mamba3_siso_fwd(*inputs)[5]
     oracle = mamba3_siso_varlen_joint_states_full_vjp_oracle(**args)[len(OUTPUT_NAMES):]
+    with poisoned_allocations():
+        grads = mamba3_siso_bwd(*inputs, saved, *cotangents)
     return {"args": args, "inputs": inputs, "cotangents": cotangents, "saved": saved,
-            "oracle": dict(zip(GRAD_NAMES, oracle))}
+            "oracle": dict(zip(GRAD_NAMES, oracle)), "grads": grads}
+
+
+def assert_close_to_oracle(name, got, err, ref):
+    """bf16 results: within one bf16 rounding step of the float64 value, element-wise; fp32: by norm."""
+    if got.dtype == torch.bfloat16:
+        bound = BF16_STEP * ref.abs() + BF16_ATOL * ref.abs().max()
+        worst = (err.abs() - bound).max().item()
+        assert worst <= 0, f"{name}: beyond one bf16 rounding of the oracle by {worst:.3e}"
+    else:
+        rel = (err.norm() / ref.norm()).item()
+        assert rel <= FP32_NORM_RTOL, f"{name}: norm-relative error {rel:.3e} > {FP32_NORM_RTOL}"
 
 
 def _run_bwd(panel, cotangents=None):
     return mamba3_siso_bwd(*panel["inputs"], panel["saved"], *(cotangents or panel["cotangents"]))
 
 
-def test_bwd_gradients_match_float64_oracle_and_are_all_written(panel, poisoned_allocations):
-    grads = _run_bwd(panel)
-    for name, got in zip(GRAD_NAMES, grads):
+def test_bwd_gradients_match_float64_oracle_and_are_all_written(panel):
+    for name, got in zip(GRAD_NAMES, panel["grads"]):
         ref = panel["oracle"][name]
         want = panel["args"][name[1:]]
         assert got.dtype == want.dtype and got.shape == want.shape, name
         assert not torch.isnan(got).any(), f"{name}: elements left unwritten"
-        err = got.double() - ref
-        if got.dtype == torch.bfloat16:
-            bound = BF16_STEP * ref.abs() + BF16_ATOL * ref.abs().max()
-            worst = (err.abs() - bound).max().item()
-            assert worst <= 0, f"{name}: beyond one bf16 rounding of the oracle by {worst:.3e}"
-        else:
-            rel = (err.norm() / ref.norm()).item()
-            assert rel <= FP32_NORM_RTOL, f"{name}: norm-relative error {rel:.3e} > {FP32_NORM_RTOL}"
+        assert_close_to_oracle(name, got, got.double() - ref, ref)
 
 
 def test_bwd_is_bit_identical_on_repeated_calls(panel):
-    first, second = _run_bwd(panel), _run_bwd(panel)
-    for name, a, b in zip(GRAD_NAMES, first, second):
+    for name, a, b in zip(GRAD_NAMES, panel["grads"], _run_bwd(panel)):
         assert torch.equal(a, b), f"{name} differs between two identical calls"
 
 
@@ -85,7 +94,7 @@ def test_bwd_keeps_sequences_apart(panel):
     dout[middle] = 0
     for fin in (dfa, dfs, dfk, dfv):
         fin[1:3] = 0
-    base = dict(zip(GRAD_NAMES, _run_bwd(panel)))
+    base = dict(zip(GRAD_NAMES, panel["grads"]))
     cut = dict(zip(GRAD_NAMES, _run_bwd(panel, [dout, dfa, dfs, dfk, dfv])))
     outer = torch.ones(cu[-1], dtype=torch.bool)
     outer[middle] = False

@@ -1,15 +1,36 @@
-"""Public entry points of the Mamba-3 SISO varlen operator.
+"""Public entry points of the Mamba-3 SISO varlen operator, over the Triton kernels.
 
-For now both run the eager fp32 reference (ssmkit.mamba3.reference) after validating the arguments; the Triton
-kernels will replace the reference here.
+Dispatch (``kernels_apply``): CUDA tensors run the Triton kernels (ssmkit.kernels.mamba3: one forward launch, two
+backward launches); CPU tensors run the same kernels in Triton's interpreter when TRITON_INTERPRET=1, otherwise the
+eager fp32 reference (ssmkit.mamba3.reference).
+Validation: types, shapes, dtypes and devices of every argument are always checked (no host sync). The cu_seqlens
+values (start 0, strictly increasing, end T) need a device-to-host copy, so ``check_cu_seqlens`` decides: None
+(default) checks them on CPU and skips them on CUDA (the hot path stays free of host syncs; wrong values there give
+wrong results, not an error); True or False forces the choice.
 """
+import os
+
+import torch
+
+from ssmkit.kernels.mamba3.bwd import mamba3_siso_bwd
+from ssmkit.kernels.mamba3.fwd import Mamba3FwdSaved, mamba3_siso_fwd
 from ssmkit.mamba3.reference import mamba3_siso_reference, mamba3_siso_varlen_joint_states_full_vjp_reference
 from ssmkit.mamba3.validate import validate_inputs
 
 
+def kernels_apply(device: torch.device) -> bool:
+    """True when tensors on ``device`` run the Triton kernels (CUDA, or CPU under TRITON_INTERPRET=1)."""
+    return device.type == "cuda" or (device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1")
+
+
+def _validate(inputs, cotangents, check_cu_seqlens):
+    check = inputs[0].device.type != "cuda" if check_cu_seqlens is None else check_cu_seqlens
+    validate_inputs(*inputs, cotangents, check_cu_seqlens_values=check)
+
+
 def mamba3_siso_varlen_joint_states_full_vjp(
     q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
-    dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v,
+    dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, check_cu_seqlens=None,
 ):
     """Forward plus full VJP of the operator (spec §3, §7.1); inputs are not modified.
 
@@ -18,20 +39,47 @@ def mamba3_siso_varlen_joint_states_full_vjp(
     dfinal_angle (S, 32, 32) fp32, dfinal_ssm (S, 32, 64, 128) fp32, dfinal_k (S, 32, 128) fp32, dfinal_v (S, 32, 64)
     bf16. Returns 16 new tensors: out (T, 32, 64) bf16, final_angle (S, 32, 32) fp32, final_ssm (S, 32, 64, 128)
     fp32, final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, then dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias,
-    dangles, dd, dz, each shaped and typed like its input. Raises TypeError/ValueError on invalid arguments.
+    dangles, dd, dz, each shaped and typed like its input. Raises TypeError/ValueError on invalid arguments
+    (cu_seqlens values: see the module docstring).
     """
+    inputs = (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens)
     cotangents = (dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v)
-    validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, cotangents)
-    return mamba3_siso_varlen_joint_states_full_vjp_reference(
-        q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *cotangents
-    )
+    _validate(inputs, cotangents, check_cu_seqlens)
+    if not kernels_apply(q.device):
+        return mamba3_siso_varlen_joint_states_full_vjp_reference(*inputs, *cotangents)
+    inputs = tuple(x.contiguous() for x in inputs)
+    *outputs, saved = mamba3_siso_fwd(*inputs)
+    return (*outputs, *mamba3_siso_bwd(*inputs, saved, *cotangents))
 
 
-def mamba3_siso(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens):
+class _Mamba3Siso(torch.autograd.Function):
+    """Forward kernel saving (y, phi, chunk states); backward = the backward kernels on those (spec §7)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens):
+        inputs = tuple(x.contiguous() for x in (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens))
+        *outputs, saved = mamba3_siso_fwd(*inputs)
+        ctx.save_for_backward(*inputs, *saved)
+        return tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v):
+        *inputs, y, phi, chunk_states = ctx.saved_tensors
+        grads = mamba3_siso_bwd(*inputs, Mamba3FwdSaved(y, phi, chunk_states),
+                                dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v)
+        return (*grads, None)  # no gradient for cu_seqlens
+
+
+def mamba3_siso(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, check_cu_seqlens=None):
     """Autograd form of the operator: returns (out, final_angle, final_ssm, final_k, final_v), differentiable.
 
     Shapes and dtypes as ``mamba3_siso_varlen_joint_states_full_vjp`` (outputs: out bf16, final_angle fp32,
-    final_ssm fp32, final_k fp32, final_v bf16). Raises TypeError/ValueError on invalid arguments.
+    final_ssm fp32, final_k fp32, final_v bf16); on the kernel path the backward runs the backward kernels with the
+    forward's saved tensors (an output left out of the loss gets a zero cotangent). Raises TypeError/ValueError on
+    invalid arguments.
     """
-    validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens)
-    return mamba3_siso_reference(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens)
+    inputs = (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens)
+    _validate(inputs, None, check_cu_seqlens)
+    if not kernels_apply(q.device):
+        return mamba3_siso_reference(*inputs)
+    return _Mamba3Siso.apply(*inputs)

@@ -1,0 +1,100 @@
+"""The public operator over the Triton kernels (ssmkit.mamba3.op): all 16 results against the float64 oracle,
+determinism, no mutation, the autograd form against the full-VJP entry, and the dispatch rules.
+
+Kernels run in Triton's CPU interpreter here (tests/conftest.py sets TRITON_INTERPRET=1 without CUDA). Bounds as in
+test_kernels_bwd.py: fp32 results by norm, bf16 results element-wise within one bf16 rounding step.
+"""
+import math
+
+import pytest
+import torch
+from test_kernels_bwd import assert_close_to_oracle, poisoned_allocations
+
+from ssmkit.mamba3 import mamba3_siso, mamba3_siso_varlen_joint_states_full_vjp
+from ssmkit.mamba3.inputs import make_inputs
+from ssmkit.mamba3.op import kernels_apply
+from ssmkit.mamba3.oracle import mamba3_siso_varlen_joint_states_full_vjp_oracle
+from ssmkit.mamba3.reference import mamba3_siso_varlen_joint_states_full_vjp_reference
+from ssmkit.mamba3.shapes import COTANGENT_NAMES, INPUT_NAMES, RESULT_NAMES
+
+PANEL = [66, 1, 2]  # two chunks (one token in the second), and the two shortest sequences
+
+
+@pytest.fixture(scope="module")
+def args():
+    return make_inputs(PANEL, seed=31)
+
+
+@pytest.fixture(scope="module")
+def first_run(args):
+    """(clones of the arguments taken before the call, the op's 16 results with NaN-poisoned allocations)."""
+    before = {name: x.clone() for name, x in args.items()}
+    with poisoned_allocations():
+        return before, mamba3_siso_varlen_joint_states_full_vjp(**args)
+
+
+def _circular(x):
+    """Angle difference folded into [-pi, pi)."""
+    return torch.remainder(x + math.pi, 2 * math.pi) - math.pi
+
+
+def test_op_results_match_float64_oracle_and_are_all_written(args, first_run):
+    results = first_run[1]
+    oracle = mamba3_siso_varlen_joint_states_full_vjp_oracle(**args)
+    for name, got, ref in zip(RESULT_NAMES, results, oracle):
+        assert got.shape == ref.shape, name
+        assert not torch.isnan(got).any(), f"{name}: elements left unwritten"
+        err = got.double() - ref
+        if name == "final_angle":
+            err = _circular(err)
+        if name == "final_v":
+            assert torch.equal(got, args["v"][args["cu_seqlens"][1:].long() - 1]), name
+        else:
+            assert_close_to_oracle(name, got, err, ref)
+
+
+def test_op_is_bit_identical_on_repeat_and_leaves_inputs_untouched(args, first_run):
+    before, first = first_run
+    second = mamba3_siso_varlen_joint_states_full_vjp(**args)
+    for name, a, b in zip(RESULT_NAMES, first, second):
+        assert torch.equal(a, b), f"{name} differs between two identical calls"
+    for name, x in args.items():
+        assert torch.equal(x, before[name]), f"input {name} was modified"
+    inputs = {x.data_ptr() for x in args.values()}
+    assert not inputs & {r.data_ptr() for r in first}, "a result aliases an input"
+
+
+def test_autograd_form_matches_full_vjp_entry_with_unused_outputs(args):
+    """Loss over out and final_ssm only: the other outputs' cotangents are zero; gradients equal the full-VJP
+    entry's with those zero cotangents, bit for bit (same kernels)."""
+    leaves = {name: args[name].clone().requires_grad_(True) for name in INPUT_NAMES if name != "cu_seqlens"}
+    out, _, final_ssm, _, _ = mamba3_siso(**leaves, cu_seqlens=args["cu_seqlens"])
+    loss = (out.float() * args["dout"].float()).sum() + (final_ssm * args["dfinal_ssm"]).sum()
+    loss.backward()
+    cotangents = {name: args[name] if name in ("dout", "dfinal_ssm") else torch.zeros_like(args[name])
+                  for name in COTANGENT_NAMES}
+    inputs = {name: args[name] for name in INPUT_NAMES}
+    full = dict(zip(RESULT_NAMES, mamba3_siso_varlen_joint_states_full_vjp(**inputs, **cotangents)))
+    for name, leaf in leaves.items():
+        assert leaf.grad.dtype == full["d" + name].dtype, name
+        assert torch.equal(leaf.grad, full["d" + name]), name
+
+
+def test_dispatch_runs_reference_on_cpu_without_interpreter(args, monkeypatch):
+    assert kernels_apply(torch.device("cuda"))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert kernels_apply(torch.device("cpu"))
+    monkeypatch.delenv("TRITON_INTERPRET")
+    assert not kernels_apply(torch.device("cpu"))
+    got = mamba3_siso_varlen_joint_states_full_vjp(**args)
+    want = mamba3_siso_varlen_joint_states_full_vjp_reference(**args)
+    for name, a, b in zip(RESULT_NAMES, got, want):
+        assert torch.equal(a, b), name
+
+
+def test_op_checks_cu_seqlens_values_when_asked(args):
+    bad = dict(args, cu_seqlens=torch.tensor([0, 66, 66, 69], dtype=torch.int32))
+    with pytest.raises(ValueError, match="strictly increasing"):
+        mamba3_siso_varlen_joint_states_full_vjp(**bad, check_cu_seqlens=True)
+    with pytest.raises(TypeError, match="dtype"):
+        mamba3_siso_varlen_joint_states_full_vjp(**dict(args, dt=args["dt"].double()))
