@@ -21,11 +21,9 @@ FP32_SLACK = 1e-5  # relative room for fp32 sums, exp and cumsum differences
 
 
 @pytest.fixture(autouse=True, scope="module")
-def interpreter_like_gpu():
-    """Two Triton 3.6 interpreter defects, patched for this module so the kernels run with their GPU semantics:
-    fp32 -> bf16 casts (``.to(tl.bfloat16)`` and stores into bf16) truncate instead of rounding to nearest even,
-    and run-time scalars (int arguments, program ids) are 1-element arrays that numpy 2 refuses as a ``range``
-    bound (``int()`` of a 1-D array)."""
+def interpreter_rounds_bf16_to_nearest():
+    """Triton 3.6's interpreter truncates fp32 -> bf16 casts (``.to(tl.bfloat16)`` and stores into bf16); the GPU
+    rounds to nearest even. Patch the cast for this module, so the tests see the kernels' GPU numerics."""
     try:
         import triton.language as tl
         from triton.runtime import interpreter
@@ -41,18 +39,9 @@ def interpreter_like_gpu():
             return interpreter.TensorHandle(bits.view(np.uint16), tl.bfloat16)
         return original(self, src, dst_type)
 
-    original_patch_lang = interpreter._patch_lang
-
-    def patch_lang(fn):
-        scope = original_patch_lang(fn)  # restores tensor.__index__ to its pre-call value when the call ends
-        tl.core.tensor.__index__ = lambda self: int(self.handle.data.item())
-        return scope
-
     builder.cast_impl = cast_impl
-    interpreter._patch_lang = patch_lang
     yield
     builder.cast_impl = original
-    interpreter._patch_lang = original_patch_lang
 
 
 @pytest.fixture(autouse=True)

@@ -89,6 +89,7 @@ def causal_conv1d_silu_prefill(
     xbc_offset: int | None = None,
     block_l: int = 64,
     block_c: int = 128,
+    num_warps: int = 4,
 ) -> torch.Tensor:
     """Causal depthwise conv1d + bias + SiLU on the xBC slice of the in_proj output (spec §2.1 steps 6-7).
 
@@ -104,6 +105,7 @@ def causal_conv1d_silu_prefill(
         attention_mask: (b, L), nonzero for real tokens; pad positions of the output are exactly 0 (mask #2).
         conv_state_out: (b, conv_dim, K), written with the last K raw (pre-conv) columns of concat(state, xBC)
             (zero-padded on the left when L < K and no state is given). May be the same tensor as conv_state_in.
+        block_l, block_c, num_warps: tile (time x channels) and warps per program.
 
     Returns:
         xBC: (b, L, conv_dim), dtype of zxbcdt, contiguous.
@@ -159,6 +161,6 @@ def causal_conv1d_silu_prefill(
         seqlen, conv_dim,
         K=k, HAS_BIAS=bias is not None, HAS_STATE_IN=conv_state_in is not None,
         HAS_STATE_OUT=conv_state_out is not None, HAS_MASK=attention_mask is not None,
-        BLOCK_L=block_l, BLOCK_C=block_c,
+        BLOCK_L=block_l, BLOCK_C=block_c, num_warps=num_warps,
     )
     return out

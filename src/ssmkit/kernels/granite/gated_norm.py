@@ -34,7 +34,7 @@ def _gated_rmsnorm_kernel(
 
 
 def gated_rmsnorm(y: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: float,
-                  *, block_t: int = 2) -> torch.Tensor:
+                  *, block_t: int = 2, num_warps: int = 8) -> torch.Tensor:
     """Gated RMSNorm, gate before norm, statistics over all C channels (spec §2.1 step 10).
 
     Args:
@@ -42,6 +42,7 @@ def gated_rmsnorm(y: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: f
         z: (b, L, C) bf16 gate, channel stride 1, any row strides (the z slice of the in_proj output, no copy).
         weight: (C,) norm weight, any float dtype.
         eps: variance epsilon (rms_norm_eps).
+        block_t, num_warps: tokens and warps per program.
 
     Returns:
         (b, L, C) bf16, contiguous: bf16(weight * t * rsqrt(mean(t^2) + eps)) with t = y * silu(z), all in fp32
@@ -63,6 +64,6 @@ def gated_rmsnorm(y: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: f
     _gated_rmsnorm_kernel[(triton.cdiv(nrows, block_t),)](
         y, y.stride(0), y.stride(1), z, z.stride(0), z.stride(1), weight, out,
         seqlen, nrows, nchan, float(eps),
-        BLOCK_T=block_t, BLOCK_C=triton.next_power_of_2(nchan),
+        BLOCK_T=block_t, BLOCK_C=triton.next_power_of_2(nchan), num_warps=num_warps,
     )
     return out

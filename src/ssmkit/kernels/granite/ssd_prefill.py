@@ -167,12 +167,20 @@ def _ssd_state_pass_kernel(
     else:
         s = tl.zeros((BLOCK_S,), dtype=tl.float32)
     cs_row = cs_ptr + (pid_b * nheads + h) * nchunks * CH
-    for c in range(0, nchunks):
-        slot = ((pid_b * nchunks + c) * nheads + h) * PN + offs
-        tl.store(ent_ptr + slot, s.to(ent_ptr.dtype.element_ty))
-        s = s * tl.exp(tl.load(cs_row + c * CH + CH - 1))
-        if _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, c * CH, seqlen, HAS_MASK, CH):
-            s += tl.load(states_ptr + slot)
+    row = pid_b * nchunks * nheads * PN + h * PN + offs  # chunk c's slot is row + c * nheads * PN
+    # The local state of chunk c + 1 is loaded one iteration ahead (two loads in flight per program); chunks with
+    # no real token (and c = nchunks) load 0, which adds exactly nothing. `while`, not `for c in range(nchunks)`:
+    # the interpreter (numpy 2) rejects a run-time range bound.
+    has_next = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, 0, seqlen, HAS_MASK, CH)
+    nxt = tl.load(states_ptr + row, mask=(offs >= 0) & has_next, other=0.0)
+    c = 0
+    while c < nchunks:
+        cur = nxt
+        has_next = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, (c + 1) * CH, seqlen, HAS_MASK, CH)
+        nxt = tl.load(states_ptr + row + (c + 1) * nheads * PN, mask=(offs >= 0) & has_next, other=0.0)
+        tl.store(ent_ptr + row + c * nheads * PN, s.to(ent_ptr.dtype.element_ty))
+        s = s * tl.exp(tl.load(cs_row + c * CH + CH - 1)) + cur
+        c += 1
     if HAS_FINAL:
         tl.store(final_ptr + (pid_b * nheads + h) * PN + offs, s)
 
@@ -216,7 +224,8 @@ def _ssd_chunk_scan_kernel(
         acc = _ssd_dot(c_l, st_t, tl.zeros((BLOCK_M, P), dtype=tl.float32), PREC)
         acc = acc * tl.exp(cs_l)[:, None]
         # in-chunk contribution: sum over s <= l of CB[l, s] exp(cs_l - cs_s) dt_s x_s
-        for k in range(0, m + 1):
+        k = 0
+        while k <= m:  # not `for k in range(m + 1)`: the interpreter (numpy 2) rejects a run-time range bound
             t_s = chunk_start + k * BLOCK_M + offs_i
             valid_s = t_s < seqlen
             cs_s = tl.load(cs_ptr + aux + k * BLOCK_M + offs_i)
@@ -234,6 +243,7 @@ def _ssd_chunk_scan_kernel(
             x_s = tl.load(xbc + t_s[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_s[:, None],
                           other=0.0)
             acc = _ssd_dot(scores, x_s, acc, PREC)
+            k += 1
         x_l = tl.load(xbc + t_l[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_l[:, None],
                       other=0.0).to(tl.float32)
         acc += tl.load(d_ptr + h).to(tl.float32) * x_l
@@ -260,6 +270,7 @@ def ssd_chunked_prefill(
     shared_cb: bool = True,
     block_m: int = 64,
     block_s: int = 512,
+    launch: dict[str, dict] | None = None,
 ) -> torch.Tensor:
     """Chunked SSD scan of the Granite mixer, G = 1 (spec §2.1 step 9), with D skip.
 
@@ -282,6 +293,9 @@ def ssd_chunked_prefill(
         precision: operand precision of the tl.dot calls with a non-bf16 operand (PREC_BF16, PREC_TF32,
             PREC_TF32X3, PREC_IEEE). C.B^T always uses the exact bf16 operands.
         shared_cb: compute C.B^T once per chunk (launch 1, head 0) and share it over heads (else per head).
+        block_m, block_s: token rows per scan program (and per chunk-state dot step); state elements per
+            state-passing program.
+        launch: optional Triton launch options per kernel, keys "state", "pass", "scan" (e.g. num_warps).
 
     Returns:
         y: (b, L, H*P) of y_dtype, contiguous: Y_diag + Y_off + D*x.
@@ -343,6 +357,8 @@ def ssd_chunked_prefill(
     mask = attention_mask if attention_mask is not None else dt_buf
     m_strides = (mask.stride(0), mask.stride(1)) if attention_mask is not None else (0, 0)
     has_mask = attention_mask is not None
+    opts = {"state": {}, "pass": {}, "scan": {}}
+    opts.update(launch or {})
 
     _ssd_chunk_state_kernel[(nchunks, nheads, batch)](
         xBC, xBC.stride(0), xBC.stride(1), dt_raw, dt_raw.stride(0), dt_raw.stride(1),
@@ -350,6 +366,7 @@ def ssd_chunked_prefill(
         seqlen, nheads, nchunks,
         P=head_dim, N=d_state, CH=ch, BLOCK_K=bm,
         HAS_MASK=has_mask, ROUND_DT=dt_raw.dtype == torch.bfloat16, STORE_CB=shared_cb, PREC=precision,
+        **opts["state"],
     )
     _ssd_state_pass_kernel[(triton.cdiv(head_dim * d_state, bs), nheads, batch)](
         states, entering, cs_buf,
@@ -358,6 +375,7 @@ def ssd_chunked_prefill(
         mask, *m_strides, seqlen, nheads, nchunks,
         PN=head_dim * d_state, CH=ch, BLOCK_S=bs,
         HAS_INIT=initial_state is not None, HAS_FINAL=ssm_state_out is not None, HAS_MASK=has_mask,
+        **opts["pass"],
     )
     _ssd_chunk_scan_kernel[(nchunks * (ch // bm), nheads, batch)](
         xBC, xBC.stride(0), xBC.stride(1), dt_buf, cs_buf, entering, cb, D,
@@ -365,5 +383,6 @@ def ssd_chunked_prefill(
         seqlen, nheads, nchunks,
         P=head_dim, N=d_state, CH=ch, BLOCK_M=bm,
         HAS_MASK=has_mask, LOAD_CB=shared_cb, PREC=precision,
+        **opts["scan"],
     )
     return y
