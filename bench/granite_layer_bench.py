@@ -18,8 +18,9 @@ Steps (all on the synthetic slice of the real config, seed 0, bf16):
 3. ``--sweep`` (before step 2's timings): decode kernel 1's tile rows x warps at B = 1, 8, 64 (graph-captured
    kernels, do_bench median); the fastest per batch then replaces ``decode_launch_config`` for the layer timings
    (``tuned_launch_config`` in the JSON), so the layer numbers are those of the swept winners.
-4. Decode design check: the alternative "whole step in one graph" (input copied into a static buffer, GEMMs in
-   the graph, output cloned out) timed the same way as the layer's "kernels-only graph".
+4. Decode latency pieces: full forward, ``_decode`` alone, graph replay alone (v2 of this script also timed the
+   design then in the layer, a graph of the two kernels alone with eager cuBLAS around it, against the whole-step
+   graph the layer now uses: bench/results/granite_decode_v2.json).
 Prints a table with the issue-5 targets beside and writes everything to the JSON file.
 """
 from __future__ import annotations
@@ -156,35 +157,19 @@ def latency_ms(fn, device, reps: int = 200) -> float:
 
 
 def decode_variants(fast, config, device, batch: int) -> dict:
-    """Latency of the layer's decode pieces on one live cache: full forward, ``_decode`` alone (no argument
-    checks), graph replay alone, and the alternative whole-step graph with copy-in / clone-out."""
+    """Latency of the layer's decode on one live cache: full forward, ``_decode`` alone (no argument checks or
+    dispatch), replay of the captured step alone; and the host cost of the reference's argument checks."""
     cache = live_cache(config, batch, device)
     toks = [torch.randn(batch, 1, config.hidden_size, device=device, dtype=torch.bfloat16) for _ in range(3)]
     it = iter(range(10**9))
     res = {}
     with torch.no_grad():
-        entry = fast._decode_graph(toks[0][:, 0], cache)
+        entry = fast._decode_graph(toks[0], cache)
         res["forward_latency_ms"] = latency_ms(lambda: fast(toks[next(it) % 3], cache), device)
         res["decode_only_latency_ms"] = latency_ms(lambda: fast._decode(toks[next(it) % 3], cache), device)
         res["replay_latency_ms"] = latency_ms(entry.graph.replay, device)
         res["replay_do_bench_ms"] = do_bench(entry.graph.replay, return_mode="median")
         res["host_check_forward_args_us"] = host_check_us(fast, toks[0], cache)
-        static_in = toks[0].clone()
-        box = {}
-
-        def whole_step():
-            zx = F.linear(static_in[:, 0], fast.in_proj.weight)
-            box["out"] = F.linear(fast._decode_kernels(zx, cache.conv_state, cache.ssm_state),
-                                  fast.out_proj.weight)[:, None]
-
-        g = graph_of(whole_step)
-
-        def whole_call():
-            static_in.copy_(toks[next(it) % 3])
-            g.replay()
-            return box["out"].clone()
-
-        res["whole_graph_latency_ms"] = latency_ms(whole_call, device)
     return res
 
 
@@ -298,9 +283,9 @@ def main() -> int:
         [[r["name"], r["fast_ms"], r["target_ms"], r["fast_do_bench_ms"], r["reference_ms"],
           r["speedup_vs_reference"], r.get("fast_eager_ms")] for r in rows]))
     log(format_table(
-        ["decode", "forward", "_decode only", "whole-step graph", "replay", "in_proj", "kernels", "out_proj",
+        ["decode", "forward", "_decode only", "replay", "replay do_bench", "in_proj", "kernels", "out_proj",
          "kernel TB/s", "checks us"],
-        [[r["name"], r["forward_latency_ms"], r["decode_only_latency_ms"], r["whole_graph_latency_ms"],
+        [[r["name"], r["forward_latency_ms"], r["decode_only_latency_ms"], r["replay_latency_ms"],
           r["replay_do_bench_ms"], r["in_proj_ms"], r["decode_kernels_ms"], r["out_proj_ms"],
           r["kernels_state_tb_per_s"], r["host_check_forward_args_us"]] for r in rows if "in_proj_ms" in r]))
     write_json(args.out, result)
