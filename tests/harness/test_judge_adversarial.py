@@ -84,7 +84,7 @@ def test_hanging_granite_candidate_times_out_cleanly(panels, tmp_path):
 
 
 @pytest.mark.parametrize("name, reason", [
-    ("granite_imports_judge.py", "references the judge's internals (ssmkit.harness)"),
+    ("granite_imports_judge.py", "references the judge's internals (ssmkit.harness"),
     ("granite_sleeps_first_call.py", "uses timers or clocks (time)"),
 ])
 def test_scan_rejects_granite_adversary_before_it_runs(panels, tmp_path, name, reason):
@@ -97,7 +97,7 @@ def test_scan_rejects_granite_adversary_before_it_runs(panels, tmp_path, name, r
 def test_reference_delegation_is_rejected_without_the_test_only_allowance(panels, tmp_path):
     code, report = judge("granite", "granite_small_error.py", panels, tmp_path, allow_reference=False)
     assert code == 1 and report["failure"]["check"] == "source scan"
-    assert "delegates to the baseline the judge times against (ssmkit.granite.reference)" in report["failure"]["reason"]
+    assert "delegates to the baseline the judge times against (ssmkit.granite.reference" in report["failure"]["reason"]
 
 
 def test_missing_candidate_scores_zero_with_the_reason(panels, tmp_path):

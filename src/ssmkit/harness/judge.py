@@ -34,12 +34,9 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -57,6 +54,7 @@ from ssmkit.harness.compare import (
     tensor_digest,
 )
 from ssmkit.harness.manifest import check_manifest, package_dir
+from ssmkit.harness.report import emit, format_table, run_metadata, write_json
 from ssmkit.harness.scan import scan_source
 from ssmkit.harness.timing import PairedTiming, abba_schedule, geomean, score_from_geomean
 from ssmkit.harness.transport import exchange_root
@@ -121,10 +119,6 @@ class Refused(Exception):
     """The judge cannot run fairly (changed fixed parts, no isolation, bad panel); nothing is scored."""
 
 
-def _say(message: str) -> None:
-    print(message, flush=True)
-
-
 def _first_failure(checks: list[Check]) -> None:
     for c in checks:
         if not c.ok:
@@ -149,7 +143,7 @@ class _Session:
 
     def start(self, role: str, source: str, candidate_bytes: bytes | None = None) -> WorkerProcess:
         """Start a worker and load the candidate (``source='candidate'``) or the package's reference."""
-        _say(f"[judge] starting the {role} worker ({self.user.name})")
+        emit(f"[judge] starting the {role} worker ({self.user.name})")
         worker = WorkerProcess(role, self.run_dir, str(self.device), self.user, self.memory_cap,
                                self.options.start_timeout)
         self.workers.append(worker)
@@ -487,24 +481,6 @@ def _time_workload(session: _Session, track, ref_worker: WorkerProcess, cand_wor
             "floor_ms": floor, "pair_ratios": result.ratios, "peak_mem_bytes": session.peak_mem.get("candidate")}
 
 
-def _environment(device: torch.device) -> dict:
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=package_dir(), capture_output=True, text=True,
-                                timeout=10).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
-    try:
-        import triton
-
-        triton_version = triton.__version__
-    except ImportError:
-        triton_version = None
-    return {"command": " ".join(sys.argv), "git_commit": commit, "device": str(device),
-            "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-            "torch": torch.__version__, "triton": triton_version,
-            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-
-
 def _preflight(candidate: Path, options: JudgeOptions, report: dict) -> bytes:
     """Manifest and shadowing checks (Refused), then the candidate's presence and source scan (Rejected)."""
     problems = check_manifest(manifest=options.manifest)
@@ -532,7 +508,7 @@ def _judge(track_name: str, candidate, panel, json_out, device, options: JudgeOp
     options = options or JudgeOptions()
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     candidate = Path(candidate)
-    report: dict = {"track": track_name, "candidate": str(candidate), **_environment(device), "checks": [],
+    report: dict = {"track": track_name, "candidate": str(candidate), **run_metadata(None, device), "checks": [],
                     "workloads": [], "geomean": None, "score": 0.0, "passed": False}
     session = None
     try:
@@ -548,22 +524,22 @@ def _judge(track_name: str, candidate, panel, json_out, device, options: JudgeOp
             raise Refused(str(err)) from None
         report["isolation"] = {"user": session.user.name, "note": session.isolation_note,
                                "memory_cap_bytes": session.memory_cap or None}
-        _say(f"[judge] {track_name}: {session.isolation_note}")
+        emit(f"[judge] {track_name}: {session.isolation_note}")
         track = track_cls(options, device)
         cand = session.start("candidate", "candidate", data)
         track.build(cand, options)
         for item in track.correctness_items(panel_items):
-            _say(f"[judge] correctness: {track.workload_name(item)}")
+            emit(f"[judge] correctness: {track.workload_name(item)}")
             report["checks"] += [c.as_dict() for c in track.gauntlet(session, cand, item)]
         bench = [(item, track.bench_sets(item, options.rotations)) for item in track.bench_items(panel_items)]
         for item, sets in bench:
-            _say(f"[judge] bench-shape validation: {track.workload_name(item)}")
+            emit(f"[judge] bench-shape validation: {track.workload_name(item)}")
             report["checks"] += [c.as_dict() for c in _validate_timed_path(session, track, cand, item, sets)]
         ref_worker = session.start("reference", "reference")
         track.build(ref_worker, options)
         for item, sets in bench:
             row = _time_workload(session, track, ref_worker, cand, item, sets)
-            _say(f"[judge] timed {row['name']}: reference {row['reference_ms']:.3f} ms, candidate "
+            emit(f"[judge] timed {row['name']}: reference {row['reference_ms']:.3f} ms, candidate "
                  f"{row['candidate_ms']:.3f} ms, speedup {row['speedup']:.3f}x, spread {row['spread']:.2f}"
                  + (" (UNSTABLE)" if row["unstable"] else ""))
             report["workloads"].append(row)
@@ -586,10 +562,13 @@ def _judge(track_name: str, candidate, panel, json_out, device, options: JudgeOp
     finally:
         if session is not None:
             session.close()
+    if report["workloads"]:
+        emit(format_table(["workload", "reference_ms", "candidate_ms", "speedup", "spread", "timing"],
+                          [[w["name"], w["reference_ms"], w["candidate_ms"], w["speedup"], w["spread"],
+                            "UNSTABLE" if w["unstable"] else "stable"] for w in report["workloads"]]))
     if json_out:
-        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_out).write_text(json.dumps(report, indent=1, default=str) + "\n")
-    _say(report["verdict"])
+        write_json(json_out, report)
+    emit(report["verdict"])
     return code
 
 

@@ -194,7 +194,12 @@ def scan_source(source: str, filename: str = "<candidate>", allow_reference: boo
     scanner = _Scanner(allow_reference)
     scanner.docstrings = _docstring_ids(tree)
     scanner.visit(tree)
-    return sorted(set(scanner.found), key=lambda v: (v.line, v.rule, v.detail))
+    details: dict[tuple[int, str], list[str]] = {}
+    for v in scanner.found:  # one violation per line and rule, naming everything found there
+        found = details.setdefault((v.line, v.rule), [])
+        if v.detail not in found:
+            found.append(v.detail)
+    return [Violation(rule, line, ", ".join(found)) for (line, rule), found in sorted(details.items())]
 
 
 def scan_file(path: str | Path, allow_reference: bool = False) -> list[Violation]:

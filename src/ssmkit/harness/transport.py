@@ -164,8 +164,12 @@ class SharedInputs:
         if slot.device.type == "cuda":
             from torch.multiprocessing.reductions import reduce_tensor
 
-            payload = base64.b64encode(pickle.dumps(reduce_tensor(slot))).decode()
-            return {"kind": "cuda_ipc", "payload": payload}
+            rebuild, args = reduce_tensor(slot)
+            payload = base64.b64encode(pickle.dumps((rebuild, args))).decode()
+            # torch keeps a reference count for the handle in a /dev/shm file (args[11], its name) that only the
+            # judge's user may open; the judge hands it to the worker's user (WorkerProcess.map_inputs).
+            ref_counter = args[11].decode() if isinstance(args[11], bytes) else str(args[11])
+            return {"kind": "cuda_ipc", "payload": payload, "ref_counter": ref_counter}
         return {"kind": "file", "file": self._files[name], "dtype": dtype_name(slot.dtype), "shape": list(slot.shape)}
 
 

@@ -24,7 +24,6 @@ Mamba-3 ``prepare``: {args: [17 slots, in the order of the public entry]}. Outpu
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import pwd
 import resource
@@ -37,6 +36,7 @@ from pathlib import Path
 
 import torch
 
+from ssmkit.harness.candidate import GRANITE_ATTRIBUTE, MAMBA3_ATTRIBUTE, load_module
 from ssmkit.harness.transport import (
     CallTimeout,
     PeerGone,
@@ -50,7 +50,7 @@ from ssmkit.harness.transport import (
 )
 
 TRACKS = ("granite", "mamba3")
-CANDIDATE_ENTRY = {"granite": "CandidateBlock", "mamba3": "mamba3_siso_varlen_joint_states_full_vjp"}
+CANDIDATE_ENTRY = {"granite": GRANITE_ATTRIBUTE, "mamba3": MAMBA3_ATTRIBUTE}
 GRANITE_OUTPUTS = ("out", "conv_state", "ssm_state")
 MAMBA3_NUM_OUTPUTS = 16
 _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from ssmkit.harness.worker import main; main(sys.argv[2:])"
@@ -72,12 +72,7 @@ def _load_entry(track: str, source: str, path: str | None):
         from ssmkit.mamba3.reference import mamba3_siso_varlen_joint_states_full_vjp_reference
 
         return mamba3_siso_varlen_joint_states_full_vjp_reference, None
-    spec = importlib.util.spec_from_file_location("ssmkit_candidate", path)
-    if spec is None or spec.loader is None:
-        raise _CandidateError(f"cannot import candidate file {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["ssmkit_candidate"] = module
-    spec.loader.exec_module(module)
+    module = load_module(path)
     entry = getattr(module, CANDIDATE_ENTRY[track], None)
     if not callable(entry):
         raise _CandidateError(f"candidate file defines no callable '{CANDIDATE_ENTRY[track]}'")
@@ -375,7 +370,12 @@ class WorkerProcess:
         """Send the descriptors of slots the worker has not mapped yet."""
         if self._unmapped:
             names, self._unmapped = sorted(self._unmapped), set()
-            self.request({"op": "map", "tensors": {n: self.inputs.descriptor(n) for n in names}}, timeout)
+            descriptors = {n: self.inputs.descriptor(n) for n in names}
+            for descriptor in descriptors.values():
+                counter = Path("/dev/shm") / descriptor.get("ref_counter", "").lstrip("/")
+                if descriptor["kind"] == "cuda_ipc" and counter.is_file():
+                    self._give(counter)
+            self.request({"op": "map", "tensors": descriptors}, timeout)
 
     def fetch(self, timeout: float, max_bytes: int) -> dict[str, torch.Tensor]:
         """The outputs of the last call, read into judge-owned host memory (then the worker's files are removed)."""

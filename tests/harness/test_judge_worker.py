@@ -1,0 +1,130 @@
+"""The judge's worker process and transport: privilege drop, limits, protocol robustness, output validation."""
+import os
+import pwd
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from ssmkit.harness.transport import ProtocolError, SharedInputs, open_input, read_output, write_output
+from ssmkit.harness.worker import (
+    IsolationError,
+    WorkerFailure,
+    WorkerProcess,
+    WorkerUser,
+    resolve_worker_user,
+)
+
+SAME_USER = WorkerUser(None, None, "test")
+
+
+@pytest.fixture
+def run_dir():
+    with tempfile.TemporaryDirectory(prefix="ssmkit-worker-test-") as folder:
+        os.chmod(folder, 0o711)
+        yield Path(folder)
+
+
+def start(run_dir, memory_cap=0, role="candidate"):
+    return WorkerProcess(role, run_dir, "cpu", SAME_USER, memory_cap, start_timeout=300)
+
+
+def load(worker, source_text, timeout=120):
+    path = worker.add_file("candidate.py", source_text.encode())
+    return worker.request({"op": "load", "track": "mamba3", "source": "candidate", "path": str(path)}, timeout)
+
+
+def test_root_judge_never_runs_workers_as_root_unless_allowed():
+    if os.geteuid() != 0:
+        user, note = resolve_worker_user(allow_same_user=False)
+        assert user.uid is None and "own user" in note
+        return
+    try:
+        user, note = resolve_worker_user(allow_same_user=False)
+    except IsolationError as err:  # this machine's interpreter is unreachable for 'nobody': refuse, never root
+        assert "refusing to run candidate code as root" in str(err)
+        user, note = resolve_worker_user(allow_same_user=True)
+        assert user.uid is None and note.startswith("WARNING")
+        return
+    assert user.uid == pwd.getpwnam("nobody").pw_uid
+    with tempfile.TemporaryDirectory() as folder:
+        os.chmod(folder, 0o711)
+        worker = WorkerProcess("candidate", Path(folder), "cpu", user, 0, start_timeout=300)
+        try:
+            assert worker.hello["uid"] == user.uid
+        finally:
+            worker.close()
+
+
+def test_garbage_on_the_protocol_pipe_is_a_clean_failure(run_dir):
+    worker = start(run_dir)
+    evil = "import os, sys\nos.write(int(sys.argv[3]), b'not a frame, just garbage bytes')\n"
+    with pytest.raises(WorkerFailure, match="broke the protocol during 'load'"):
+        load(worker, evil)
+    assert worker.dead and worker.proc.poll() is not None
+    worker.close()
+
+
+def test_candidate_exceptions_and_exit_become_error_replies(run_dir):
+    worker = start(run_dir)
+    try:
+        with pytest.raises(WorkerFailure, match="raised in 'load': SystemExit: 3"):
+            load(worker, "import sys\nsys.exit(3)\n")
+        assert worker.request({"op": "hello"}, 60)["ok"]  # the worker survives
+        with pytest.raises(WorkerFailure, match="defines no callable 'mamba3_siso_varlen_joint_states_full_vjp'"):
+            load(worker, "x = 1\n")
+    finally:
+        worker.close()
+
+
+def test_memory_cap_turns_a_huge_allocation_into_an_error(run_dir):
+    worker = start(run_dir, memory_cap=6 << 30)
+    try:
+        with pytest.raises(WorkerFailure, match="raised in 'load': .*can't allocate memory"):
+            load(worker, "import torch\nx = torch.ones(8 << 30, dtype=torch.uint8)\n")
+        assert worker.request({"op": "hello"}, 60)["ok"]
+    finally:
+        worker.close()
+
+
+def test_shared_input_writes_are_visible_to_the_judge(tmp_path):
+    shared = SharedInputs(tmp_path)
+    source = torch.randn(4, 5).to(torch.bfloat16)
+    slot, new = shared.put("x", source)
+    assert new and torch.equal(slot, source)
+    view = open_input(tmp_path, shared.descriptor("x"))  # what a worker maps
+    assert torch.equal(view, source)
+    view[1, 2] = 7.0
+    assert slot[1, 2].item() == 7.0
+    refill = torch.randn(4, 5).to(torch.bfloat16)
+    slot2, new2 = shared.put("x", refill)  # same shape: the same buffer is refilled in place
+    assert not new2 and slot2 is slot and torch.equal(view, refill)
+
+
+def test_outputs_round_trip_exactly(tmp_path):
+    for t in (torch.randn(3, 4).to(torch.bfloat16), torch.randn(2, 2, 2), torch.arange(5, dtype=torch.int32)):
+        back = read_output(tmp_path, write_output(tmp_path, "r", t), max_bytes=1 << 20)
+        assert back.dtype == t.dtype and torch.equal(back, t)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"file": "../r.out"}, "bad output file name"),
+    ({"file": "r.bin"}, "bad output file name"),
+    ({"dtype": "complex64"}, "bad output dtype"),
+    ({"shape": [3, -1]}, "bad output shape"),
+    ({"shape": [3, 5]}, "has 24 bytes, expected 60"),
+    ({"shape": [1 << 20, 1 << 20]}, "exceeds"),
+])
+def test_malformed_output_descriptors_are_rejected(tmp_path, change, message):
+    descriptor = write_output(tmp_path, "r", torch.randn(3, 2))
+    with pytest.raises(ProtocolError, match=message):
+        read_output(tmp_path, {**descriptor, **change}, max_bytes=1 << 30)
+
+
+def test_output_links_are_not_followed(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"\0" * 24)
+    (tmp_path / "r.out").symlink_to(secret)
+    with pytest.raises(ProtocolError, match="cannot open output"):
+        read_output(tmp_path, {"file": "r.out", "dtype": "float32", "shape": [6]}, max_bytes=1 << 20)
