@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         if name == "bench":
             p.add_argument("--plot", metavar="PNG", default=None, help="write a bar chart here")
-            p.add_argument("--reps", type=_positive, default=None, help="A/B/B/A pairs per workload (default 3)")
+            p.add_argument("--reps", type=_positive, default=None, help="A/B/B/A pairs per workload (default 4)")
             p.add_argument("--inner", type=_positive, default=None,
                            help="candidate calls per pair (default 5 on CUDA, 1 on the CPU)")
     p = gcmd.add_parser("judge", help="clean-room judge of a candidate (isolated worker)")
@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Python file defining mamba3_siso_varlen_joint_states_full_vjp (default: ssmkit.mamba3)")
     p.add_argument("--cases", metavar="FILE", default=None,
                    help="case JSON (default: cases.json on CUDA, a small version of it on the CPU)")
-    p.add_argument("--reps", type=_positive, default=None, help="A/B/B/A pairs per case (default 5 CUDA, 2 CPU)")
+    p.add_argument("--reps", type=_positive, default=None, help="A/B/B/A pairs per case (default 6 CUDA, 2 CPU)")
     _common(p)
     p.set_defaults(func=_mamba3_selfcheck)
     p = mcmd.add_parser("judge", help="clean-room judge of a solver (isolated worker)")

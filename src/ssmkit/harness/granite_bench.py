@@ -135,7 +135,7 @@ def bench_workload(w: Workload, reference, candidate, hidden_size: int, device, 
     return row
 
 
-def bench_granite(candidate_cls: type, workloads: list[Workload], layer_slice, device, pairs: int = 3,
+def bench_granite(candidate_cls: type, workloads: list[Workload], layer_slice, device, pairs: int = 4,
                   inner: int = 1, warmup: int = 1, progress: Callable[[str], None] = emit) -> dict:
     """Bench ``candidate_cls`` against ReferenceMambaLayer on the bench workloads of ``workloads``.
 
@@ -171,7 +171,7 @@ def bench_command(candidate: str | None = None, workloads: str | None = None, sl
                   out: Callable[[str], None] = emit) -> int:
     """``ssmkit granite bench``: time, print the table, write JSON and the plot; 0 unless a workload failed.
 
-    ``reps``: A/B/B/A pairs per workload (default 3); ``inner``: candidate calls per pair (default 5 on CUDA,
+    ``reps``: A/B/B/A pairs per workload (default 4); ``inner``: candidate calls per pair (default 5 on CUDA,
     1 on the CPU); warm-up: 2 calls per side on CUDA (Triton autotuning), 1 on the CPU.
     """
     device = resolve_device(device)
@@ -182,7 +182,7 @@ def bench_command(candidate: str | None = None, workloads: str | None = None, sl
     todo = load_workloads(workloads_path)
     candidate_cls = load_granite_candidate(candidate)
     layer_slice = slice_from_path(slice_path)
-    pairs = reps if reps is not None else 3
+    pairs = reps if reps is not None else 4
     inner = inner if inner is not None else (5 if on_cuda else 1)
     warmup = 2 if on_cuda else 1
     out(f"granite bench: candidate {candidate or 'ReferenceMambaLayer (default)'} vs ReferenceMambaLayer, "

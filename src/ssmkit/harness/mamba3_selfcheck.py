@@ -106,7 +106,7 @@ def selfcheck_case(case: Case, solver: Callable, device, pairs: int, warmup: int
     return result
 
 
-def selfcheck_mamba3(solver: Callable, cases: list[Case], device, pairs: int = 3, warmup: int = 1,
+def selfcheck_mamba3(solver: Callable, cases: list[Case], device, pairs: int = 4, warmup: int = 1,
                      progress: Callable[[str], None] = emit) -> dict:
     """Run every case; returns ``{"cases": [CaseResult], "failures": [Check], "geomean", "score"}``."""
     if not cases:
@@ -132,7 +132,7 @@ def selfcheck_command(solver: str | None = None, cases: str | None = None, devic
     """``ssmkit mamba3 selfcheck``: run, print tables and the verdict, write JSON; 0 when every check passed.
 
     Defaults: the package's entry as solver, ``cases.json`` on CUDA and on the CPU its small version
-    (``workloads.cpu_cases``), CUDA when available, ``reps`` = 5 pairs on CUDA and 2 on the CPU.
+    (``workloads.cpu_cases``), CUDA when available, ``reps`` = 6 pairs on CUDA and 2 on the CPU.
     """
     device = resolve_device(device)
     on_cuda = torch.device(device).type == "cuda"
@@ -142,7 +142,7 @@ def selfcheck_command(solver: str | None = None, cases: str | None = None, devic
         todo = cpu_cases(todo)
         out(f"{CPU_NOTE} (first {CPU_CASES} cases of {cases_path.name}, lengths / {CPU_LENGTH_DIVISOR})")
     solver_fn = load_mamba3_solver(solver)
-    pairs = reps if reps is not None else (5 if on_cuda else 2)
+    pairs = reps if reps is not None else (6 if on_cuda else 2)
     out(f"mamba3 selfcheck: solver {solver or 'ssmkit.mamba3 (default)'}, cases {cases_path}, device {device} "
         f"({device_name(device)}), {pairs} pairs")
     result = selfcheck_mamba3(solver_fn, todo, device, pairs=pairs, warmup=2 if on_cuda else 1, progress=out)

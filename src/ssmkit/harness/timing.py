@@ -6,7 +6,8 @@ timed with CUDA events around it (the device is synchronised before the start ev
 leak in); on the CPU with ``time.perf_counter`` between two synchronisations.
 
 Paired timing (``paired_abba``): after warm-up, pair i runs A then B when i is even and B then A when i is odd
-(the A/B/B/A interleave), so slow drifts (clocks, thermals, other load) hit both sides alike. Each pair gives a
+(the A/B/B/A interleave), so slow drifts (clocks, thermals, other load) hit both sides alike; an even number of
+pairs also lets each side go first equally often (the defaults are even). Each pair gives a
 ratio ``a_ms / b_ms``; the speedup of B over A is the median of those ratios. Side B may be called ``inner_b``
 times per pair (its time in that pair is the median of those calls), which lets a slow baseline (A) keep few
 repetitions while the faster candidate (B) gets more.
@@ -95,7 +96,7 @@ def paired_abba(
     a: tuple[Prepare, Call],
     b: tuple[Prepare, Call],
     device: torch.device | str,
-    pairs: int = 3,
+    pairs: int = 4,
     inner_b: int = 1,
     warmup: int = 1,
 ) -> PairedTiming:
