@@ -279,6 +279,20 @@ def _m3b_reduce_kernel(
         tl.store(dd_ptr + hh, acc_d)
 
 
+class Mamba3BwdConfig(NamedTuple):
+    """Launch configuration of the chunk kernel (measured on an H200, see bench/mamba3/NOTES.md `## Backward`).
+
+    num_warps: warps per (head, sequence) program; input_precision: tl.dot precision of the fp32 operands
+    ("tf32", "tf32x3" or "ieee").
+    """
+
+    num_warps: int = 8
+    input_precision: str = "tf32"
+
+
+DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
+
+
 class Mamba3BwdGrads(NamedTuple):
     """The 11 input gradients, in the dtype of their input (spec "Decisions for this project")."""
 
@@ -296,7 +310,7 @@ class Mamba3BwdGrads(NamedTuple):
 
 
 def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, saved,
-                    dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, input_precision="tf32"):
+                    dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, config=DEFAULT_BWD_CONFIG):
     """Full VJP of the Mamba-3 SISO varlen operator (spec §7.1) from the forward's saved tensors.
 
     Inputs in the project layout (spec "Decisions"): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -305,7 +319,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (T, 32, 32) wrapped cumulative angle, chunk_states fp32 (T//64 + S, 32, 64, 128) state entering each chunk
     (sequence s, chunk c at cu_seqlens[s]//64 + s + c). Cotangents: dout (T, 32, 64), dfinal_angle (S, 32, 32),
     dfinal_ssm (S, 32, 64, 128), dfinal_k (S, 32, 128), dfinal_v (S, 32, 64).
-    `input_precision` is Triton's for the fp32 dots ("tf32", "tf32x3" or "ieee").
+    `config`: a Mamba3BwdConfig (warps, dot precision).
     Returns `Mamba3BwdGrads` (dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz); no host sync.
     """
     T, H, P = v.shape
@@ -330,7 +344,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dd_part = torch.empty((S, H), device=dev, dtype=f32)
     _m3b_chunk_kernel[(H, S)](
         *tensors, dv, dz, dadt, ddt, dtrap, dangles, dq_part, dk_part, dqb_part, dkb_part, dd_part,
-        H=H, P=P, N=N, NA=NA, C=CHUNK, PREC=input_precision, num_warps=8,
+        H=H, P=P, N=N, NA=NA, C=CHUNK, PREC=config.input_precision, num_warps=config.num_warps,
     )
     dq = torch.empty_like(q)
     dk = torch.empty_like(k)
