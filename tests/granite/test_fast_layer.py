@@ -6,7 +6,10 @@ truth is within the harness's calibrated bound of the reference's own error (``c
 the kernels run in Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1), with its fp32 -> bf16 casts
 made to round to nearest like the GPU (the patch of test_decode_step.py; it belongs in tests/conftest.py).
 """
+import copy
+import pickle
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -191,3 +194,13 @@ def test_fast_decode_cuda_graph_matches_eager_and_returns_fresh_outputs():
     assert torch.equal(eager_cache.ssm_state, cache.ssm_state) and torch.equal(eager_cache.conv_state, cache.conv_state)
     assert torch.equal(other.ssm_state, cache.ssm_state)
     assert len({o.data_ptr() for o in graph}) == len(graph)
+
+
+def test_fast_layer_deepcopies_and_pickles_without_captured_graphs(tiny):
+    """Captured graphs (uncopyable, bound to memory) are dropped from copies; the original keeps them."""
+    fast = FastMambaLayer(tiny).to(BF16)
+    fast._decode_graphs["stand-in"] = threading.Lock()  # not picklable, like a torch.cuda.CUDAGraph
+    clone = copy.deepcopy(fast)
+    assert len(clone._decode_graphs) == 0 and len(fast._decode_graphs) == 1
+    restored = pickle.loads(pickle.dumps(fast))
+    assert all(torch.equal(a, b) for a, b in zip(restored.state_dict().values(), fast.state_dict().values()))

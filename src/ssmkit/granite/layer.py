@@ -199,6 +199,12 @@ class FastMambaLayer(ReferenceMambaLayer):
                 static_out = self._decode_step(static_in, cache.conv_state, cache.ssm_state)
         return _DecodeGraph(graph, static_in, static_out)
 
+    def __getstate__(self):
+        # Captured graphs are bound to this layer's and the caches' memory: copies and pickles start without them.
+        state = super().__getstate__().copy()
+        state["_decode_graphs"] = OrderedDict()
+        return state
+
     def _apply(self, fn, *args, **kwargs):
         # .to()/.cuda()/.half() move the parameters: the captured graphs point at the old ones.
         self._decode_graphs.clear()
