@@ -61,6 +61,14 @@ def test_correct_granite_candidate_passes_and_scores_about_1x_against_itself(pan
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("VERDICT: PASS granite")
 
 
+def test_slow_first_call_does_not_move_the_timing(panels, tmp_path):
+    # The delay (1-2 s, far longer than a timed call here) falls in the correctness gauntlet, never in timing.
+    code, report = judge("granite", "granite_slow_first_call.py", panels, tmp_path, pairs=3)
+    assert code == 0, report.get("failure")
+    assert 0.5 < report["geomean"] < 2.0
+    assert all(w["candidate_ms"] < 200 for w in report["workloads"])
+
+
 @pytest.mark.parametrize("name, check, reason", [
     ("granite_small_error.py", "pad_b2 prefill.out.rel_l2", "> bound"),
     ("granite_wrong_large.py", "bench-shape validation: bench_prefill", "> bound"),

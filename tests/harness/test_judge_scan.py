@@ -32,6 +32,8 @@ REJECTED = [
     ("m = __import__('ti' + 'me')", "dynamic-code"),
     ("import importlib", "dynamic-code"),
     ("import subprocess", "dynamic-code"),
+    ("import threading\nthreading.Thread(target=print).start()", "dynamic-code"),
+    ("from concurrent.futures import ThreadPoolExecutor", "dynamic-code"),
     ("import os\nos.system('true')", "dynamic-code"),
     ("x = ().__class__.__base__.__subclasses__()", "dynamic-code"),
     ("from . import sibling", "relative-import"),

@@ -28,7 +28,8 @@ Rules (in the order they are applied; any failure gives score 0 and names the ch
    of reference_ms / candidate_ms; the spread between pairs is reported and timing is flagged unstable above
    ``JudgeOptions.unstable_spread``.
 6. Score: G = geometric mean of per-workload speedups. Granite: 0 if G <= 1 else 1 - 1/G. Mamba-3: G.
-Exit codes: 0 passed, 1 failed (score 0), 2 refused (fixed parts changed, isolation impossible, bad panel file).
+Exit codes: 0 passed, 1 failed (score 0), 2 nothing scored: refused (fixed parts changed, isolation impossible, bad
+panel file, a worker that cannot start, the reference failing) or a judge error (reported with its traceback).
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ import shutil
 import statistics
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,8 +146,11 @@ class _Session:
     def start(self, role: str, source: str, candidate_bytes: bytes | None = None) -> WorkerProcess:
         """Start a worker and load the candidate (``source='candidate'``) or the package's reference."""
         emit(f"[judge] starting the {role} worker ({self.user.name})")
-        worker = WorkerProcess(role, self.run_dir, str(self.device), self.user, self.memory_cap,
-                               self.options.start_timeout)
+        try:
+            worker = WorkerProcess(role, self.run_dir, str(self.device), self.user, self.memory_cap,
+                                   self.options.start_timeout)
+        except WorkerFailure as err:  # before any candidate code runs: the judge's environment is at fault
+            raise Refused(f"cannot start the {role} worker: {err.reason}\n{err.detail}".strip()) from None
         self.workers.append(worker)
         message = {"op": "load", "track": self.track, "source": source}
         if candidate_bytes is not None:
@@ -174,6 +179,8 @@ class _Session:
         try:
             names = track.stage(worker, inputs, timeout)
             before = {n: tensor_digest(worker.inputs.slots[n]) for n in names}
+            if self.device.type == "cuda":  # none of the judge's own GPU work may overlap the call
+                torch.cuda.synchronize(self.device)
             for _ in range(floor_samples):
                 start = time.perf_counter()
                 worker.request({"op": "noop"}, timeout)
@@ -256,8 +263,8 @@ class _GraniteTrack:
 
         hidden, mask, cache = inputs
         if cache is not None:
-            cache = MambaCache(conv_state=cache[0].to(dtype), ssm_state=cache[1].clone(), has_previous_state=True,
-                               seqlen_offset=cache[2])
+            cache = MambaCache(conv_state=cache[0].to(dtype, copy=True), ssm_state=cache[1].clone(),
+                               has_previous_state=True, seqlen_offset=cache[2])  # copies: updated in place
         with torch.no_grad():
             out, new_cache = layer(hidden.to(dtype), cache=cache, attention_mask=mask)
         return (out, new_cache.conv_state.clone(), new_cache.ssm_state.clone()), new_cache
@@ -448,8 +455,13 @@ def _time_workload(session: _Session, track, ref_worker: WorkerProcess, cand_wor
         index = calls[side]
         calls[side] += 1
         s = sets[index % len(sets)]
-        outputs, elapsed, floor = session.step(worker, track, s["inputs"], f"{name} timed call {index}",
-                                               floor_samples=FLOOR_SAMPLES)
+        try:
+            outputs, elapsed, floor = session.step(worker, track, s["inputs"], f"{name} timed call {index}",
+                                                   floor_samples=FLOOR_SAMPLES)
+        except Rejected as err:
+            if side == "a":  # the baseline failing (e.g. out of memory) is the judge's problem, not the candidate's
+                raise Refused(f"the reference worker failed: {err}") from None
+            raise
         if side == "b" and digest_all(outputs) != s["digest"]:
             raise Rejected(f"{name} timed-call digest",
                            f"call {index} (input set {index % len(sets)}) returned output that differs from "
@@ -479,6 +491,15 @@ def _time_workload(session: _Session, track, ref_worker: WorkerProcess, cand_wor
     return {"name": name, "reference_ms": result.a_median_ms, "candidate_ms": result.b_median_ms,
             "speedup": result.speedup, "spread": spread, "unstable": spread > opts.unstable_spread,
             "floor_ms": floor, "pair_ratios": result.ratios, "peak_mem_bytes": session.peak_mem.get("candidate")}
+
+
+def _readable_by(path, user) -> bool | None:
+    """Can the worker's user read the hidden panel file by its mode bits? None: same user or default panel."""
+    if path is None or user.uid is None:
+        return None
+    st = os.stat(path)
+    return bool(st.st_mode & 0o004 or (st.st_uid == user.uid and st.st_mode & 0o400)
+                or (st.st_gid == user.gid and st.st_mode & 0o040))
 
 
 def _preflight(candidate: Path, options: JudgeOptions, report: dict) -> bytes:
@@ -523,8 +544,11 @@ def _judge(track_name: str, candidate, panel, json_out, device, options: JudgeOp
         except IsolationError as err:
             raise Refused(str(err)) from None
         report["isolation"] = {"user": session.user.name, "note": session.isolation_note,
-                               "memory_cap_bytes": session.memory_cap or None}
+                               "memory_cap_bytes": session.memory_cap or None,
+                               "panel_readable_by_worker": _readable_by(panel, session.user)}
         emit(f"[judge] {track_name}: {session.isolation_note}")
+        if report["isolation"]["panel_readable_by_worker"]:
+            emit(f"[judge] WARNING: the worker's user can read the panel file {panel} (e.g. chmod 600 it)")
         track = track_cls(options, device)
         cand = session.start("candidate", "candidate", data)
         track.build(cand, options)
@@ -535,8 +559,11 @@ def _judge(track_name: str, candidate, panel, json_out, device, options: JudgeOp
         for item, sets in bench:
             emit(f"[judge] bench-shape validation: {track.workload_name(item)}")
             report["checks"] += [c.as_dict() for c in _validate_timed_path(session, track, cand, item, sets)]
-        ref_worker = session.start("reference", "reference")
-        track.build(ref_worker, options)
+        try:
+            ref_worker = session.start("reference", "reference")
+            track.build(ref_worker, options)
+        except Rejected as err:
+            raise Refused(f"the reference worker failed: {err}") from None
         for item, sets in bench:
             row = _time_workload(session, track, ref_worker, cand, item, sets)
             emit(f"[judge] timed {row['name']}: reference {row['reference_ms']:.3f} ms, candidate "
@@ -557,7 +584,11 @@ def _judge(track_name: str, candidate, panel, json_out, device, options: JudgeOp
         code = 1
     except Refused as err:
         report["refused"] = str(err)
-        report["verdict"] = f"VERDICT: REFUSED {track_name} (nothing scored): {err}"
+        report["verdict"] = f"VERDICT: REFUSED {track_name} (nothing scored): {str(err).splitlines()[0]}"
+        code = 2
+    except Exception as err:  # noqa: BLE001 - a judge bug must still end in a verdict and a report
+        report["error"] = traceback.format_exc()
+        report["verdict"] = f"VERDICT: ERROR {track_name} (judge failure, nothing scored): {type(err).__name__}: {err}"
         code = 2
     finally:
         if session is not None:

@@ -12,9 +12,10 @@ rejects, with the line and the reason, a file that:
 - ``baseline``: delegates to a baseline the judge times against: imports ``ssmkit.granite.reference`` /
   ``ReferenceMambaLayer`` or ``ssmkit.mamba3.reference`` / its reference functions. A class *defined* in the file
   under such a name (an exported single file inlines ReferenceMambaLayer's code) is not a delegation;
-- ``dynamic-code``: executes or loads code the scan cannot see, or controls processes: ``exec``, ``eval``,
-  ``compile``, ``__import__``, ``importlib``, ``builtins``, ``pickle``, ``marshal``, ``subprocess``,
-  ``multiprocessing``, ``socket``, ``os.system``/``fork``/``kill``..., ``__subclasses__``;
+- ``dynamic-code``: executes or loads code the scan cannot see, controls processes or starts background threads
+  (which could finish a call's work after it returned): ``exec``, ``eval``, ``compile``, ``__import__``,
+  ``importlib``, ``builtins``, ``pickle``, ``marshal``, ``subprocess``, ``multiprocessing``, ``socket``,
+  ``threading``, ``concurrent``, ``asyncio``, ``os.system``/``fork``/``kill``..., ``__subclasses__``;
 - ``relative-import``: uses a relative import (a candidate is one file).
 The scan is a filter in front of the real defences (a separate unprivileged worker process; the judge owns inputs,
 clocks and comparisons), not a proof: it keeps the obvious routes to the judge's state closed.
@@ -45,6 +46,8 @@ _MODULES = {
     "importlib": "dynamic-code", "builtins": "dynamic-code", "pickle": "dynamic-code", "marshal": "dynamic-code",
     "subprocess": "dynamic-code", "multiprocessing": "dynamic-code", "socket": "dynamic-code", "pty": "dynamic-code",
     "runpy": "dynamic-code", "code": "dynamic-code", "posix": "dynamic-code", "torch.multiprocessing": "dynamic-code",
+    # background threads could finish a call's work after it returned, outside the timed region
+    "threading": "dynamic-code", "_thread": "dynamic-code", "concurrent": "dynamic-code", "asyncio": "dynamic-code",
 }
 _BASELINE_MODULES = {"ssmkit.granite.reference", "ssmkit.mamba3.reference"}
 _BASELINE_NAMES = {"ReferenceMambaLayer", "mamba3_siso_reference",

@@ -138,6 +138,8 @@ class SharedInputs:
             slot, new = self._allocate(name, tensor), True
             self.slots[name] = slot
         slot.copy_(tensor)
+        if slot.device.type == "cuda":  # the worker reads the slot from another process: the copy must be done
+            torch.cuda.current_stream(slot.device).synchronize()
         return slot, new
 
     def file_path(self, name: str) -> Path | None:

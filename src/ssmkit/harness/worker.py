@@ -145,6 +145,7 @@ class _Worker:
         self.module = layer.eval()
 
     def op_prepare(self, request: dict) -> None:
+        self.outputs, self.prepared = [], None  # free the previous call's tensors before allocating new ones
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
         if self.track == "granite":
@@ -157,7 +158,6 @@ class _Worker:
             self.prepared = (self.slots[request["hidden"]], cache, None if mask is None else self.slots[mask])
         else:
             self.prepared = [self.slots[name] for name in request["args"]]
-        self.outputs = []
 
     def _synchronize(self) -> None:
         if self.device.type == "cuda":
