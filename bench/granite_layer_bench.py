@@ -21,6 +21,9 @@ Steps (all on the synthetic slice of the real config, seed 0, bf16):
 4. Decode latency pieces: full forward, ``_decode`` alone, graph replay alone (v2 of this script also timed the
    design then in the layer, a graph of the two kernels alone with eager cuBLAS around it, against the whole-step
    graph the layer now uses: bench/results/granite_decode_v2.json).
+5. ``--triton-projections``: the opt-in skinny-GEMM decode projections (``decode_projections = "triton"``):
+   correctness on the decode workloads, their kernel times next to cuBLAS' (block_n x warps), and the layer's
+   decode call time with them.
 Prints a table with the issue-5 targets beside and writes everything to the JSON file.
 """
 from __future__ import annotations
@@ -44,9 +47,10 @@ from ssmkit.harness.granite_run import Readout, build_layer, default_slice, make
 from ssmkit.harness.granite_verify import verify_workload  # noqa: E402
 from ssmkit.harness.report import format_table, run_metadata, write_json  # noqa: E402
 from ssmkit.harness.timing import median_time  # noqa: E402
-from ssmkit.harness.workloads import DECODE, default_workloads_path, load_workloads, parse_workload, select  # noqa: E402
+from ssmkit.harness.workloads import (DECODE, default_workloads_path, load_workloads, parse_workload,  # noqa: E402
+                                      select)
 import ssmkit.kernels.granite.ssd_decode as ssd_decode  # noqa: E402
-from ssmkit.kernels.granite.ssd_decode import granite_decode_step  # noqa: E402
+from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step  # noqa: E402
 
 # Issue 5 targets, ms per call including launch.
 TARGETS_MS = {"prefill_b1_l4096": 0.30, "prefill_b1_l16384": 0.90, "prefill_varlen_b8": 0.75,
@@ -212,12 +216,34 @@ def sweep(fast, config, device) -> tuple[list[dict], dict[int, tuple[int, int]]]
     return rows, best
 
 
+def projection_sweep(fast, config, device, batch: int) -> list[dict]:
+    """do_bench medians (ms) of the two decode projections: cuBLAS and the Triton skinny GEMM per config."""
+    x_in = torch.randn(batch, config.hidden_size, device=device, dtype=torch.bfloat16)
+    x_out = torch.randn(batch, config.intermediate_size, device=device, dtype=torch.bfloat16)
+    rows = []
+    for name, x, w in (("in_proj", x_in, fast.in_proj.weight), ("out_proj", x_out, fast.out_proj.weight)):
+        cublas_ms = do_bench(lambda: F.linear(x, w), return_mode="median")
+        rows.append({"batch": batch, "proj": name, "impl": "cublas", "ms": cublas_ms})
+        for block_n in (16, 32, 64):
+            for warps in (4, 8):
+                t = do_bench(lambda: granite_decode_linear(x, w, block_n=block_n, num_warps=warps),
+                             return_mode="median")
+                rows.append({"batch": batch, "proj": name, "impl": "triton", "block_n": block_n,
+                             "num_warps": warps, "ms": t})
+        best = min((r for r in rows if r["proj"] == name and r["impl"] == "triton"), key=lambda r: r["ms"])
+        log(f"projection {name} B={batch}: cublas {cublas_ms * 1e3:.1f} us, triton best "
+            f"{best['ms'] * 1e3:.1f} us (block_n {best['block_n']}, warps {best['num_warps']})")
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="JSON path (bench/results/granite_decode_<tag>.json)")
     ap.add_argument("--commit", default=None, help="git commit of the tree (the device copy has no .git)")
     ap.add_argument("--sweep", action="store_true", help="also sweep the decode kernel's tile rows and warps")
     ap.add_argument("--skip-checks", action="store_true", help="timings only")
+    ap.add_argument("--triton-projections", action="store_true",
+                    help="also check and time the opt-in Triton skinny-GEMM decode projections")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         log("granite_layer_bench: needs CUDA")
@@ -238,6 +264,11 @@ def main() -> int:
         truth = build_layer(ReferenceMambaLayer, layer_slice, device, torch.float32)
         extra = [parse_workload(e) for e in EXTRA_CHECKS]
         result["checks"] = check_correctness(fast, ref, truth, layer_slice, bench + extra, device)
+        if args.triton_projections:
+            fast.decode_projections = "triton"
+            result["checks_triton_projections"] = check_correctness(
+                fast, ref, truth, layer_slice, [w for w in bench + extra if w.kind == DECODE], device)
+            fast.decode_projections = "cublas"
         del truth
         torch.cuda.empty_cache()
         result["graph_checks"] = [check_graph_decode(fast, config, device, b) for b in (1, 8, 64)]
@@ -269,6 +300,11 @@ def main() -> int:
             fast.use_cuda_graphs = True
             row.update(decode_pieces(fast, config, device, w.batch))
             row.update(decode_variants(fast, config, device, w.batch))
+            if args.triton_projections:
+                row["projection_sweep"] = projection_sweep(fast, config, device, w.batch)
+                fast.decode_projections = "triton"
+                row["fast_triton_projections_ms"] = time_workload(fast, w, config, device, reps=200)
+                fast.decode_projections = "cublas"
             state_bytes = 2 * w.batch * config.num_heads * config.head_dim * config.d_state * 4
             row["kernels_state_tb_per_s"] = state_bytes / (row["decode_kernels_ms"] * 1e-3) / 1e12
         row["speedup_vs_reference"] = row["reference_ms"] / row["fast_ms"]
@@ -279,9 +315,10 @@ def main() -> int:
     result["wall_s"] = time.perf_counter() - t_start
 
     log(format_table(
-        ["workload", "fast ms (call)", "target ms", "fast do_bench", "reference ms", "speedup", "eager ms"],
+        ["workload", "fast ms (call)", "target ms", "fast do_bench", "reference ms", "speedup", "eager ms",
+         "triton proj ms"],
         [[r["name"], r["fast_ms"], r["target_ms"], r["fast_do_bench_ms"], r["reference_ms"],
-          r["speedup_vs_reference"], r.get("fast_eager_ms")] for r in rows]))
+          r["speedup_vs_reference"], r.get("fast_eager_ms"), r.get("fast_triton_projections_ms")] for r in rows]))
     log(format_table(
         ["decode", "forward", "_decode only", "replay", "replay do_bench", "in_proj", "kernels", "out_proj",
          "kernel TB/s", "checks us"],

@@ -100,6 +100,15 @@ def test_fast_continuation_matches_reference(tiny, cont):
     trio.step(2, 1, label="decode after continuation")
 
 
+def test_fast_decode_with_triton_projections_matches_reference(tiny):
+    """The opt-in skinny-GEMM projections (decode_projections = "triton") keep the reference's accuracy."""
+    trio = Trio(tiny, seed=31)
+    trio.fast.decode_projections = "triton"
+    trio.step(2, 6, label="prefill")
+    for i in range(2):
+        trio.step(2, 1, label=f"decode {i} (triton projections)")
+
+
 def test_fast_decode_updates_cache_in_place(tiny):
     layer = FastMambaLayer(tiny).to(BF16)
     layer.load_state_dict(synthetic_slice(tiny, 3).mamba)

@@ -36,7 +36,7 @@ from ssmkit.granite.config import GraniteMambaConfig
 from ssmkit.granite.reference import ReferenceMambaLayer, apply_padding_mask
 from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
-from ssmkit.kernels.granite.ssd_decode import granite_decode_step
+from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step
 from ssmkit.kernels.granite.ssd_prefill import ssd_chunked_prefill
 
 __all__ = ["FastMambaLayer"]
@@ -68,12 +68,16 @@ class _DecodeGraph:
 class FastMambaLayer(ReferenceMambaLayer):
     """Granite Mamba-2 mixer on Triton kernels; drop-in for ``ReferenceMambaLayer`` (same forward contract).
 
-    ``use_cuda_graphs`` (default True) can be set False to run the CUDA decode step eagerly.
+    Knobs: ``use_cuda_graphs`` (default True; False runs the CUDA decode step eagerly) and
+    ``decode_projections``: "cublas" (default, measured) or "triton" (opt-in, NOT yet measured on a GPU: the
+    decode in_proj / out_proj as ``granite_decode_linear`` skinny GEMMs, for bf16 layers without projection biases
+    and batches <= 64; cuBLAS measured 3-5x off the weight-bandwidth floor there, bench/granite/NOTES.md).
     """
 
     def __init__(self, config: GraniteMambaConfig, layer_idx: int = 0) -> None:
         super().__init__(config, layer_idx)
         self.use_cuda_graphs = True
+        self.decode_projections = "cublas"
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
         self._warned: set[str] = set()
         c = self.config
@@ -157,10 +161,17 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor,
                      ssm_state: torch.Tensor) -> torch.Tensor:
         """in_proj -> fused decode kernels -> out_proj for (b, 1, hidden); updates the two states in place."""
-        zxbcdt = F.linear(hidden_states[:, 0], self.in_proj.weight, self.in_proj.bias)
+        zxbcdt = self._project(hidden_states[:, 0], self.in_proj)
         y = granite_decode_step(zxbcdt, conv_state, ssm_state, self.conv1d.weight, self.conv1d.bias, self.dt_bias,
                                 self.A_log, self.D, self.norm.weight, self.config.rms_norm_eps)
-        return F.linear(y, self.out_proj.weight, self.out_proj.bias)[:, None]
+        return self._project(y, self.out_proj)[:, None]
+
+    def _project(self, x: torch.Tensor, linear: torch.nn.Linear) -> torch.Tensor:
+        """A decode projection (b, in) -> (b, out): cuBLAS, or the Triton skinny GEMM when opted in and usable."""
+        if (self.decode_projections == "triton" and linear.bias is None and x.dtype == torch.bfloat16
+                and x.shape[0] <= 64):
+            return granite_decode_linear(x, linear.weight)
+        return F.linear(x, linear.weight, linear.bias)
 
     def _decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> torch.Tensor:
         """One token (b, 1, hidden) -> (b, 1, hidden); cache states updated in place."""

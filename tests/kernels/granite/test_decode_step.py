@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ssmkit.kernels.granite.ssd_decode import granite_decode_step
+from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step
 
 
 def _patch_interpreter_bf16_rounding() -> None:
@@ -88,7 +88,8 @@ def _step_float64(zxbcdt, conv_state, ssm_state, p, eps, ngroups):
     cmat = act[:, inter + ngroups * dstate:].reshape(batch, ngroups, dstate).repeat_interleave(heads_per_group, 1)
     dt = F.softplus((dt_raw.float() + p["dt_bias"].float()).to(dtype).float()).to(dtype).double()
     a = -torch.exp(p["A_log"].double())
-    state = ssm_state.double() * torch.exp(dt * a)[:, :, None, None] + (dt[:, :, None] * x)[..., None] * bmat[:, :, None, :]
+    state = (ssm_state.double() * torch.exp(dt * a)[:, :, None, None]
+             + (dt[:, :, None] * x)[..., None] * bmat[:, :, None, :])
     y = (state * cmat[:, :, None, :]).sum(-1) + p["D"].double()[None, :, None] * x
     zd = z.double()
     t = y.reshape(batch, inter) * zd * torch.sigmoid(zd)
@@ -170,3 +171,28 @@ def test_decode_step_result_independent_of_tile_rows_and_warps():
         assert torch.equal(out, results[0][0]) and torch.equal(cs, results[0][1]) and torch.equal(ss, results[0][2])
     with pytest.raises(ValueError, match="block_p"):
         granite_decode_step(zxbcdt, conv_state, ssm_state, *args, block_p=128)
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 40, 96), (3, 72, 256), (64, 33, 48)])
+def test_decode_linear_matches_float64_matmul(m, n, k, monkeypatch):
+    """Skinny GEMM x W^T (rows <= 64; N, K not multiples of the tiles) vs float64: one bf16 rounding of the result.
+    torch.empty is NaN-poisoned so an unwritten output element fails."""
+    real_empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, **kw: real_empty(*a, **kw).fill_(float("nan")))
+    g = torch.Generator().manual_seed(m * n + k)
+    x = torch.randn(m, k, generator=g).to(torch.bfloat16)
+    w = (0.05 * torch.randn(n, k, generator=g)).to(torch.bfloat16)
+    out = granite_decode_linear(x, w, block_k=32)
+    ref = x.double() @ w.double().T
+    assert out.dtype == torch.bfloat16 and out.shape == (m, n) and torch.isfinite(out).all()
+    assert ((out.double() - ref).abs() <= 2.0 ** -8 * ref.abs() + 1e-6 * ref.abs().max()).all()
+
+
+def test_decode_linear_rejects_bad_inputs():
+    x, w = torch.randn(2, 32).to(torch.bfloat16), torch.randn(16, 32).to(torch.bfloat16)
+    with pytest.raises(TypeError, match="bfloat16"):
+        granite_decode_linear(x.float(), w)
+    with pytest.raises(ValueError, match="at most 64 rows"):
+        granite_decode_linear(torch.randn(65, 32).to(torch.bfloat16), w)
+    with pytest.raises(ValueError, match="expected x"):
+        granite_decode_linear(x, w[:, :16])

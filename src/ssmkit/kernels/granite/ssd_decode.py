@@ -11,6 +11,10 @@
 #      each). The roll waits for kernel 1, which read the old window, by stream order.
 # Tiles: kernel 1 holds a (BLOCK_P, DSTATE) fp32 state tile (BLOCK_P chosen from the batch so that small batches
 # still fill the GPU); kernel 2 a (next_pow2(intermediate),) row or a (BLOCK_C, D_CONV) window tile.
+# Also here, opt-in (FastMambaLayer.decode_projections = "triton"): _granite_decode_linear_kernel, a skinny GEMM
+# out = x W^T for the decode projections (x: batch <= 64 rows), grid (cdiv(N, BLOCK_N),): each program streams a
+# (BLOCK_N, K) slab of W once in (BLOCK_K, BLOCK_N) tiles against the whole (BLOCK_M >= 16, BLOCK_K) x tile, fp32
+# accumulation in tl.dot, one rounding to bf16 (cuBLAS' numerics up to summation order).
 """Fused single-token decode step of the Granite Mamba-2 mixer (spec §3.1).
 
 Numerics (a choice the brief allows, stated here): the conv, SiLU, state update, readout, D skip, gate and RMSNorm
@@ -29,7 +33,7 @@ import triton.language as tl
 
 from ssmkit.kernels.granite.ssd_prefill import _granite_softplus_dt
 
-__all__ = ["granite_decode_step", "decode_launch_config"]
+__all__ = ["granite_decode_step", "decode_launch_config", "granite_decode_linear"]
 
 
 @triton.jit
@@ -127,6 +131,52 @@ def _granite_decode_norm_roll_kernel(
         # Every thread's reads of the old window must land before any thread overwrites it.
         tl.debug_barrier()
         tl.store(cs_row + ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, window, mask=cm)
+
+
+@triton.jit
+def _granite_decode_linear_kernel(x_ptr, w_ptr, out_ptr, M, N, stride_xm, stride_wn, stride_om,
+                                  K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                  BLOCK_K: tl.constexpr):
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_ok = offs_m[:, None] < M
+    n_ok = offs_n[None, :] < N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + offs_k
+        x = tl.load(x_ptr + offs_m[:, None] * stride_xm + k[None, :], mask=m_ok & (k[None, :] < K), other=0.0)
+        w = tl.load(w_ptr + offs_n[None, :] * stride_wn + k[:, None], mask=n_ok & (k[:, None] < K), other=0.0)
+        acc = tl.dot(x, w, acc)
+    tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :], acc.to(out_ptr.dtype.element_ty),
+             mask=m_ok & n_ok)
+
+
+def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int | None = None,
+                          block_k: int = 256, num_warps: int = 4, num_stages: int = 4) -> torch.Tensor:
+    """``x @ weight.T`` for few rows: x (M, K) bf16 with M <= 64, weight (N, K) bf16; returns (M, N) bf16.
+
+    A skinny GEMM that reads each weight once (the decode projections are weight-bandwidth-bound). Rows and the
+    K axis need a contiguous last dim. ``block_n`` defaults to 32 for N > 4096 and 16 otherwise (enough programs
+    to spread the weight over the GPU); ``block_k`` must be a power of two >= 16.
+    """
+    _check(x.dim() == 2 and weight.dim() == 2 and x.shape[1] == weight.shape[1], ValueError,
+           f"expected x (M, K) and weight (N, K), got {tuple(x.shape)} and {tuple(weight.shape)}")
+    _check(x.dtype == torch.bfloat16 and weight.dtype == torch.bfloat16, TypeError,
+           f"x and weight must be bfloat16, got {x.dtype} and {weight.dtype}")
+    _check(1 <= x.shape[0] <= 64, ValueError, f"at most 64 rows, got {x.shape[0]}")
+    _check(x.stride(1) == 1 and weight.stride(1) == 1, ValueError, "x and weight need a contiguous last dim")
+    _check(_is_pow2(block_k) and block_k >= 16, ValueError, f"block_k must be a power of two >= 16, got {block_k}")
+    (m, k), n = x.shape, weight.shape[0]
+    block_n = block_n or (32 if n > 4096 else 16)
+    block_k = min(block_k, max(16, triton.next_power_of_2(k)))
+    out = torch.empty(m, n, device=x.device, dtype=x.dtype)
+    _granite_decode_linear_kernel[(triton.cdiv(n, block_n),)](
+        x, weight, out, m, n, x.stride(0), weight.stride(0), out.stride(0),
+        K=k, BLOCK_M=max(16, triton.next_power_of_2(m)), BLOCK_N=block_n, BLOCK_K=block_k,
+        num_warps=num_warps, num_stages=num_stages,
+    )
+    return out
 
 
 def _is_pow2(v: int) -> bool:
