@@ -128,3 +128,18 @@ def test_output_links_are_not_followed(tmp_path):
     (tmp_path / "r.out").symlink_to(secret)
     with pytest.raises(ProtocolError, match="cannot open output"):
         read_output(tmp_path, {"file": "r.out", "dtype": "float32", "shape": [6]}, max_bytes=1 << 20)
+
+
+def test_a_worker_that_cannot_start_is_a_clean_failure(run_dir):
+    if os.geteuid() != 0:
+        pytest.skip("switching users needs root")
+    unreachable = WorkerUser(pwd.getpwnam("nobody").pw_uid, pwd.getpwnam("nobody").pw_gid, "nobody")
+    try:
+        worker = WorkerProcess("candidate", run_dir, "cpu", unreachable, 0, start_timeout=300)
+    except WorkerFailure as err:  # e.g. this machine's interpreter is unreachable for 'nobody'
+        assert "candidate worker" in err.reason
+        return
+    try:  # the interpreter is reachable: then the worker really runs as 'nobody'
+        assert worker.hello["uid"] == unreachable.uid
+    finally:
+        worker.close()

@@ -296,7 +296,7 @@ def _worker_env(home: Path, triton_cache: Path, device: str) -> dict[str, str]:
         "TORCHINDUCTOR_CACHE_DIR": str(home / "inductor"),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
-    for key in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "TRITON_PTXAS_PATH", "CUDA_HOME"):
+    for key in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH"):
         if key in os.environ:
             env[key] = os.environ[key]
     if torch.device(device).type == "cpu":
@@ -335,13 +335,18 @@ class WorkerProcess:
         self._from_worker, from_worker_w = os.pipe()
         argv = [sys.executable, "-I", "-c", _BOOT, str(package_root()), str(to_worker_r), str(from_worker_w),
                 str(self.exchange), str(self.outdir), str(memory_cap)]
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                argv, pass_fds=(to_worker_r, from_worker_w), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, cwd=self.folder, env=_worker_env(self.home, self.triton_cache, device),
-                start_new_session=True, user=user.uid, group=user.gid,
-                extra_groups=[] if user.uid is not None else None,
-            )
+        try:
+            with open(self.log_path, "wb") as log:
+                self.proc = subprocess.Popen(
+                    argv, pass_fds=(to_worker_r, from_worker_w), stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT, cwd=self.folder,
+                    env=_worker_env(self.home, self.triton_cache, device), start_new_session=True,
+                    user=user.uid, group=user.gid, extra_groups=[] if user.uid is not None else None,
+                )
+        except OSError as err:
+            for fd in (to_worker_r, self._to_worker, self._from_worker, from_worker_w):
+                os.close(fd)
+            raise WorkerFailure(f"cannot start the {role} worker as {user.name}: {err}") from None
         os.close(to_worker_r)
         os.close(from_worker_w)
         self.dead = False
