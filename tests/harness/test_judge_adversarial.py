@@ -124,6 +124,17 @@ def test_unimportable_candidate_scores_zero_with_the_reason(panels, tmp_path):
     assert "RuntimeError: cannot import me" in report["failure"]["reason"]
 
 
+def test_candidate_that_fails_to_build_scores_zero_with_the_reason(panels, tmp_path):
+    broken = tmp_path / "unbuildable.py"
+    broken.write_text("class CandidateBlock:\n    def __init__(self, config, layer_idx=0):\n"
+                      "        raise ValueError('no kernels for this config')\n")
+    out = tmp_path / "report.json"
+    code = run_granite_judge(broken, panels / "granite.json", out, "cpu", options())
+    report = json.loads(out.read_text())
+    assert code == 1 and report["score"] == 0 and report["failure"]["check"] == "build"
+    assert "ValueError: no kernels for this config" in report["failure"]["reason"]
+
+
 def test_changed_fixed_part_makes_the_judge_refuse(panels, tmp_path, capsys):
     manifest = compute_manifest()
     manifest["files"]["harness/compare.py"] = "0" * 64
