@@ -1,7 +1,8 @@
 # Causal depthwise conv1d (K = 4) + bias + SiLU over the xBC slice of the in_proj output, for Granite prefill.
 # Computes xBC[b, t, c] = silu(bias[c] + sum_k w[c, k] * raw[b, t - 3 + k, c]) in fp32, rounds once to bf16, and
 # zeroes pad positions (spec §2.1 steps 6-7). Optionally writes the last 4 raw columns into a conv state.
-# Grid: (cdiv(L, BLOCK_L), cdiv(conv_dim, BLOCK_C), batch); tiles BLOCK_L x BLOCK_C = 64 x 128 by default.
+# Grid: (cdiv(conv_dim, BLOCK_C), cdiv(L, BLOCK_L), batch), channel blocks fastest so that programs running
+# together read and write whole rows; tiles BLOCK_L x BLOCK_C = 64 x 128 by default.
 import torch
 import triton
 import triton.language as tl
@@ -23,8 +24,8 @@ def _conv1d_silu_kernel(
     HAS_BIAS: tl.constexpr, HAS_STATE_IN: tl.constexpr, HAS_STATE_OUT: tl.constexpr, HAS_MASK: tl.constexpr,
     BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
-    pid_l = tl.program_id(0)
-    pid_c = tl.program_id(1)
+    pid_c = tl.program_id(0)
+    pid_l = tl.program_id(1)
     pid_b = tl.program_id(2).to(tl.int64)
     offs_l = pid_l * BLOCK_L + tl.arange(0, BLOCK_L)
     offs_c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
@@ -149,7 +150,7 @@ def causal_conv1d_silu_prefill(
     si = conv_state_in if conv_state_in is not None else dummy.new_empty((1, 1, 1))
     so = conv_state_out if conv_state_out is not None else dummy.new_empty((1, 1, 1))
     m = attention_mask if attention_mask is not None else dummy.new_empty((1, 1))
-    grid = (max(triton.cdiv(seqlen, block_l), 1), triton.cdiv(conv_dim, block_c), batch)
+    grid = (triton.cdiv(conv_dim, block_c), triton.cdiv(seqlen, block_l), batch)
     _conv1d_silu_kernel[grid](
         src, src.stride(0), src.stride(1),
         w, w.stride(0), w.stride(1),

@@ -13,17 +13,23 @@ def _gated_rmsnorm_kernel(
     y_ptr, stride_yb, stride_yl,  # y (b, L, C), channel stride 1
     z_ptr, stride_zb, stride_zl,  # gate (b, L, C), channel stride 1 (e.g. a slice of the in_proj output)
     w_ptr,  # (C,)
+    mask_ptr, stride_mb, stride_ml,  # attention mask (b, L), nonzero = real token (HAS_MASK)
     out_ptr,  # (b, L, C) contiguous
     seqlen, nrows, nchan, eps,
-    BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr,
+    HAS_MASK: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     offs_c = tl.arange(0, BLOCK_C)
-    valid = (rows < nrows)[:, None] & (offs_c < nchan)[None, :]
+    in_row = rows < nrows
+    valid = in_row[:, None] & (offs_c < nchan)[None, :]
     bi = (rows // seqlen).to(tl.int64)
     li = rows % seqlen
-    y = tl.load(y_ptr + (bi * stride_yb + li * stride_yl)[:, None] + offs_c[None, :], mask=valid, other=0.0)
-    z = tl.load(z_ptr + (bi * stride_zb + li * stride_zl)[:, None] + offs_c[None, :], mask=valid, other=0.0)
+    read = valid
+    if HAS_MASK:  # pad rows are not read: their output is 0 (y = z = 0 there)
+        real = tl.load(mask_ptr + bi * stride_mb + li * stride_ml, mask=in_row, other=0) != 0
+        read = valid & real[:, None]
+    y = tl.load(y_ptr + (bi * stride_yb + li * stride_yl)[:, None] + offs_c[None, :], mask=read, other=0.0)
+    z = tl.load(z_ptr + (bi * stride_zb + li * stride_zl)[:, None] + offs_c[None, :], mask=read, other=0.0)
     z = z.to(tl.float32)
     t = y.to(tl.float32) * (z * tl.sigmoid(z))
     rstd = tl.rsqrt(tl.sum(t * t, axis=1) / nchan + eps)
@@ -34,7 +40,8 @@ def _gated_rmsnorm_kernel(
 
 
 def gated_rmsnorm(y: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: float,
-                  *, block_t: int = 2, num_warps: int = 8) -> torch.Tensor:
+                  *, attention_mask: torch.Tensor | None = None, block_t: int = 2, num_warps: int = 8
+                  ) -> torch.Tensor:
     """Gated RMSNorm, gate before norm, statistics over all C channels (spec §2.1 step 10).
 
     Args:
@@ -42,6 +49,8 @@ def gated_rmsnorm(y: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: f
         z: (b, L, C) bf16 gate, channel stride 1, any row strides (the z slice of the in_proj output, no copy).
         weight: (C,) norm weight, any float dtype.
         eps: variance epsilon (rms_norm_eps).
+        attention_mask: (b, L), nonzero for real tokens, or None; pad rows are written as 0 without reading y and z
+            (exact: after padding masks #1 and #2, y = z = 0 there).
         block_t, num_warps: tokens and warps per program.
 
     Returns:
@@ -59,11 +68,17 @@ def gated_rmsnorm(y: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: f
     check_shape_device("weight", weight, (nchan,), y.device)
     if seqlen < 1:
         raise ValueError("y: expected at least one time step, got L = 0")
+    if attention_mask is not None:
+        check_shape_device("attention_mask", attention_mask, (batch, seqlen), y.device)
+        if attention_mask.dtype == torch.bool:
+            attention_mask = attention_mask.view(torch.uint8)
     out = torch.empty((batch, seqlen, nchan), device=y.device, dtype=torch.bfloat16)
+    m = attention_mask if attention_mask is not None else out
     nrows = batch * seqlen
     _gated_rmsnorm_kernel[(triton.cdiv(nrows, block_t),)](
-        y, y.stride(0), y.stride(1), z, z.stride(0), z.stride(1), weight, out,
+        y, y.stride(0), y.stride(1), z, z.stride(0), z.stride(1), weight,
+        m, m.stride(0), m.stride(1), out,
         seqlen, nrows, nchan, float(eps),
-        BLOCK_T=block_t, BLOCK_C=triton.next_power_of_2(nchan), num_warps=num_warps,
+        HAS_MASK=attention_mask is not None, BLOCK_T=block_t, BLOCK_C=triton.next_power_of_2(nchan), num_warps=num_warps,
     )
     return out

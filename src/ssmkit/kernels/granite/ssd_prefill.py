@@ -1,12 +1,12 @@
 # Chunked SSD (Mamba-2 state-space duality) prefill for Granite: G = 1, specialised for P = 64, N = 128, chunk 256
 # (block sizes are constexprs, so tests run it at tiny P/N/chunk). Three launches (spec §2.1 step 9):
-#   1. _ssd_chunk_state_kernel, grid (chunks, H, b): dt = softplus(dt_raw + dt_bias) with 5.17's bf16 rounding,
+#   1. _ssd_chunk_state_kernel, grid (H, chunks, b): dt = softplus(dt_raw + dt_bias) with 5.17's bf16 rounding,
 #      the in-chunk cumsum of A*dt (stored, fp32), and the chunk's local state sum_s x_s (B_s w_s)^T, (P, N) fp32,
-#      via tl.dot over BLOCK_K = 64 token blocks. Programs of head 0 also store C.B^T of the chunk (causal blocks
-#      only, fp32), shared by all heads in launch 3.
+#      in one pass over BLOCK_K = 64 token blocks (tl.dot, rescaled per block). Programs of head 0 also store C.B^T
+#      of the chunk (causal blocks only, fp32), shared by all heads in launch 3.
 #   2. _ssd_state_pass_kernel, grid (P*N / BLOCK_S, H, b): the sequential recurrence over chunks, writing the state
 #      entering each chunk and the final state (fp32).
-#   3. _ssd_chunk_scan_kernel, grid (chunks * CH / BLOCK_M, H, b): y = C.state * exp(cs) + (CB o decay o dt) @ x
+#   3. _ssd_chunk_scan_kernel, grid (H, chunks * CH / BLOCK_M, b): y = C.state * exp(cs) + (CB o decay o dt) @ x
 #      + D x, BLOCK_M = 64 rows per program, causal column blocks only.
 # Fully padded chunks (no real token in the attention mask) skip the matrix work: x = B = C = 0 there (mask #2), so
 # their local state and outputs are exactly 0 whatever the entering state; the decay through them is still applied.
@@ -67,14 +67,19 @@ def _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen
 
 
 @triton.jit
-def _dt_cumsum_block(dt_ptr, stride_db, stride_dl, pid_b, h, t, seqlen, dt_bias, A, offset,
-                     ROUND_DT: tl.constexpr):
-    """dt and the running cumsum of A*dt over token block t (offset = cumsum before the block); dt = 0 past L."""
+def _dt_cumsum_block(dt_ptr, stride_db, stride_dl, pid_b, h, t, seqlen, dt_bias, A, offset, out_ptr,
+                     ROUND_DT: tl.constexpr, BLOCK_K: tl.constexpr):
+    """dt and the running in-chunk cumsum of A*dt over token block t (offset = cumsum before the block; dt = 0 past
+    L), both stored at out_ptr (dt) and out_ptr + STRIDE (cs) for launches 2 and 3. Returns dt, cs, cs at the
+    block's last position."""
     valid = t < seqlen
     raw = tl.load(dt_ptr + pid_b * stride_db + t * stride_dl + h, mask=valid, other=0.0).to(tl.float32)
     dt = tl.where(valid, _granite_softplus_dt(raw, dt_bias, ROUND_DT), 0.0)
     cs = tl.cumsum(dt * A, axis=0) + offset
-    return dt, cs
+    offs = tl.arange(0, BLOCK_K)
+    tl.store(out_ptr + 2 * offs, dt)
+    tl.store(out_ptr + 2 * offs + 1, cs)
+    return dt, cs, tl.sum(tl.where(offs == BLOCK_K - 1, cs, 0.0), axis=0)
 
 
 @triton.jit
@@ -83,50 +88,41 @@ def _ssd_chunk_state_kernel(
     dt_ptr, stride_db, stride_dl,  # dt_raw (b, L, H), head stride 1
     dt_bias_ptr, a_log_ptr,
     mask_ptr, stride_mb, stride_ml,
-    dt_out_ptr, cs_out_ptr,  # (b, H, chunks * CH) fp32
+    dtcs_ptr,  # (b, H, chunks * CH, 2) fp32: dt, in-chunk cumsum of A*dt
     states_ptr,  # (b, chunks, H, P, N) fp32
     cb_ptr,  # (b, chunks, CH, CH) fp32 (STORE_CB)
     seqlen, nheads, nchunks,
     P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_MASK: tl.constexpr, ROUND_DT: tl.constexpr, STORE_CB: tl.constexpr, PREC: tl.constexpr,
 ):
-    c = tl.program_id(0)
-    h = tl.program_id(1)
+    h = tl.program_id(0)  # heads fastest: the programs of one chunk run together and share B (and C) in L2
+    c = tl.program_id(1)
     pid_b = tl.program_id(2).to(tl.int64)
     chunk_start = c * CH
     A = -tl.exp(tl.load(a_log_ptr + h).to(tl.float32))
     dt_bias = tl.load(dt_bias_ptr + h).to(tl.float32)
-    aux = ((pid_b * nheads + h) * nchunks + c) * CH  # start of this chunk in the (b, H, chunks * CH) buffers
+    aux = dtcs_ptr + (((pid_b * nheads + h) * nchunks + c) * CH) * 2
     offs_k = tl.arange(0, BLOCK_K)
-
-    # pass 1: dt and in-chunk cumsum, stored for launches 2 and 3; total = cumsum at the chunk's last position
-    total = A * 0.0
-    for k in range(0, CH, BLOCK_K):
-        t = chunk_start + k + offs_k
-        dt, cs = _dt_cumsum_block(dt_ptr, stride_db, stride_dl, pid_b, h, t, seqlen, dt_bias, A, total, ROUND_DT)
-        tl.store(dt_out_ptr + aux + k + offs_k, dt)
-        tl.store(cs_out_ptr + aux + k + offs_k, cs)
-        total = tl.sum(tl.where(offs_k == BLOCK_K - 1, cs, 0.0), axis=0)
+    cs_end = A * 0.0  # cumsum at the end of the previous block
 
     if _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, HAS_MASK, CH):
         xbc = xbc_ptr + pid_b * stride_xb
         offs_p = tl.arange(0, P)
         offs_n = tl.arange(0, N)
-        # pass 2: local state[p, n] = sum_s x[s, p] * exp(total - cs_s) * dt_s * B[s, n]; the cumsum is recomputed
-        # with the same code and order as pass 1, so it is bit-identical to the stored one
+        # One pass, rescaled as it goes: after block k, acc = sum_{s <= end_k} x_s (B_s dt_s exp(cs_end_k - cs_s))^T,
+        # so every exponent is <= 0; at the end acc is the chunk's local state.
         acc = tl.zeros((P, N), dtype=tl.float32)
-        offset = A * 0.0
         for k in range(0, CH, BLOCK_K):
             t = chunk_start + k + offs_k
             valid = t < seqlen
-            dt, cs = _dt_cumsum_block(dt_ptr, stride_db, stride_dl, pid_b, h, t, seqlen, dt_bias, A, offset,
-                                      ROUND_DT)
-            offset = tl.sum(tl.where(offs_k == BLOCK_K - 1, cs, 0.0), axis=0)
-            w = tl.exp(total - cs) * dt
+            dt, cs, new_end = _dt_cumsum_block(dt_ptr, stride_db, stride_dl, pid_b, h, t, seqlen, dt_bias, A,
+                                               cs_end, aux + 2 * k, ROUND_DT, BLOCK_K)
+            w = tl.exp(new_end - cs) * dt
             x_t = tl.load(xbc + t[None, :] * stride_xl + (h * P + offs_p)[:, None], mask=valid[None, :], other=0.0)
             b_s = tl.load(xbc + t[:, None] * stride_xl + (nheads * P + offs_n)[None, :], mask=valid[:, None],
                           other=0.0).to(tl.float32)
-            acc = _ssd_dot(x_t, b_s * w[:, None], acc, PREC)
+            acc = _ssd_dot(x_t, b_s * w[:, None], acc * tl.exp(new_end - cs_end), PREC)
+            cs_end = new_end
         st = states_ptr + ((pid_b * nchunks + c) * nheads + h) * (P * N)
         tl.store(st + offs_p[:, None] * N + offs_n[None, :], acc)
 
@@ -144,13 +140,18 @@ def _ssd_chunk_state_kernel(
                                       mask=(tj < seqlen)[None, :], other=0.0)
                         blk = tl.dot(c_i, b_t, tl.zeros((BLOCK_K, BLOCK_K), dtype=tl.float32))
                         tl.store(cb + (i + offs_k)[:, None] * CH + (j + offs_k)[None, :], blk)
+    else:
+        # no real token: only dt and the cumsum (the decay through the chunk) are needed
+        for k in range(0, CH, BLOCK_K):
+            _, _, cs_end = _dt_cumsum_block(dt_ptr, stride_db, stride_dl, pid_b, h, chunk_start + k + offs_k,
+                                            seqlen, dt_bias, A, cs_end, aux + 2 * k, ROUND_DT, BLOCK_K)
 
 
 @triton.jit
 def _ssd_state_pass_kernel(
     states_ptr,  # (b, chunks, H, P*N) fp32 local states
     ent_ptr,  # (b, chunks, H, P*N) state entering each chunk (fp32 or bf16)
-    cs_ptr,  # (b, H, chunks * CH) fp32 in-chunk cumsum
+    dtcs_ptr,  # (b, H, chunks * CH, 2) fp32: dt, in-chunk cumsum
     init_ptr,  # (b, H, P*N) fp32 initial state (HAS_INIT)
     final_ptr,  # (b, H, P*N) fp32 final state (HAS_FINAL)
     mask_ptr, stride_mb, stride_ml,
@@ -166,7 +167,7 @@ def _ssd_state_pass_kernel(
         s = tl.load(init_ptr + (pid_b * nheads + h) * PN + offs).to(tl.float32)
     else:
         s = tl.zeros((BLOCK_S,), dtype=tl.float32)
-    cs_row = cs_ptr + (pid_b * nheads + h) * nchunks * CH
+    cs_row = dtcs_ptr + (pid_b * nheads + h) * nchunks * CH * 2 + 1  # cs of position i at cs_row + 2 * i
     row = pid_b * nchunks * nheads * PN + h * PN + offs  # chunk c's slot is row + c * nheads * PN
     # The local state of chunk c + 1 is loaded one iteration ahead (two loads in flight per program); chunks with
     # no real token (and c = nchunks) load 0, which adds exactly nothing. `while`, not `for c in range(nchunks)`:
@@ -179,7 +180,7 @@ def _ssd_state_pass_kernel(
         has_next = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, (c + 1) * CH, seqlen, HAS_MASK, CH)
         nxt = tl.load(states_ptr + row + (c + 1) * nheads * PN, mask=(offs >= 0) & has_next, other=0.0)
         tl.store(ent_ptr + row + c * nheads * PN, s.to(ent_ptr.dtype.element_ty))
-        s = s * tl.exp(tl.load(cs_row + c * CH + CH - 1)) + cur
+        s = s * tl.exp(tl.load(cs_row + 2 * (c * CH + CH - 1))) + cur
         c += 1
     if HAS_FINAL:
         tl.store(final_ptr + (pid_b * nheads + h) * PN + offs, s)
@@ -188,7 +189,7 @@ def _ssd_state_pass_kernel(
 @triton.jit
 def _ssd_chunk_scan_kernel(
     xbc_ptr, stride_xb, stride_xl,  # xBC (b, L, H*P + 2N), channel stride 1
-    dt_ptr, cs_ptr,  # (b, H, chunks * CH) fp32
+    dtcs_ptr,  # (b, H, chunks * CH, 2) fp32: dt, in-chunk cumsum
     ent_ptr,  # (b, chunks, H, P, N) state entering each chunk
     cb_ptr,  # (b, chunks, CH, CH) fp32 (LOAD_CB)
     d_ptr,  # (H,)
@@ -199,10 +200,10 @@ def _ssd_chunk_scan_kernel(
     HAS_MASK: tl.constexpr, LOAD_CB: tl.constexpr, PREC: tl.constexpr,
 ):
     NUM_M: tl.constexpr = CH // BLOCK_M
-    pid = tl.program_id(0)
+    h = tl.program_id(0)  # heads fastest: the programs of one row block share C and C.B^T in L2
+    pid = tl.program_id(1)
     c = pid // NUM_M
     m = NUM_M - 1 - pid % NUM_M  # the longest (most causal blocks) row blocks start first
-    h = tl.program_id(1)
     pid_b = tl.program_id(2).to(tl.int64)
     chunk_start = c * CH
     offs_i = tl.arange(0, BLOCK_M)
@@ -214,8 +215,8 @@ def _ssd_chunk_scan_kernel(
 
     if _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, HAS_MASK, CH):
         xbc = xbc_ptr + pid_b * stride_xb
-        aux = ((pid_b * nheads + h) * nchunks + c) * CH
-        cs_l = tl.load(cs_ptr + aux + m * BLOCK_M + offs_i)
+        aux = dtcs_ptr + ((pid_b * nheads + h) * nchunks + c) * CH * 2
+        cs_l = tl.load(aux + 2 * (m * BLOCK_M + offs_i) + 1)
         c_l = tl.load(xbc + t_l[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :], mask=valid_l[:, None],
                       other=0.0)
         # contribution of the state entering the chunk: exp(cs_l) * C_l . state^T
@@ -228,8 +229,8 @@ def _ssd_chunk_scan_kernel(
         while k <= m:  # not `for k in range(m + 1)`: the interpreter (numpy 2) rejects a run-time range bound
             t_s = chunk_start + k * BLOCK_M + offs_i
             valid_s = t_s < seqlen
-            cs_s = tl.load(cs_ptr + aux + k * BLOCK_M + offs_i)
-            dt_s = tl.load(dt_ptr + aux + k * BLOCK_M + offs_i)
+            cs_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i) + 1)
+            dt_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i))
             if LOAD_CB:
                 cb = tl.load(cb_ptr + (pid_b * nchunks + c) * (CH * CH) + (m * BLOCK_M + offs_i)[:, None] * CH
                              + (k * BLOCK_M + offs_i)[None, :])
@@ -264,7 +265,7 @@ def ssd_chunked_prefill(
     *,
     d_state: int | None = None,
     attention_mask: torch.Tensor | None = None,
-    y_dtype: torch.dtype = torch.float32,
+    y_dtype: torch.dtype = torch.bfloat16,
     state_dtype: torch.dtype | None = None,
     precision: int = PREC_BF16,
     shared_cb: bool = True,
@@ -287,7 +288,9 @@ def ssd_chunked_prefill(
         attention_mask: (b, L), nonzero for real tokens, or None. Used only to skip chunks with no real token
             (their x = B = C are 0 after mask #2, so their outputs are 0 and their local state is 0); padding
             itself must already be applied to xBC.
-        y_dtype: dtype of the returned y (fp32 by default, as the reference's y).
+        y_dtype: dtype of the returned y. bf16 by default (as the mamba_ssm kernel path, spec §4 item 3): measured
+            on an H200, the normed out_proj input is still closer to a float32 run than the 5.17 reference is
+            (bench/granite/NOTES.md); fp32 is available (as the reference's y).
         state_dtype: dtype of the chunk-entering states handed from launch 2 to launch 3; None = bf16 with
             PREC_BF16 (the C.state dot rounds that operand to bf16 anyway), fp32 otherwise.
         precision: operand precision of the tl.dot calls with a non-bf16 operand (PREC_BF16, PREC_TF32,
@@ -347,29 +350,31 @@ def ssd_chunked_prefill(
     bm = min(block_m, ch)
     bs = min(block_s, head_dim * d_state)
     nchunks = triton.cdiv(seqlen, ch)
-    f32 = dict(device=device, dtype=torch.float32)
-    dt_buf = torch.empty((batch, nheads, nchunks * ch), **f32)
-    cs_buf = torch.empty((batch, nheads, nchunks * ch), **f32)
-    states = torch.empty((batch, nchunks, nheads, head_dim, d_state), **f32)
-    entering = torch.empty((batch, nchunks, nheads, head_dim, d_state), device=device, dtype=state_dtype)
-    cb = torch.empty((batch, nchunks, ch, ch), **f32) if shared_cb else dt_buf
+    # one fp32 workspace: dt and cumsum (interleaved), local states, C.B^T
+    n_dtcs = batch * nheads * nchunks * ch * 2
+    n_states = batch * nchunks * nheads * head_dim * d_state
+    work = torch.empty(n_dtcs + n_states + (batch * nchunks * ch * ch if shared_cb else 0), device=device,
+                       dtype=torch.float32)
+    dtcs, states = work[:n_dtcs], work[n_dtcs:n_dtcs + n_states]
+    cb = work[n_dtcs + n_states:] if shared_cb else work
+    entering = torch.empty(n_states, device=device, dtype=state_dtype)
     y = torch.empty((batch, seqlen, nheads * head_dim), device=device, dtype=y_dtype)
-    mask = attention_mask if attention_mask is not None else dt_buf
+    mask = attention_mask if attention_mask is not None else work
     m_strides = (mask.stride(0), mask.stride(1)) if attention_mask is not None else (0, 0)
     has_mask = attention_mask is not None
     opts = {"state": {}, "pass": {}, "scan": {}}
     opts.update(launch or {})
 
-    _ssd_chunk_state_kernel[(nchunks, nheads, batch)](
+    _ssd_chunk_state_kernel[(nheads, nchunks, batch)](
         xBC, xBC.stride(0), xBC.stride(1), dt_raw, dt_raw.stride(0), dt_raw.stride(1),
-        dt_bias, A_log, mask, *m_strides, dt_buf, cs_buf, states, cb,
+        dt_bias, A_log, mask, *m_strides, dtcs, states, cb,
         seqlen, nheads, nchunks,
         P=head_dim, N=d_state, CH=ch, BLOCK_K=bm,
         HAS_MASK=has_mask, ROUND_DT=dt_raw.dtype == torch.bfloat16, STORE_CB=shared_cb, PREC=precision,
         **opts["state"],
     )
     _ssd_state_pass_kernel[(triton.cdiv(head_dim * d_state, bs), nheads, batch)](
-        states, entering, cs_buf,
+        states, entering, dtcs,
         initial_state if initial_state is not None else states,
         ssm_state_out if ssm_state_out is not None else states,
         mask, *m_strides, seqlen, nheads, nchunks,
@@ -377,8 +382,8 @@ def ssd_chunked_prefill(
         HAS_INIT=initial_state is not None, HAS_FINAL=ssm_state_out is not None, HAS_MASK=has_mask,
         **opts["pass"],
     )
-    _ssd_chunk_scan_kernel[(nchunks * (ch // bm), nheads, batch)](
-        xBC, xBC.stride(0), xBC.stride(1), dt_buf, cs_buf, entering, cb, D,
+    _ssd_chunk_scan_kernel[(nheads, nchunks * (ch // bm), batch)](
+        xBC, xBC.stride(0), xBC.stride(1), dtcs, entering, cb, D,
         mask, *m_strides, y, y.stride(0), y.stride(1),
         seqlen, nheads, nchunks,
         P=head_dim, N=d_state, CH=ch, BLOCK_M=bm,
