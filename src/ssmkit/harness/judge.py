@@ -34,50 +34,49 @@ panel file, a worker that cannot start, the reference failing) or a judge error 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
 import shutil
 import statistics
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ssmkit.harness.compare import (
-    Check,
-    calibrated_checks,
-    calibrated_kl_check,
-    contract_check,
-    digest_all,
-    tensor_digest,
+from ssmkit.granite.cache import MambaCache
+from ssmkit.granite.reference import ieee_fp32
+from ssmkit.harness.compare import Check, digest_all, tensor_digest
+from ssmkit.harness.granite_run import (
+    Readout,
+    RunResult,
+    build_layer,
+    cast_inputs,
+    default_slice,
+    make_inputs,
+    run_workload,
 )
+from ssmkit.harness.granite_verify import compare_runs
+from ssmkit.harness.mamba3_selfcheck import call_args, check_results
 from ssmkit.harness.manifest import check_manifest, package_dir
 from ssmkit.harness.report import emit, format_table, run_metadata, write_json
 from ssmkit.harness.scan import scan_source
 from ssmkit.harness.timing import PairedTiming, abba_schedule, geomean, score_from_geomean
 from ssmkit.harness.transport import exchange_root
-from ssmkit.harness.worker import (
-    GRANITE_OUTPUTS,
-    IsolationError,
-    WorkerFailure,
-    WorkerProcess,
-    resolve_worker_user,
-)
+from ssmkit.harness.worker import IsolationError, WorkerFailure, WorkerProcess, resolve_worker_user
 from ssmkit.harness.workloads import (
     DECODE,
+    PrefillInputs,
+    cpu_cases,
     default_cases_path,
     default_workloads_path,
-    cpu_cases,
-    decode_inputs,
     load_cases,
     load_workloads,
-    prefill_inputs,
     select,
 )
+from ssmkit.mamba3.shapes import COTANGENT_NAMES, INPUT_NAMES
 
 ALLOW_SAME_USER_ENV = "SSMKIT_JUDGE_ALLOW_SAME_USER"
 ROTATION_SEED_STRIDE = 7919  # Mamba-3 input set r of a case uses seed + r * stride
@@ -90,7 +89,8 @@ class JudgeOptions:
 
     ``allow_reference`` lifts the scan's baseline rule so the judge's own tests can submit the reference as a
     candidate (never exposed on the command line). ``manifest`` replaces the committed manifest (tests only).
-    ``granite_config`` replaces the real Granite config (tests use ``GraniteMambaConfig.tiny()``).
+    ``granite_config`` replaces the real Granite config (tests use ``GraniteMambaConfig.tiny()``); the weights are
+    always ``granite_run.default_slice`` (the synthetic slice, seed 0) of that config.
     """
 
     pairs: int = 5
@@ -105,7 +105,6 @@ class JudgeOptions:
     allow_reference: bool = False
     manifest: dict | None = None
     granite_config: Any = None
-    slice_seed: int = 0
     max_output_bytes: int = 8 << 30
 
 
@@ -205,30 +204,30 @@ class _Session:
 
 # ------------------------------------------------------------------------------------------------ Granite
 class _GraniteTrack:
-    """Granite specifics: weights, staging a layer call, reference/truth runs, comparisons, panel handling."""
+    """Granite specifics: weights, staging a layer call, the candidate's chained runs, panel handling.
+
+    Reference and fp32 runs and every comparison are ``granite verify``'s (``granite_run.run_workload``,
+    ``granite_verify.compare_runs``): the judge checks the same quantities with the same calibrated bounds.
+    """
 
     name = "granite"
 
     def __init__(self, options: JudgeOptions, device: torch.device):
-        from ssmkit.granite.checkpoint import synthetic_slice
-        from ssmkit.granite.config import GraniteMambaConfig
         from ssmkit.granite.reference import ReferenceMambaLayer
 
         self.device = device
-        self.config = options.granite_config or GraniteMambaConfig()
-        layer_slice = synthetic_slice(self.config, options.slice_seed)
-        self.weights = {k: v.to(device) for k, v in layer_slice.mamba.items()}
-        self.norm, self.embedding = layer_slice.final_norm.to(device), layer_slice.embedding.to(device)
-        self.ref = ReferenceMambaLayer(self.config).to(device, torch.bfloat16).eval()
-        self.ref.load_state_dict(self.weights)
-        self.ref32 = ReferenceMambaLayer(self.config).to(device, torch.float32).eval()
-        self.ref32.load_state_dict({k: v.float() for k, v in self.weights.items()})
+        self.slice = default_slice(options.granite_config)
+        self.config = self.slice.config
+        self.ref = build_layer(ReferenceMambaLayer, self.slice, device, torch.bfloat16)
+        self.ref32 = build_layer(ReferenceMambaLayer, self.slice, device, torch.float32)
+        self.readout16 = Readout.from_slice(self.slice, device)
+        self.readout32 = Readout.from_slice(self.slice, device, torch.float32)
 
     # ---- worker side
     def build(self, worker: WorkerProcess, options: JudgeOptions) -> None:
-        slots = {param: "w_" + param.replace(".", "__") for param in self.weights}
+        slots = {param: "w_" + param.replace(".", "__") for param in self.slice.mamba}
         for param, slot in slots.items():
-            worker.put(slot, self.weights[param])
+            worker.put(slot, self.slice.mamba[param].to(self.device))
         try:
             worker.map_inputs(options.build_timeout)
             worker.request({"op": "build", "config": self.config.to_dict(), "weights": slots,
@@ -257,34 +256,6 @@ class _GraniteTrack:
         return names
 
     # ---- judge side
-    def run_reference(self, layer, inputs: tuple, dtype: torch.dtype) -> tuple[tuple, Any]:
-        """(out, conv_state, ssm_state) of ``layer`` on ``inputs`` cast to ``dtype``, and its cache."""
-        from ssmkit.granite.cache import MambaCache
-
-        hidden, mask, cache = inputs
-        if cache is not None:
-            cache = MambaCache(conv_state=cache[0].to(dtype, copy=True), ssm_state=cache[1].clone(),
-                               has_previous_state=True, seqlen_offset=cache[2])  # copies: updated in place
-        with torch.no_grad():
-            out, new_cache = layer(hidden.to(dtype), cache=cache, attention_mask=mask)
-        return (out, new_cache.conv_state.clone(), new_cache.ssm_state.clone()), new_cache
-
-    def compare(self, workload: str, step: str, cand: dict, ref: tuple, truth: tuple) -> list[Check]:
-        from ssmkit.granite.readout import readout_logits
-
-        checks = []
-        for name, r, t in zip(GRANITE_OUTPUTS, ref, truth):
-            contract = contract_check(workload, f"{step}.{name}", cand.get(name), r)
-            checks.append(contract)
-            if contract.ok:
-                checks += calibrated_checks(workload, f"{step}.{name}", cand[name], r, t)
-        if checks[0].ok:
-            c = self.config
-            logits = [readout_logits(o, self.norm.to(o.dtype), self.embedding.to(o.dtype), c.logits_scaling,
-                                     c.rms_norm_eps) for o in (cand["out"], ref[0], truth[0])]
-            checks.append(calibrated_kl_check(workload, f"{step}.readout_kl", *logits))
-        return checks
-
     @staticmethod
     def load_panel(path: Path | None, device: torch.device) -> list:
         path = default_workloads_path(str(device)) if path is None else path
@@ -299,70 +270,109 @@ class _GraniteTrack:
     def bench_items(self, panel: list) -> list:
         return select(panel, "bench")
 
-    def gauntlet(self, session: _Session, worker: WorkerProcess, w) -> list[Check]:
-        """All steps of one correctness workload, the candidate carrying its own cache from step to step."""
-        hidden = self.config.hidden_size
-        if w.kind == DECODE:
-            data = decode_inputs(w, hidden, self.device)
-            steps = [("prefill", data.prefix, None)] + [(f"decode{i + 1}", t, None) for i, t in enumerate(data.tokens)]
+    def workload_name(self, w) -> str:
+        return w.name
+
+    def _references(self, w, inputs) -> tuple[RunResult, RunResult]:
+        """(bf16 reference run, fp32 run with TF32 off) of workload ``w``, as ``granite verify`` makes them."""
+        ref = run_workload(self.ref, w, inputs, self.readout16)
+        with ieee_fp32(self.device.type == "cuda"):
+            truth = run_workload(self.ref32, w, cast_inputs(inputs, torch.float32), self.readout32)
+        return ref, truth
+
+    def _candidate_run(self, session: _Session, worker: WorkerProcess, w, inputs) -> RunResult:
+        """The candidate through the worker, call by call as ``run_workload`` does, carrying its own cache."""
+        if isinstance(inputs, PrefillInputs):
+            steps = [("prefill", inputs.hidden, inputs.mask)] + [
+                (f"continue{i}", h, None) for i, h in enumerate(inputs.continuations)]
         else:
-            data = prefill_inputs(w, hidden, self.device)
-            steps = [("prefill", data.hidden, data.mask)] + [
-                (f"continue{i + 1}", t, None) for i, t in enumerate(data.continuations)]
-        checks, cand_cache, ref_cache, truth_cache = [], None, None, None
+            steps = [("prefix", inputs.prefix, None)] + [(f"decode{i}", t, None) for i, t in enumerate(inputs.tokens)]
+        result, cache, offset, outs = RunResult(), None, 0, []
         for index, (step, x, mask) in enumerate(steps):
             what = f"{w.name} {step}"
-            ref, ref_obj = self.run_reference(self.ref, (x, mask, ref_cache), torch.bfloat16)
-            truth, truth_obj = self.run_reference(self.ref32, (x, mask, truth_cache), torch.float32)
-            offset = ref_obj.seqlen_offset
-            cand, _, _ = session.step(worker, self, (x, mask, cand_cache), what)
+            out, _, _ = session.step(worker, self, (x, mask, cache), what)
             if index == 0:
-                again, _, _ = session.step(worker, self, (x, mask, cand_cache), what)
-                if digest_all(again) != digest_all(cand):
+                again, _, _ = session.step(worker, self, (x, mask, cache), what)
+                if digest_all(again) != digest_all(out):
                     raise Rejected(f"{what} fresh call", "two calls with the same inputs gave different results")
-            checks += self.compare(w.name, step, cand, ref, truth)
-            _first_failure(checks)
-            cand_cache = (cand["conv_state"], cand["ssm_state"], offset)
-            ref_cache = (ref[1], ref[2], offset)
-            truth_cache = (truth[1], truth[2], offset)
+            if out["out"].shape != x.shape:
+                raise Rejected(f"{what} output", f"shape {tuple(out['out'].shape)}, expected {tuple(x.shape)}")
+            result.cache_in_place &= cache is None or worker.last_meta.get("cache_in_place") is True
+            offset += x.shape[1]
+            cache = (out["conv_state"], out["ssm_state"], offset)
+            outs.append(out["out"])
+        t = result.tensors
+        if isinstance(inputs, PrefillInputs):
+            t["output"] = outs[0]
+            t.update({f"continue{i}.output": o for i, o in enumerate(outs[1:])})
+            logits = self.readout16(outs[-1])
+        else:
+            t["prefix_output"], t["output"] = outs[0], torch.cat(outs[1:], dim=1)
+            logits = torch.cat([self.readout16(o) for o in outs[1:]], dim=0)
+        t["conv_state"], t["ssm_state"], t["logits"] = cache[0], cache[1], logits
+        return result
+
+    def gauntlet(self, session: _Session, worker: WorkerProcess, w) -> list[Check]:
+        """One correctness workload: the candidate's run against the reference's and the fp32 run."""
+        inputs = make_inputs(w, self.config.hidden_size, self.device)
+        ref, truth = self._references(w, inputs)
+        checks = compare_runs(w.name, self._candidate_run(session, worker, w, inputs), ref, truth)
+        _first_failure(checks)
         return checks
 
-    def bench_sets(self, w, rotations: int) -> list[dict]:
-        """Input sets of the timed call of a bench workload, with the reference's and the fp32 run's outputs.
+    def _single_step(self, layer, inputs: tuple, dtype: torch.dtype, readout: Readout) -> RunResult:
+        """One decode step of ``layer`` from a copy of the cache in ``inputs``, as a RunResult."""
+        hidden, mask, (conv, ssm, offset) = inputs
+        cache = MambaCache(conv_state=conv.to(dtype, copy=True), ssm_state=ssm.clone(), has_previous_state=True,
+                           seqlen_offset=offset)  # copies: the layer updates them in place
+        with torch.no_grad(), ieee_fp32(self.device.type == "cuda" and dtype == torch.float32):
+            out, cache = layer(hidden.to(dtype), cache=cache, attention_mask=mask)
+            logits = readout(out)
+        return RunResult({"output": out, "conv_state": cache.conv_state, "ssm_state": cache.ssm_state,
+                          "logits": logits})
 
-        Prefill: the full (padded) prefill. Decode: the first single-token step, from the cache of a reference
-        prefill of the prefix (the same cache for both sides; the fp32 run starts from its fp32 copy).
+    def bench_sets(self, w, rotations: int) -> list[dict]:
+        """Input sets of a bench workload's timed call, with the reference's and the fp32 run's results.
+
+        Prefill: the full (padded) prefill, without any continuation. Decode: one single-token step from the cache
+        of a reference prefill of the prefix (the same cache for both sides; the fp32 run starts from its copy).
         """
         sets = []
         for r in range(rotations):
             if w.kind == DECODE:
-                data = decode_inputs(w, self.config.hidden_size, self.device, rotation=r)
-                _, prefix_cache = self.run_reference(self.ref, (data.prefix, None, None), torch.bfloat16)
+                data = make_inputs(w, self.config.hidden_size, self.device, rotation=r)
+                with torch.no_grad():
+                    _, prefix_cache = self.ref(data.prefix, cache=None)
                 inputs = (data.tokens[0], None, (prefix_cache.conv_state, prefix_cache.ssm_state,
                                                  prefix_cache.seqlen_offset))
+                ref = self._single_step(self.ref, inputs, torch.bfloat16, self.readout16)
+                truth = self._single_step(self.ref32, inputs, torch.float32, self.readout32)
             else:
-                data = prefill_inputs(w, self.config.hidden_size, self.device, rotation=r)
+                w = replace(w, continuations=())
+                data = make_inputs(w, self.config.hidden_size, self.device, rotation=r)
                 inputs = (data.hidden, data.mask, None)
-            ref, _ = self.run_reference(self.ref, inputs, torch.bfloat16)
-            truth, _ = self.run_reference(self.ref32, inputs, torch.float32)
-            sets.append({"inputs": inputs, "ref": ref, "truth": truth, "step": "timed"})
+                ref, truth = self._references(w, data)
+            sets.append({"inputs": inputs, "ref": ref, "truth": truth})
         return sets
 
-    def workload_name(self, w) -> str:
-        return w.name
+    def validate(self, name: str, outputs: dict, s: dict) -> list[Check]:
+        """Checks of the candidate's timed-call outputs on one bench input set."""
+        cand = RunResult({"output": outputs["out"], "conv_state": outputs["conv_state"],
+                          "ssm_state": outputs["ssm_state"], "logits": self.readout16(outputs["out"])})
+        return compare_runs(name, cand, s["ref"], s["truth"])
 
 
 # ------------------------------------------------------------------------------------------------ Mamba-3
 class _Mamba3Track:
-    """Mamba-3 specifics: 17 named inputs per case, 16 results compared by ``ssmkit.mamba3.tolerances``."""
+    """Mamba-3 specifics: 17 named inputs per case, 16 results checked as ``mamba3 selfcheck`` does."""
 
     name = "mamba3"
+    arg_names = INPUT_NAMES + COTANGENT_NAMES
 
     def __init__(self, options: JudgeOptions, device: torch.device):
-        from ssmkit.mamba3.reference import mamba3_siso_varlen_joint_states_full_vjp_reference as reference
+        from ssmkit.mamba3.reference import mamba3_siso_varlen_joint_states_full_vjp_reference
 
-        self.device, self.reference = device, reference
-        self.arg_names = list(inspect.signature(reference).parameters)
+        self.device, self.reference = device, mamba3_siso_varlen_joint_states_full_vjp_reference
 
     def build(self, worker: WorkerProcess, options: JudgeOptions) -> None:
         """Nothing to build: the solver is a function."""
@@ -371,25 +381,13 @@ class _Mamba3Track:
         for name in self.arg_names:
             worker.put(name, inputs[name])
         worker.map_inputs(timeout)
-        worker.request({"op": "prepare", "args": self.arg_names}, timeout)
+        worker.request({"op": "prepare", "args": list(self.arg_names)}, timeout)
         return list(self.arg_names)
 
     def inputs(self, case, rotation: int) -> dict:
-        from ssmkit.mamba3.inputs import make_inputs
+        from ssmkit.mamba3.inputs import make_inputs as make_mamba3_inputs
 
-        return make_inputs(list(case.seqlens), case.seed + ROTATION_SEED_STRIDE * rotation, str(self.device))
-
-    def compare(self, case: str, step: str, cand: dict, ref: tuple, truth: tuple | None = None) -> list[Check]:
-        """Contract (shape, dtype, device, finite) of each of the 16 results, then ``compare_results``."""
-        from ssmkit.mamba3.shapes import RESULT_NAMES
-        from ssmkit.mamba3.tolerances import compare_results
-
-        results = [cand.get(f"r{i}") for i in range(len(ref))]
-        checks = [contract_check(case, f"{step}.{name}", c, r) for name, c, r in zip(RESULT_NAMES, results, ref)]
-        if all(c.ok for c in checks):
-            checks += [Check(case, f"{step}.{name}", float(err), float(bound), bool(ok))
-                       for name, err, bound, ok in compare_results(results, list(ref))]
-        return checks
+        return make_mamba3_inputs(list(case.seqlens), case.seed + ROTATION_SEED_STRIDE * rotation, str(self.device))
 
     @staticmethod
     def load_panel(path: Path | None, device: torch.device) -> list:
@@ -404,14 +402,21 @@ class _Mamba3Track:
     def bench_items(self, panel: list) -> list:
         return panel
 
+    def workload_name(self, case) -> str:
+        return case.name
+
+    @staticmethod
+    def _results(outputs: dict) -> list:
+        return [outputs[f"r{i}"] for i in range(len(outputs))]
+
     def gauntlet(self, session: _Session, worker: WorkerProcess, case) -> list[Check]:
         inputs = self.inputs(case, 0)
-        ref = self.reference(**inputs)
+        ref = self.reference(*call_args(inputs))
         cand, _, _ = session.step(worker, self, inputs, case.name)
         again, _, _ = session.step(worker, self, inputs, case.name)
         if digest_all(again) != digest_all(cand):
             raise Rejected(f"{case.name} fresh call", "two calls with the same inputs gave different results")
-        checks = self.compare(case.name, "call", cand, ref)
+        checks = check_results(case.name, self._results(cand), ref)
         _first_failure(checks)
         return checks
 
@@ -419,11 +424,11 @@ class _Mamba3Track:
         sets = []
         for r in range(rotations):
             inputs = self.inputs(case, r)
-            sets.append({"inputs": inputs, "ref": self.reference(**inputs), "truth": None, "step": "timed"})
+            sets.append({"inputs": inputs, "ref": self.reference(*call_args(inputs))})
         return sets
 
-    def workload_name(self, case) -> str:
-        return case.name
+    def validate(self, name: str, outputs: dict, s: dict) -> list[Check]:
+        return check_results(name, self._results(outputs), s["ref"])
 
 
 # ------------------------------------------------------------------------------------------- the procedure
@@ -432,15 +437,14 @@ def _validate_timed_path(session: _Session, track, worker: WorkerProcess, item, 
     checks = []
     name = track.workload_name(item)
     for r, s in enumerate(sets):
-        what = f"{name} bench-shape validation (input set {r})"
-        cand, _, _ = session.step(worker, track, s["inputs"], what)
-        found = track.compare(name, f"bench_set{r}", cand, s["ref"], s["truth"])
+        outputs, _, _ = session.step(worker, track, s["inputs"], f"{name} bench-shape validation (input set {r})")
+        found = track.validate(f"{name} set{r}", outputs, s)
         checks += found
         try:
             _first_failure(found)
         except Rejected as err:
             raise Rejected(f"bench-shape validation: {err.check}", err.reason) from None
-        s["digest"] = digest_all(cand)
+        s["digest"] = digest_all(outputs)
     return checks
 
 

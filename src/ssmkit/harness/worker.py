@@ -16,7 +16,9 @@ Requests (JSON objects with an ``op``); each gets one reply ``{"ok": true, ...}`
   prepare {...}                           set up the next call outside the timed region (e.g. clone a cache)
   call                                    run the prepared call, synchronise, keep the outputs (the timed request)
   noop                                    synchronise and reply (the timing floor)
-  fetch                                   write the kept outputs to files; reply their descriptors
+  fetch                                   write the kept outputs to files; reply their descriptors, the peak
+                                          CUDA memory and ``meta`` (Granite: ``cache_in_place`` after a call
+                                          that was given a cache)
   exit
 Granite ``prepare``: {hidden: slot, mask: slot|null, cache: null | {conv: slot, ssm: slot, seqlen_offset}}; the
 cache tensors are cloned (the layer updates its cache in place). Outputs: out, conv_state, ssm_state.
@@ -109,6 +111,7 @@ class _Worker:
         self.slots: dict[str, torch.Tensor] = {}
         self.prepared = None
         self.outputs: list[tuple[str, torch.Tensor]] = []
+        self.meta: dict[str, bool] = {}
         self.device = torch.device("cpu")
 
     def handle(self, request: dict) -> dict:
@@ -146,6 +149,7 @@ class _Worker:
 
     def op_prepare(self, request: dict) -> None:
         self.outputs, self.prepared = [], None  # free the previous call's tensors before allocating new ones
+        self.meta = {}
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
         if self.track == "granite":
@@ -170,10 +174,15 @@ class _Worker:
         with torch.no_grad() if self.track == "granite" else torch.enable_grad():
             if self.track == "granite":
                 hidden, cache, mask = prepared
+                given = None if cache is None else (cache, cache.conv_state.data_ptr(), cache.ssm_state.data_ptr())
                 result = self.module(hidden, cache=cache, attention_mask=mask)
                 if not isinstance(result, tuple) or len(result) != 2:
                     raise _CandidateError(f"forward returned {type(result).__name__}, expected (output, cache)")
                 out, new_cache = result
+                if given is not None:  # the contract: a given cache is updated in place and returned
+                    self.meta["cache_in_place"] = bool(
+                        new_cache is given[0] and new_cache.conv_state.data_ptr() == given[1]
+                        and new_cache.ssm_state.data_ptr() == given[2])
                 tensors = [out, getattr(new_cache, "conv_state", None), getattr(new_cache, "ssm_state", None)]
                 names = GRANITE_OUTPUTS
             else:
@@ -191,7 +200,8 @@ class _Worker:
 
     def op_fetch(self, request: dict) -> dict:
         peak = torch.cuda.max_memory_allocated(self.device) if self.device.type == "cuda" else None
-        return {"outputs": [write_output(self.outdir, name, t) for name, t in self.outputs], "peak_mem_bytes": peak}
+        return {"outputs": [write_output(self.outdir, name, t) for name, t in self.outputs], "peak_mem_bytes": peak,
+                "meta": self.meta}
 
 
 def serve(fd_in: int, fd_out: int, exchange: Path, outdir: Path) -> None:
@@ -354,6 +364,7 @@ class WorkerProcess:
         self._unmapped: set[str] = set()
         self.last_fetch_devices: dict[str, str] = {}
         self.last_peak_mem: int | None = None
+        self.last_meta: dict[str, bool] = {}
         try:
             self.hello = self.request({"op": "hello"}, start_timeout)
         except WorkerFailure:
@@ -389,8 +400,9 @@ class WorkerProcess:
         if not isinstance(outputs, list):
             self.kill()
             raise WorkerFailure(f"{self.role} worker sent a malformed fetch reply")
-        peak = reply.get("peak_mem_bytes")
+        peak, meta = reply.get("peak_mem_bytes"), reply.get("meta")
         self.last_peak_mem = peak if isinstance(peak, int) and not isinstance(peak, bool) else None
+        self.last_meta = {k: v for k, v in meta.items() if isinstance(v, bool)} if isinstance(meta, dict) else {}
         try:
             tensors = {d["file"][:-4]: read_output(self.outdir, d, max_bytes) for d in outputs}
             self.last_fetch_devices = {d["file"][:-4]: str(d.get("device")) for d in outputs}
