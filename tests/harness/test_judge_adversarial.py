@@ -75,6 +75,7 @@ def test_slow_first_call_does_not_move_the_timing(panels, tmp_path):
     ("granite_caching.py", "decode_b2 output", "> bound"),  # decode step 2 has step 1's shape
     ("granite_wrong_when_timed.py", "bench_prefill timed-call digest", "differs from the validated output"),
     ("granite_mutates_input.py", "pad_b2 prefill input immutability", "wrote into its inputs ['hidden']"),
+    ("granite_new_cache.py", "cont_b1 cache.in_place", "did not update and return the given cache"),
     ("granite_crashes.py", "pad_b2 prefill", "candidate worker died during 'call' (killed by signal 6)"),
 ])
 def test_granite_adversary_fails_with_the_right_reason(panels, tmp_path, name, check, reason):
