@@ -26,18 +26,19 @@ from triton.testing import do_bench
 from ssmkit.granite import GraniteMambaConfig, ReferenceMambaLayer, synthetic_slice
 from ssmkit.granite.reference import recurrent_mask
 from ssmkit.kernels.granite import causal_conv1d_silu_prefill, gated_rmsnorm, ssd_chunked_prefill
-from ssmkit.kernels.granite.ssd_prefill import PREC_BF16, PREC_TF32
+from ssmkit.kernels.granite.ssd_prefill import PREC_TF32
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "src/ssmkit/granite/workloads.json"
-VARIANTS = {
-    "v0_bf16dot_yf32": dict(ssd=dict(precision=PREC_BF16, y_dtype=torch.float32)),
-    "v1_bf16dot_ybf16": dict(ssd=dict(precision=PREC_BF16, y_dtype=torch.bfloat16)),
-    "v2_tf32dot_yf32": dict(ssd=dict(precision=PREC_TF32, y_dtype=torch.float32)),
-    "v3_percb_yf32": dict(ssd=dict(precision=PREC_BF16, y_dtype=torch.float32, shared_cb=False)),
-    "v4_warps8": dict(ssd=dict(launch={"state": dict(num_warps=8), "scan": dict(num_warps=8)})),
-    "v5_pass256_conv32x256": dict(ssd=dict(block_s=256, launch={"pass": dict(num_warps=2)}),
-                                  conv=dict(block_l=32, block_c=256)),
-    "v6_norm_t4": dict(norm=dict(block_t=4, num_warps=16)),
+VARIANTS = {  # kernel options per variant (defaults of the kernel wrappers unless given)
+    "v0_default": {},
+    "v1_yf32": dict(ssd=dict(y_dtype=torch.float32)),
+    "v2_heads4": dict(ssd=dict(scan_heads=4)),
+    "v3_heads4_bm128_w8": dict(ssd=dict(scan_heads=4, block_m=128, launch={"scan": dict(num_warps=8)})),
+    "v4_bm128_w8": dict(ssd=dict(block_m=128, launch={"scan": dict(num_warps=8), "state": dict(num_warps=8)})),
+    "v5_percb_heads4": dict(ssd=dict(shared_cb=False, scan_heads=4)),
+    "v6_small_tiles": dict(ssd=dict(block_s=256, launch={"pass": dict(num_warps=2)}),
+                           conv=dict(block_l=32, block_c=256), norm=dict(block_t=4, num_warps=16)),
+    "v7_tf32": dict(ssd=dict(precision=PREC_TF32, y_dtype=torch.float32)),
 }
 
 
@@ -49,7 +50,8 @@ def prefill_between(layer, zxbcdt, mask, variant, conv_state, ssm_state):
                                      conv_state_out=conv_state, xbc_offset=i, **variant.get("conv", {}))
     y = ssd_chunked_prefill(xbc, zxbcdt[..., i + cd:], layer.dt_bias, layer.A_log, layer.D, c.chunk_size,
                             ssm_state_out=ssm_state, attention_mask=mask, **variant.get("ssd", {}))
-    return gated_rmsnorm(y, zxbcdt[..., :i], layer.norm.weight, c.rms_norm_eps, **variant.get("norm", {}))
+    return gated_rmsnorm(y, zxbcdt[..., :i], layer.norm.weight, c.rms_norm_eps, attention_mask=mask,
+                         **variant.get("norm", {}))
 
 
 def in_proj(layer, h, mask):
@@ -119,7 +121,7 @@ def time_workload(cfg, layer, wl, variants, device, quick, timer=do_bench):
     ssm_state = torch.empty((b, cfg.num_heads, cfg.head_dim, cfg.d_state), device=device)
     with torch.no_grad():
         zxs = [in_proj(layer, h, m) for h, m, _ in sets]
-        normeds = [prefill_between(layer, zx, m, VARIANTS["v0_bf16dot_yf32"], conv_state, ssm_state)
+        normeds = [prefill_between(layer, zx, m, VARIANTS["v0_default"], conv_state, ssm_state)
                    for zx, (_, m, _) in zip(zxs, sets)]
     rot = itertools.count()
 
@@ -149,21 +151,40 @@ def time_workload(cfg, layer, wl, variants, device, quick, timer=do_bench):
                 xbcs[k], zxs[k][..., i + cd:], layer.dt_bias, layer.A_log, layer.D, cfg.chunk_size,
                 ssm_state_out=ssm_state, attention_mask=sets[k][1], **var.get("ssd", {})))
             r["norm_ms"] = bench(lambda k: gated_rmsnorm(ys[k], zxs[k][..., :i], layer.norm.weight,
-                                                         cfg.rms_norm_eps, **var.get("norm", {})))
+                                                         cfg.rms_norm_eps, attention_mask=sets[k][1],
+                                                         **var.get("norm", {})))
             r["between_ms"] = bench(lambda k: prefill_between(layer, zxs[k], sets[k][1], var, conv_state,
                                                               ssm_state))
             r["layer_ms"] = bench(lambda k: layer.out_proj(prefill_between(
                 layer, in_proj(layer, sets[k][0], sets[k][1]), sets[k][1], var, conv_state, ssm_state)))
+            if device.type == "cuda":
+                r.update(host_and_graph(lambda: prefill_between(layer, zxs[0], sets[0][1], var, conv_state,
+                                                                ssm_state)))
+                r["kernel_us_per_call"] = profile_kernels(
+                    lambda: prefill_between(layer, zxs[0], sets[0][1], var, conv_state, ssm_state))
             res["variants"][name] = r
             del xbcs, ys
-        if device.type == "cuda":
-            res["kernel_us_per_call"] = profile_kernels(
-                lambda: prefill_between(layer, zxs[0], sets[0][1], VARIANTS["v0_bf16dot_yf32"], conv_state,
-                                        ssm_state))
         if not quick:
             res["reference_layer_ms"] = timer(lambda: layer(sets[0][0], None, sets[0][2]), warmup=1, rep=5,
                                                  return_mode="median")
     return res
+
+
+def host_and_graph(fn, calls=20):
+    """Host time to enqueue one call (no sync inside the loop), and the device time of one call replayed from a
+    CUDA graph (no launch gaps), in ms."""
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host_ms = (time.perf_counter() - t0) / calls * 1e3
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    graph_ms = do_bench(graph.replay, return_mode="median")
+    return {"host_enqueue_ms": host_ms, "graph_ms": graph_ms}
 
 
 def profile_kernels(fn, calls=5):
@@ -249,8 +270,12 @@ def main():
                   f"{r['between_ms']:8.4f} {res['in_proj_ms']:8.4f} {res['out_proj_ms']:8.4f} {r['layer_ms']:7.4f}")
         if "reference_layer_ms" in res:
             print(f"{res['name']:22s} reference layer {res['reference_layer_ms']:.3f} ms")
-        for k, v in res.get("kernel_us_per_call", {}).items():
-            print(f"{res['name']:22s}   {k[:60]:60s} {v:9.1f} us")
+        for name, r in res["variants"].items():
+            if "host_enqueue_ms" in r:
+                print(f"{res['name']:22s} {name:18s} host enqueue {r['host_enqueue_ms']:.4f} ms, graph replay "
+                      f"{r['graph_ms']:.4f} ms; kernels (us, L2-warm): "
+                      + ", ".join(f"{k.split('_kernel')[0].lstrip('_')}={v:.1f}"
+                                  for k, v in r["kernel_us_per_call"].items()))
 
 
 if __name__ == "__main__":

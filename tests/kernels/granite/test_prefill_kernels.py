@@ -210,15 +210,15 @@ def test_ssd_fp32_y_is_within_two_roundings():
     _check_ssd(y, final, args, H, P, N, rel=2 * U_BF16)
 
 
-@pytest.mark.parametrize("shared_cb", [True, False])
-def test_ssd_fp32_operands_match_float64_tightly(shared_cb):
+@pytest.mark.parametrize("shared_cb, scan_heads", [(True, 1), (False, 3)])
+def test_ssd_fp32_operands_match_float64_tightly(shared_cb, scan_heads):
     """With fp32 dot operands the only differences left are fp32 rounding: this pins dt's bf16 rounding, the
     decays and the chunk hand-off far below bf16 level."""
     gen = torch.Generator().manual_seed(3)
     args = _ssd_inputs(gen, 2, 2 * CH + 3, H, P, N)
     final = torch.full((2, H, P, N), float("nan"))
     y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, precision=PREC_IEEE, shared_cb=shared_cb,
-                            y_dtype=torch.float32)
+                            scan_heads=scan_heads, y_dtype=torch.float32)
     _check_ssd(y, final, args, H, P, N, rel=0.0)
 
 
@@ -248,6 +248,10 @@ def test_ssd_initial_state_continuation_matches_one_pass():
     y = ssd_chunked_prefill(*tail, chunk_size=CH, initial_state=mid, ssm_state_out=final)
     # against the float64 recurrence continued from the kernel's own fp32 state (exact hand-off)
     _check_ssd(y, final, tail, H, P, N, init=mid)
+    # in place, as a layer updates its cache: the same tensor is initial_state and ssm_state_out
+    state = mid.clone()
+    y_inplace = ssd_chunked_prefill(*tail, chunk_size=CH, initial_state=state, ssm_state_out=state)
+    assert torch.equal(y_inplace, y) and torch.equal(state, final)
 
 
 def test_ssd_real_head_shape_few_tokens():

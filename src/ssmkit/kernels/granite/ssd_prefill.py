@@ -6,7 +6,7 @@
 #      of the chunk (causal blocks only, fp32), shared by all heads in launch 3.
 #   2. _ssd_state_pass_kernel, grid (P*N / BLOCK_S, H, b): the sequential recurrence over chunks, writing the state
 #      entering each chunk and the final state (fp32).
-#   3. _ssd_chunk_scan_kernel, grid (H, chunks * CH / BLOCK_M, b): y = C.state * exp(cs) + (CB o decay o dt) @ x
+#   3. _ssd_chunk_scan_kernel, grid (H / HEADS, chunks * CH / BLOCK_M, b): y = C.state * exp(cs) + (CB o decay o dt) @ x
 #      + D x, BLOCK_M = 64 rows per program, causal column blocks only.
 # Fully padded chunks (no real token in the attention mask) skip the matrix work: x = B = C = 0 there (mask #2), so
 # their local state and outputs are exactly 0 whatever the entering state; the decay through them is still applied.
@@ -197,10 +197,10 @@ def _ssd_chunk_scan_kernel(
     y_ptr, stride_yb, stride_yl,  # y (b, L, H*P), channel stride 1
     seqlen, nheads, nchunks,
     P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_M: tl.constexpr,
-    HAS_MASK: tl.constexpr, LOAD_CB: tl.constexpr, PREC: tl.constexpr,
+    HAS_MASK: tl.constexpr, LOAD_CB: tl.constexpr, PREC: tl.constexpr, HEADS: tl.constexpr,
 ):
     NUM_M: tl.constexpr = CH // BLOCK_M
-    h = tl.program_id(0)  # heads fastest: the programs of one row block share C and C.B^T in L2
+    pid_g = tl.program_id(0)  # head groups fastest: the programs of one row block share C and C.B^T in L2
     pid = tl.program_id(1)
     c = pid // NUM_M
     m = NUM_M - 1 - pid % NUM_M  # the longest (most causal blocks) row blocks start first
@@ -211,46 +211,49 @@ def _ssd_chunk_scan_kernel(
     offs_n = tl.arange(0, N)
     t_l = chunk_start + m * BLOCK_M + offs_i
     valid_l = t_l < seqlen
-    y_ptrs = y_ptr + pid_b * stride_yb + t_l[:, None] * stride_yl + (h * P + offs_p)[None, :]
-
-    if _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, HAS_MASK, CH):
-        xbc = xbc_ptr + pid_b * stride_xb
-        aux = dtcs_ptr + ((pid_b * nheads + h) * nchunks + c) * CH * 2
-        cs_l = tl.load(aux + 2 * (m * BLOCK_M + offs_i) + 1)
-        c_l = tl.load(xbc + t_l[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :], mask=valid_l[:, None],
-                      other=0.0)
-        # contribution of the state entering the chunk: exp(cs_l) * C_l . state^T
-        ent = ent_ptr + ((pid_b * nchunks + c) * nheads + h) * (P * N)
-        st_t = tl.load(ent + offs_p[None, :] * N + offs_n[:, None])
-        acc = _ssd_dot(c_l, st_t, tl.zeros((BLOCK_M, P), dtype=tl.float32), PREC)
-        acc = acc * tl.exp(cs_l)[:, None]
-        # in-chunk contribution: sum over s <= l of CB[l, s] exp(cs_l - cs_s) dt_s x_s
-        k = 0
-        while k <= m:  # not `for k in range(m + 1)`: the interpreter (numpy 2) rejects a run-time range bound
-            t_s = chunk_start + k * BLOCK_M + offs_i
-            valid_s = t_s < seqlen
-            cs_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i) + 1)
-            dt_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i))
-            if LOAD_CB:
-                cb = tl.load(cb_ptr + (pid_b * nchunks + c) * (CH * CH) + (m * BLOCK_M + offs_i)[:, None] * CH
-                             + (k * BLOCK_M + offs_i)[None, :])
-            else:
-                b_t = tl.load(xbc + t_s[None, :] * stride_xl + (nheads * P + offs_n)[:, None], mask=valid_s[None, :],
+    has_tokens = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, HAS_MASK, CH)
+    xbc = xbc_ptr + pid_b * stride_xb
+    # HEADS heads per program, one after the other: their C and C.B^T loads repeat and hit L1
+    for hh in range(HEADS):
+        h = pid_g * HEADS + hh
+        y_ptrs = y_ptr + pid_b * stride_yb + t_l[:, None] * stride_yl + (h * P + offs_p)[None, :]
+        if has_tokens:
+            aux = dtcs_ptr + ((pid_b * nheads + h) * nchunks + c) * CH * 2
+            cs_l = tl.load(aux + 2 * (m * BLOCK_M + offs_i) + 1)
+            c_l = tl.load(xbc + t_l[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :],
+                          mask=valid_l[:, None], other=0.0)
+            # contribution of the state entering the chunk: exp(cs_l) * C_l . state^T
+            ent = ent_ptr + ((pid_b * nchunks + c) * nheads + h) * (P * N)
+            st_t = tl.load(ent + offs_p[None, :] * N + offs_n[:, None])
+            acc = _ssd_dot(c_l, st_t, tl.zeros((BLOCK_M, P), dtype=tl.float32), PREC)
+            acc = acc * tl.exp(cs_l)[:, None]
+            # in-chunk contribution: sum over s <= l of CB[l, s] exp(cs_l - cs_s) dt_s x_s
+            k = 0
+            while k <= m:  # not `for k in range(m + 1)`: the interpreter (numpy 2) rejects a run-time range bound
+                t_s = chunk_start + k * BLOCK_M + offs_i
+                valid_s = t_s < seqlen
+                cs_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i) + 1)
+                dt_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i))
+                if LOAD_CB:
+                    cb = tl.load(cb_ptr + (pid_b * nchunks + c) * (CH * CH)
+                                 + (m * BLOCK_M + offs_i)[:, None] * CH + (k * BLOCK_M + offs_i)[None, :])
+                else:
+                    b_t = tl.load(xbc + t_s[None, :] * stride_xl + (nheads * P + offs_n)[:, None],
+                                  mask=valid_s[None, :], other=0.0)
+                    cb = tl.dot(c_l, b_t, tl.zeros((BLOCK_M, BLOCK_M), dtype=tl.float32))
+                causal = t_l[:, None] >= t_s[None, :]
+                decay = tl.exp(tl.where(causal, cs_l[:, None] - cs_s[None, :], float("-inf")))
+                scores = cb * decay * dt_s[None, :]
+                x_s = tl.load(xbc + t_s[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_s[:, None],
                               other=0.0)
-                cb = tl.dot(c_l, b_t, tl.zeros((BLOCK_M, BLOCK_M), dtype=tl.float32))
-            causal = t_l[:, None] >= t_s[None, :]
-            decay = tl.exp(tl.where(causal, cs_l[:, None] - cs_s[None, :], float("-inf")))
-            scores = cb * decay * dt_s[None, :]
-            x_s = tl.load(xbc + t_s[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_s[:, None],
-                          other=0.0)
-            acc = _ssd_dot(scores, x_s, acc, PREC)
-            k += 1
-        x_l = tl.load(xbc + t_l[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_l[:, None],
-                      other=0.0).to(tl.float32)
-        acc += tl.load(d_ptr + h).to(tl.float32) * x_l
-        tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=valid_l[:, None])
-    else:
-        tl.store(y_ptrs, tl.zeros((BLOCK_M, P), dtype=y_ptr.dtype.element_ty), mask=valid_l[:, None])
+                acc = _ssd_dot(scores, x_s, acc, PREC)
+                k += 1
+            x_l = tl.load(xbc + t_l[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_l[:, None],
+                          other=0.0).to(tl.float32)
+            acc += tl.load(d_ptr + h).to(tl.float32) * x_l
+            tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=valid_l[:, None])
+        else:
+            tl.store(y_ptrs, tl.zeros((BLOCK_M, P), dtype=y_ptr.dtype.element_ty), mask=valid_l[:, None])
 
 
 def ssd_chunked_prefill(
@@ -271,6 +274,7 @@ def ssd_chunked_prefill(
     shared_cb: bool = True,
     block_m: int = 64,
     block_s: int = 512,
+    scan_heads: int = 1,
     launch: dict[str, dict] | None = None,
 ) -> torch.Tensor:
     """Chunked SSD scan of the Granite mixer, G = 1 (spec §2.1 step 9), with D skip.
@@ -298,6 +302,7 @@ def ssd_chunked_prefill(
         shared_cb: compute C.B^T once per chunk (launch 1, head 0) and share it over heads (else per head).
         block_m, block_s: token rows per scan program (and per chunk-state dot step); state elements per
             state-passing program.
+        scan_heads: heads per scan program (a divisor of H), done one after the other (C, C.B^T reuse in L1).
         launch: optional Triton launch options per kernel, keys "state", "pass", "scan" (e.g. num_warps).
 
     Returns:
@@ -344,6 +349,8 @@ def ssd_chunked_prefill(
         if attention_mask.dtype == torch.bool:
             attention_mask = attention_mask.view(torch.uint8)
 
+    if nheads % scan_heads:
+        raise ValueError(f"scan_heads must divide H = {nheads}, got {scan_heads}")
     if state_dtype is None:
         state_dtype = torch.bfloat16 if precision == PREC_BF16 else torch.float32
     ch = chunk_size
@@ -382,12 +389,12 @@ def ssd_chunked_prefill(
         HAS_INIT=initial_state is not None, HAS_FINAL=ssm_state_out is not None, HAS_MASK=has_mask,
         **opts["pass"],
     )
-    _ssd_chunk_scan_kernel[(nheads, nchunks * (ch // bm), batch)](
+    _ssd_chunk_scan_kernel[(nheads // scan_heads, nchunks * (ch // bm), batch)](
         xBC, xBC.stride(0), xBC.stride(1), dtcs, entering, cb, D,
         mask, *m_strides, y, y.stride(0), y.stride(1),
         seqlen, nheads, nchunks,
         P=head_dim, N=d_state, CH=ch, BLOCK_M=bm,
-        HAS_MASK=has_mask, LOAD_CB=shared_cb, PREC=precision,
+        HAS_MASK=has_mask, LOAD_CB=shared_cb, PREC=precision, HEADS=scan_heads,
         **opts["scan"],
     )
     return y
