@@ -237,7 +237,9 @@ def main():
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     except OSError:
-        commit = "unknown"
+        commit = ""
+    if len(commit) != 40:  # the device machine's copy of the tree has no git metadata
+        commit = os.environ.get("SSMKIT_GIT_COMMIT", "unknown")
     record = {"command": "PYTHONPATH=src python3 bench/granite_prefill_bench.py " + " ".join(
         f"--{k} {v}" if not isinstance(v, bool) else (f"--{k}" if v else "") for k, v in vars(args).items()),
         "git_commit": commit, "gpu": "cpu-interpreter" if args.smoke else torch.cuda.get_device_name(), "torch": torch.__version__,
