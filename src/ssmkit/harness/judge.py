@@ -4,32 +4,35 @@ Rules (in the order they are applied; any failure gives score 0 and names the ch
 1. Pristine fixed parts. The references, workload generators, tolerances and the judge come from the installed
    package; their files must match ``harness/manifest.json`` (``ssmkit.harness.manifest``), and the package may
    not sit in the candidate's folder (where it could be shadowed). Otherwise the judge refuses to run (exit 2).
+   Only the candidate file carries over: the worker imports a copy of it from its own folder.
 2. Source scan (``ssmkit.harness.scan``): judge internals, frame/process introspection, clocks, delegation to
-   the timed baseline, hidden code -> rejected with the line and the reason. A missing, unimportable or
-   unbuildable candidate also scores 0 with the reason.
+   the timed baseline, hidden code or threads -> rejected with the line and the reason. A missing, unimportable
+   or unbuildable candidate also scores 0 with the reason.
 3. Isolation (``ssmkit.harness.worker``): candidate code runs only in a worker subprocess (``python -I``, clean
    environment, own folder, fresh ``TRITON_CACHE_DIR``), as ``nobody`` when the judge is root (refused if that is
-   impossible, unless explicitly allowed), with a timeout per request and RLIMIT_AS on the CPU (none on CUDA,
-   where the driver reserves far more address space than any cap would allow). Protocol on private pipes; inputs
-   in shared memory / CUDA IPC; outputs read back by the judge, which does every comparison and owns every clock.
-   Crash, hang, garbage -> a clean failure naming it.
-4. Correctness gauntlet: every correctness workload (Granite: prefill incl. left-padded batches, continuation,
-   cached decode, each checked for out, conv_state, ssm_state and the readout KL with tolerances calibrated from
-   the bf16 reference's own drift against the fp32 run, ``ssmkit.harness.compare``; Mamba-3: all 16 results per
-   ``ssmkit.mamba3.tolerances``), input immutability (inputs hashed before and after every call) and fresh calls
-   (the same inputs twice give bitwise the same results). Then the timed path is validated at the benchmark
-   shapes, on every rotated input set (Mamba-3: every case is a benchmark case).
+   impossible, unless explicitly allowed: ``SSMKIT_JUDGE_ALLOW_SAME_USER=1``), with a timeout per request and
+   RLIMIT_AS (16 GiB) on the CPU, none on CUDA (the driver reserves far more address space than any useful cap).
+   Protocol on private pipes; inputs in shared memory (CPU) or CUDA IPC handles (GPU); outputs read back by the
+   judge, which does every comparison and owns every clock. Crash, hang, garbage -> a clean failure naming it.
+4. Correctness gauntlet: every correctness workload, with ``granite verify``'s runs and checks
+   (``granite_run.run_workload``, ``granite_verify.compare_runs``: outputs of every call, final conv_state and
+   ssm_state, readout logits and KL, bounds calibrated from the bf16 reference's own error against the fp32 run,
+   ``cache.in_place``) or ``mamba3 selfcheck``'s (``check_results``: all 16 results, ``ssmkit.mamba3.tolerances``);
+   input immutability (inputs hashed before and after every call) and fresh calls (the same inputs twice give
+   bitwise the same results). Then the timed path is validated at the benchmark shapes, on every rotated input
+   set (Mamba-3: every case is a benchmark case).
 5. Timing: per workload, paired A/B/B/A between the reference (the starter, in its own worker) and the candidate,
-   on the judge's wall clock around one synchronised ``call`` request; a live no-op floor (a request that does no
-   work, timed the same way, median per worker) is subtracted; input sets rotate between calls (the judge rewrites
-   the same shared buffers, so a cache keyed by input identity returns stale results). Warm-up calls come first
-   (Triton compiles and autotunes there); then the worker's Triton cache is made read-only. Every timed output
-   is digested by the judge and must equal the digest validated for that input set. Speedup = median over pairs
-   of reference_ms / candidate_ms; the spread between pairs is reported and timing is flagged unstable above
-   ``JudgeOptions.unstable_spread``.
+   on the judge's wall clock around one synchronised ``call`` request; a live no-op floor (the fastest of a few
+   no-op requests just before each call, median per worker) is subtracted; input sets rotate between calls (the
+   judge rewrites the same shared buffers, so a cache keyed by input identity returns stale results). Warm-up calls
+   come first (Triton compiles and autotunes there); then the worker's Triton cache is made read-only. Every
+   timed output is digested by the judge and must equal the digest validated for that input set. Speedup =
+   median over pairs of reference_ms / candidate_ms; the spread between pairs is reported and timing is flagged
+   unstable above ``JudgeOptions.unstable_spread``.
 6. Score: G = geometric mean of per-workload speedups. Granite: 0 if G <= 1 else 1 - 1/G. Mamba-3: G.
 Exit codes: 0 passed, 1 failed (score 0), 2 nothing scored: refused (fixed parts changed, isolation impossible, bad
 panel file, a worker that cannot start, the reference failing) or a judge error (reported with its traceback).
+On the CPU (a test mode: real timings need a GPU) Triton kernels run in its interpreter, unpatched.
 """
 from __future__ import annotations
 
