@@ -16,10 +16,10 @@ Paths:
 - Prefill and multi-token continuation: in_proj (cuBLAS, on the input after padding mask #1) ->
   ``causal_conv1d_silu_prefill`` (reads the xBC slice of the in_proj output in place, writes conv_state, continues
   from it) -> ``ssd_chunked_prefill`` (writes ssm_state, continues from it) -> ``gated_rmsnorm`` -> out_proj.
-- Anything the kernels do not handle (non-CUDA tensors without TRITON_INTERPRET=1; model dtypes other than bf16,
-  and fp32 for decode; n_groups != 1, a time_step_limit other than (0, inf), non-power-of-two sizes or, on the GPU,
-  chunk_size, head_dim or d_state below 16 for prefill):
-  the reference forward, with a warning the first time each reason occurs on a layer.
+- Anything the kernels do not handle: the reference forward, with a warning the first time each reason occurs on
+  a layer. That is non-CUDA tensors without TRITON_INTERPRET=1; non-power-of-two head_dim, d_state or d_conv;
+  for decode a model dtype other than bf16 / fp32; for prefill a dtype other than bf16, n_groups != 1, a
+  time_step_limit other than (0, inf), or (on the GPU, tl.dot tiles) chunk_size, head_dim or d_state below 16.
 """
 from __future__ import annotations
 
@@ -184,7 +184,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         """The captured decode step for ``hidden_states``' shape on ``cache`` (captured on first use)."""
         conv, ssm = cache.conv_state, cache.ssm_state
         key = (hidden_states.shape[0], hidden_states.dtype, hidden_states.device, conv.data_ptr(), conv.stride(),
-               ssm.data_ptr(), ssm.stride())
+               ssm.data_ptr(), ssm.stride(), self.decode_projections)
         entry = self._decode_graphs.get(key)
         if entry is None:
             entry = self._capture_decode(hidden_states, cache)
