@@ -222,6 +222,16 @@ def test_ssd_fp32_operands_match_float64_tightly(shared_cb, scan_heads):
     _check_ssd(y, final, args, H, P, N, rel=0.0)
 
 
+def test_ssd_fp32_dt_is_not_rounded_to_bf16():
+    """dt_raw in fp32 (a float32 run of the layer): dt + bias and softplus stay fp32, no bf16 rounding."""
+    gen = torch.Generator().manual_seed(8)
+    xbc, dt_raw, dt_bias, a_log, d = _ssd_inputs(gen, 1, CH + 3, H, P, N)
+    args = (xbc, dt_raw.float() + 1e-3 * torch.randn(dt_raw.shape, generator=gen), dt_bias.float(), a_log, d)
+    final = torch.full((1, H, P, N), float("nan"))
+    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, precision=PREC_IEEE, y_dtype=torch.float32)
+    _check_ssd(y, final, args, H, P, N, rel=0.0)
+
+
 def test_ssd_left_padding_skips_pad_chunks_exactly():
     gen = torch.Generator().manual_seed(5)
     seqlen = 4 * CH + 3

@@ -79,6 +79,7 @@ def gated_rmsnorm(y: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: f
         y, y.stride(0), y.stride(1), z, z.stride(0), z.stride(1), weight,
         m, m.stride(0), m.stride(1), out,
         seqlen, nrows, nchan, float(eps),
-        HAS_MASK=attention_mask is not None, BLOCK_T=block_t, BLOCK_C=triton.next_power_of_2(nchan), num_warps=num_warps,
+        HAS_MASK=attention_mask is not None, BLOCK_T=block_t, BLOCK_C=triton.next_power_of_2(nchan),
+        num_warps=num_warps,
     )
     return out
