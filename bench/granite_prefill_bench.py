@@ -39,6 +39,7 @@ VARIANTS = {  # kernel options per variant (defaults of the kernel wrappers unle
     "v6_small_tiles": dict(ssd=dict(block_s=256, launch={"pass": dict(num_warps=2)}),
                            conv=dict(block_l=32, block_c=256), norm=dict(block_t=4, num_warps=16)),
     "v7_tf32": dict(ssd=dict(precision=PREC_TF32, y_dtype=torch.float32)),
+    "v8_cb_spread": dict(ssd=dict(cb_spread=True)),  # not yet run on a GPU
 }
 
 

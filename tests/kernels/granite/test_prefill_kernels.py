@@ -210,15 +210,17 @@ def test_ssd_fp32_y_is_within_two_roundings():
     _check_ssd(y, final, args, H, P, N, rel=2 * U_BF16)
 
 
-@pytest.mark.parametrize("shared_cb, scan_heads", [(True, 1), (False, 3)])
-def test_ssd_fp32_operands_match_float64_tightly(shared_cb, scan_heads):
+@pytest.mark.parametrize("shared_cb, cb_spread, scan_heads, block_m",
+                         [(True, False, 1, 64), (True, True, 1, 2), (False, False, 3, 4)])
+def test_ssd_fp32_operands_match_float64_tightly(shared_cb, cb_spread, scan_heads, block_m):
     """With fp32 dot operands the only differences left are fp32 rounding: this pins dt's bf16 rounding, the
-    decays and the chunk hand-off far below bf16 level."""
+    decays and the chunk hand-off far below bf16 level. block_m < chunk: several row blocks per chunk (block_m 2:
+    10 causal C.B^T blocks spread over 3 heads, so some heads compute several)."""
     gen = torch.Generator().manual_seed(3)
     args = _ssd_inputs(gen, 2, 2 * CH + 3, H, P, N)
     final = torch.full((2, H, P, N), float("nan"))
     y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, precision=PREC_IEEE, shared_cb=shared_cb,
-                            scan_heads=scan_heads, y_dtype=torch.float32)
+                            cb_spread=cb_spread, scan_heads=scan_heads, block_m=block_m, y_dtype=torch.float32)
     _check_ssd(y, final, args, H, P, N, rel=0.0)
 
 

@@ -93,7 +93,8 @@ def _ssd_chunk_state_kernel(
     cb_ptr,  # (b, chunks, CH, CH) fp32 (STORE_CB)
     seqlen, nheads, nchunks,
     P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_K: tl.constexpr,
-    HAS_MASK: tl.constexpr, ROUND_DT: tl.constexpr, STORE_CB: tl.constexpr, PREC: tl.constexpr,
+    HAS_MASK: tl.constexpr, ROUND_DT: tl.constexpr, STORE_CB: tl.constexpr, CB_SPREAD: tl.constexpr,
+    PREC: tl.constexpr,
 ):
     h = tl.program_id(0)  # heads fastest: the programs of one chunk run together and share B (and C) in L2
     c = tl.program_id(1)
@@ -127,9 +128,24 @@ def _ssd_chunk_state_kernel(
         tl.store(st + offs_p[:, None] * N + offs_n[None, :], acc)
 
         if STORE_CB:
-            if h == 0:
-                # C.B^T of this chunk (exact products of bf16 operands, fp32 sums), causal BLOCK_K blocks only
-                cb = cb_ptr + (pid_b * nchunks + c) * (CH * CH)
+            # C.B^T of this chunk (exact products of bf16 operands, fp32 sums), causal BLOCK_K blocks only: all by
+            # the head-0 program, or (CB_SPREAD) causal block number q by the program of head q % H
+            cb = cb_ptr + (pid_b * nchunks + c) * (CH * CH)
+            if CB_SPREAD:
+                q = 0
+                for i in range(0, CH, BLOCK_K):
+                    for j in range(0, i + BLOCK_K, BLOCK_K):
+                        if q % nheads == h:
+                            ti = chunk_start + i + offs_k
+                            tj = chunk_start + j + offs_k
+                            c_i = tl.load(xbc + ti[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :],
+                                          mask=(ti < seqlen)[:, None], other=0.0)
+                            b_t = tl.load(xbc + tj[None, :] * stride_xl + (nheads * P + offs_n)[:, None],
+                                          mask=(tj < seqlen)[None, :], other=0.0)
+                            blk = tl.dot(c_i, b_t, tl.zeros((BLOCK_K, BLOCK_K), dtype=tl.float32))
+                            tl.store(cb + (i + offs_k)[:, None] * CH + (j + offs_k)[None, :], blk)
+                        q += 1
+            elif h == 0:
                 for i in range(0, CH, BLOCK_K):
                     ti = chunk_start + i + offs_k
                     c_i = tl.load(xbc + ti[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :],
@@ -272,6 +288,7 @@ def ssd_chunked_prefill(
     state_dtype: torch.dtype | None = None,
     precision: int = PREC_BF16,
     shared_cb: bool = True,
+    cb_spread: bool = False,
     block_m: int = 64,
     block_s: int = 512,
     scan_heads: int = 1,
@@ -300,6 +317,9 @@ def ssd_chunked_prefill(
         precision: operand precision of the tl.dot calls with a non-bf16 operand (PREC_BF16, PREC_TF32,
             PREC_TF32X3, PREC_IEEE). C.B^T always uses the exact bf16 operands.
         shared_cb: compute C.B^T once per chunk (launch 1, head 0) and share it over heads (else per head).
+        cb_spread: with shared_cb, spread the chunk's causal C.B^T blocks over the head programs of launch 1
+            instead of head 0 alone (which is then the straggler: launch 1 takes 140 us with it and 102 us without
+            C.B^T at L = 16384 on an H200). Not yet measured on the GPU, hence off by default.
         block_m, block_s: token rows per scan program (and per chunk-state dot step); state elements per
             state-passing program.
         scan_heads: heads per scan program (a divisor of H), done one after the other (C, C.B^T reuse in L1).
@@ -377,7 +397,8 @@ def ssd_chunked_prefill(
         dt_bias, A_log, mask, *m_strides, dtcs, states, cb,
         seqlen, nheads, nchunks,
         P=head_dim, N=d_state, CH=ch, BLOCK_K=bm,
-        HAS_MASK=has_mask, ROUND_DT=dt_raw.dtype == torch.bfloat16, STORE_CB=shared_cb, PREC=precision,
+        HAS_MASK=has_mask, ROUND_DT=dt_raw.dtype == torch.bfloat16, STORE_CB=shared_cb, CB_SPREAD=cb_spread,
+        PREC=precision,
         **opts["state"],
     )
     _ssd_state_pass_kernel[(triton.cdiv(head_dim * d_state, bs), nheads, batch)](
