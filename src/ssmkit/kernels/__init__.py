@@ -1,2 +1,11 @@
 """Triton kernels, one kernel family per file: ``ssmkit.kernels.granite`` (Mamba-2 mixer inference) and
-``ssmkit.kernels.mamba3`` (Mamba-3 SISO training). Kernels import nothing from the harness."""
+``ssmkit.kernels.mamba3`` (Mamba-3 SISO training). Kernels import nothing from the harness.
+
+Under ``TRITON_INTERPRET=1`` (CPU runs) the interpreter's bf16 defects are patched first
+(``ssmkit.kernels.interpreter``), so the kernels compute on the CPU what they compute on the GPU."""
+import os
+
+if os.environ.get("TRITON_INTERPRET") == "1":
+    from ssmkit.kernels.interpreter import patch_triton_interpreter
+
+    patch_triton_interpreter()
