@@ -43,8 +43,8 @@ OFFICIAL_ERROR = {"out": 4.7e-3, "final_ssm": 5.0e-3, "dq": 6.3e-3, "dk": 6.3e-3
                   "dtrap": 6.4e-3, "dq_bias": 6.1e-3, "dk_bias": 6.1e-3, "dangles": 2.1e-2, "dd": 2.2e-3}
 TARGET_ERROR = {name: err / 2 for name, err in OFFICIAL_ERROR.items()}
 TARGET_FULL_WALL_MS, TARGET_FULL_GPU_MS = 0.45, 0.35  # at T ~ 2100-2450, 3-5 sequences
-SWEEP = [Mamba3BwdConfig(8, "tf32"), Mamba3BwdConfig(4, "tf32"), Mamba3BwdConfig(8, "tf32x3"),
-         Mamba3BwdConfig(8, "ieee"), Mamba3BwdConfig(16, "tf32")]
+SWEEP = [Mamba3BwdConfig(8, "tf32"), Mamba3BwdConfig(4, "tf32"), Mamba3BwdConfig(16, "tf32"),
+         Mamba3BwdConfig(8, "tf32x3")]
 ROTATE, WALL_CALLS, PROFILED_CALLS = 3, 30, 10
 
 
@@ -99,18 +99,36 @@ def gpu_ms(fn, arg_sets):
 
 
 def compiled_resources():
-    """Registers, spills and warps of every compiled variant of the backward chunk kernel (empty if unavailable)."""
-    from ssmkit.kernels.mamba3.bwd import _m3b_chunk_kernel
+    """Registers, spills, warps and shared memory of every compiled variant of each backward kernel."""
+    from ssmkit.kernels.mamba3 import bwd
 
-    found = []
-    try:
-        for caches in _m3b_chunk_kernel.device_caches.values():
-            for kernel in caches[0].values():
-                found.append({"n_regs": kernel.n_regs, "n_spills": kernel.n_spills,
-                              "num_warps": kernel.metadata.num_warps, "shared": kernel.metadata.shared})
-    except (AttributeError, IndexError, TypeError) as exc:
-        found.append({"unavailable": repr(exc)})
+    found = {}
+    for name in ("_m3b_dstate_kernel", "_m3b_chunk_kernel", "_m3b_angle_kernel", "_m3b_reduce_kernel"):
+        found[name] = []
+        try:
+            for caches in getattr(bwd, name).device_caches.values():
+                for kernel in caches[0].values():
+                    found[name].append({"n_regs": kernel.n_regs, "n_spills": kernel.n_spills,
+                                        "num_warps": kernel.metadata.num_warps, "shared": kernel.metadata.shared})
+        except (AttributeError, IndexError, TypeError) as exc:
+            found[name].append({"unavailable": repr(exc)})
     return found
+
+
+def gpu_kernel_split(fn, args):
+    """GPU ms of each CUDA kernel name over PROFILED_CALLS calls of fn(args), per call."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(PROFILED_CALLS):
+            fn(args)
+        torch.cuda.synchronize()
+    split = {}
+    for evt in prof.events():
+        if evt.device_type == torch.autograd.DeviceType.CUDA:
+            split[evt.name] = split.get(evt.name, 0.0) + evt.device_time / 1e3 / PROFILED_CALLS
+    return split
 
 
 def _split(args):
@@ -153,6 +171,7 @@ def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG)
     if config == DEFAULT_BWD_CONFIG:
         row["wall_ms"]["full"] = wall_ms(full, arg_sets)
         row["gpu_ms"]["full"] = gpu_ms(full, arg_sets)
+        row["gpu_ms_by_kernel_full"] = gpu_kernel_split(full, args)
         eager = []
         for _ in range(3):
             start = time.perf_counter()
@@ -228,7 +247,8 @@ def main():
             print(_table(report["cases"][-1:]).splitlines()[1], flush=True)
     report["bwd_chunk_kernel_resources"] = compiled_resources()
     dump()
-    print("bwd chunk kernel resources:", report["bwd_chunk_kernel_resources"])
+    print("bwd kernel resources:", json.dumps(report["bwd_chunk_kernel_resources"]))
+    print("GPU ms by kernel, full call, first case:", json.dumps(report["cases"][0].get("gpu_ms_by_kernel_full")))
     print(_table(report["cases"]))
     for r in report["cases"]:
         print(r["name"], "deterministic", r["deterministic"],

@@ -1,11 +1,13 @@
-# Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2).
-# Kernel 1 `_m3b_chunk_kernel`, grid (H, S): one program per (value head, sequence) walks that sequence's
-#   64-token chunks from last to first, carrying dS_acc (64x128 fp32, kept as even/odd column halves), the
-#   reverse cumsum of dPhi and the pending shifted-gamma term of the chunk's first token in registers. Per chunk
-#   it does 14 (64x64)x(64x64) fp32 dots and all per-token work: gate (dz, dy), dv, dadt, ddt, dtrap, dangles,
-#   and per-head dq_hat/dk_hat rows plus per-(sequence, head) partial sums for q_bias, k_bias and D.
-# Kernel 2 `_m3b_reduce_kernel`, grid (ceil(T/32) + 1,): token blocks of 32 sum the per-head dq_hat/dk_hat rows
-#   over the 32 heads (GQA 32 -> 1) in a fixed order; the last program sums the bias/D partials over sequences.
+# Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), four launches:
+# 1. `_m3b_dstate_kernel`, grid (H, S, 2): per (head, sequence, half of the 128 state columns) the reverse chain
+#    dS <- e^Lambda dS + (diag(e^l) dY)^T Q~ over the sequence's 64-token chunks, starting at dfinal_ssm; stores the
+#    gradient of the state leaving every chunk (fp32, the forward's chunk-state layout) and dz.
+# 2. `_m3b_chunk_kernel`, grid (T//64 + S chunk slots, H): everything that stays inside one chunk of one head:
+#    14 (64x64)x(64x64) fp32 dots (tf32 by default), dv, dadt, per-head dq_hat/dk_hat rows, dPhi, ds, dgamma and
+#    per-slot partial sums for q_bias, k_bias, D. The 128 state dims are handled as two 64-wide halves in turn.
+# 3. `_m3b_angle_kernel`, grid (H, S): reverse pass for the terms that cross chunk edges: reverse cumsum of dPhi
+#    (+ dfinal_angle) -> dangles and the angle part of ddt; the shifted-gamma term -> ddt, dtrap.
+# 4. `_m3b_reduce_kernel`, grid (ceil(T/32) + 1,): GQA sum of dq_hat/dk_hat over the 32 heads, bias/D sums.
 # No atomics: every sum has a fixed order, so repeated calls are bit-identical.
 from typing import NamedTuple
 
@@ -13,6 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
+from ssmkit.kernels.mamba3.fwd import _fwd_rotate_pairs
 from ssmkit.mamba3.shapes import CHUNK
 
 _REDUCE_TOKENS = 32
@@ -27,195 +30,244 @@ def _m3b_tanh(x):
 
 
 @triton.jit
-def _m3b_chunk_kernel(
-    q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, ang_ptr, d_ptr, z_ptr, cu_ptr,
-    y_ptr, phi_ptr, states_ptr,
-    dout_ptr, dfa_ptr, dfs_ptr, dfk_ptr, dfv_ptr,
-    dv_ptr, dz_ptr, dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
-    dqp_ptr, dkp_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr,
-    H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    PREC: tl.constexpr,
+def _m3b_qk_half(x_ptr, b_ptr, tok, vmask, h, half: tl.constexpr, cs, sn,
+                 C: tl.constexpr, N: tl.constexpr, NA: tl.constexpr):
+    """Biased q or k (F3) on the dims [half*64, half*64 + 64) of a chunk, (C, 64) fp32, zero on invalid rows, and
+    its rotation (F4; half 0 holds the 32 rotated pairs, half 1 passes through)."""
+    cols = half * (N // 2) + tl.arange(0, N // 2)
+    bias = tl.load(b_ptr + h * N + cols)
+    x = tl.load(x_ptr + tok[:, None] * N + cols[None, :], mask=vmask, other=0.0).to(tl.float32)
+    x = tl.where(vmask, x + bias[None, :], 0.0)
+    if half == 0:
+        xr = _fwd_rotate_pairs(x, cs, sn, C, NA)
+    else:
+        xr = x
+    return x, xr
+
+
+@triton.jit
+def _m3b_dstate_kernel(
+    q_ptr, qb_ptr, adt_ptr, phi_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dfs_ptr, dstates_ptr, dz_ptr,
+    H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr,
 ):
+    """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns; stores the
+    gradient of the state leaving each chunk (dS_acc of that chunk), and dz (gate, F8) from the half-0 programs."""
     h = tl.program_id(0)
     s = tl.program_id(1)
-    NH: tl.constexpr = N // 2  # rotary pairs (2m, 2m+1); pair m < NA is rotated by phi[m]
-    PI: tl.constexpr = 3.141592653589793
-
+    half = tl.program_id(2)
+    NH: tl.constexpr = N // 2
     bos = tl.load(cu_ptr + s)
     eos = tl.load(cu_ptr + s + 1)
     nchunks = tl.cdiv(eos - bos, C)
-    state_base = bos // C + s  # chunk-state index of this sequence's chunk 0 (forward's layout)
-
+    base = bos // C + s
     i = tl.arange(0, C)
-    m = tl.arange(0, NH)
     pv = tl.arange(0, P)
-    rot = m < NA
-    causal = i[:, None] > i[None, :]
-    prev_of = i[None, :] == (i[:, None] - 1)  # [i, j]: j is the token just before i
-
-    qb_e = tl.load(qb_ptr + h * N + 2 * m)
-    qb_o = tl.load(qb_ptr + h * N + 2 * m + 1)
-    kb_e = tl.load(kb_ptr + h * N + 2 * m)
-    kb_o = tl.load(kb_ptr + h * N + 2 * m + 1)
-    d_h = tl.load(d_ptr + h)
-    fin_k = (s * H + h) * N
-    dfk_e = tl.load(dfk_ptr + fin_k + 2 * m)
-    dfk_o = tl.load(dfk_ptr + fin_k + 2 * m + 1)
-    dfv = tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)
-
-    # dS_acc starts at dfinal_ssm; (P, N) split into even/odd state columns.
-    fin_s = dfs_ptr + (s * H + h) * P * N + pv[:, None] * N + 2 * m[None, :]
-    ds_e = tl.load(fin_s)
-    ds_o = tl.load(fin_s + 1)
-    # Reverse cumsum of dPhi over the sequence starts at dfinal_angle.
-    g_carry = tl.load(dfa_ptr + (s * H + h) * NA + m, mask=rot, other=0.0)
-
-    qb_acc_e = tl.zeros([NH], dtype=tl.float32)
-    qb_acc_o = tl.zeros([NH], dtype=tl.float32)
-    kb_acc_e = tl.zeros([NH], dtype=tl.float32)
-    kb_acc_o = tl.zeros([NH], dtype=tl.float32)
-    dd_acc = tl.sum(tl.zeros([C], dtype=tl.float32), axis=0)
-    # Chunk c's first token needs ds of the token before it (chunk c-1, handled next): carried scalars.
-    pend_ddt = dd_acc
-    pend_dp = dd_acc
-    pend_p = dd_acc
-    pend_dt = dd_acc
-
+    cols = half * NH + tl.arange(0, NH)
+    m = tl.arange(0, NA)
+    tile = pv[:, None] * N + cols[None, :]
+    qb = tl.load(qb_ptr + h * N + cols)
+    ds = tl.load(dfs_ptr + (s * H + h) * P * N + tile)
     ci = 0
     while ci < nchunks:  # not `for ... in range(nchunks)`: the interpreter (numpy 2) rejects a runtime range bound
+        c = nchunks - 1 - ci
+        tok = bos + c * C + i
+        valid = tok < eos
+        vmask = valid[:, None]
+        tl.store(dstates_ptr + ((base + c) * H + h) * P * N + tile, ds)
+        adt = tl.load(adt_ptr + tok * H + h, mask=valid, other=0.0)
+        ell = tl.cumsum(adt, axis=0)
+        lam = tl.sum(adt, axis=0)
+        hp = tok[:, None] * (H * P) + h * P + pv[None, :]
+        dout = tl.load(dout_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
+        zz = tl.load(z_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
+        sig = tl.sigmoid(zz)
+        dy = dout * zz * sig
+        gate = vmask & (half == 0)
+        yy = tl.load(y_ptr + hp, mask=gate, other=0.0)
+        tl.store(dz_ptr + hp, (dout * yy * sig * (1.0 + zz * (1.0 - sig))).to(dz_ptr.dtype.element_ty), mask=gate)
+        # half 1 passes through: phi 0 there rotates by nothing
+        phi = tl.load(phi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], mask=vmask & (half == 0), other=0.0)
+        x = tl.load(q_ptr + tok[:, None] * N + cols[None, :], mask=vmask, other=0.0).to(tl.float32)
+        x = tl.where(vmask, x + qb[None, :], 0.0)
+        qt = _fwd_rotate_pairs(x, tl.cos(phi), tl.sin(phi), C, NA)
+        ds = tl.exp(lam) * ds + tl.dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, input_precision=PREC)
+        ci += 1
+
+
+@triton.jit
+def _m3b_chunk_kernel(
+    q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, d_ptr, z_ptr, cu_ptr,
+    phi_ptr, states_ptr, dstates_ptr, dout_ptr, dfk_ptr, dfv_ptr,
+    dv_ptr, dadt_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dsg_ptr, dgam_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr,
+    S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr,
+):
+    """Grid (T//64 + S chunk slots, H): one chunk of one head, all of §7.1 that stays inside the chunk (§7.2 with
+    the incoming dS_acc read from the dstate kernel). Slots no chunk maps to write zero partials only."""
+    slot = tl.program_id(0)
+    h = tl.program_id(1)
+    NH: tl.constexpr = N // 2
+    # slot -> (sequence, chunk): chunk c of sequence s sits at slot cu[s] // C + s + c (the forward's layout)
+    sv = tl.arange(0, SB)
+    starts = tl.load(cu_ptr + sv, mask=sv < S, other=0) // C + sv
+    s = tl.sum(((sv < S) & (starts <= slot)).to(tl.int32), axis=0) - 1
+    bos = tl.load(cu_ptr + s)
+    eos = tl.load(cu_ptr + s + 1)
+    t0 = bos + (slot - bos // C - s) * C
+    active = t0 < eos
+
+    i = tl.arange(0, C)
+    pv = tl.arange(0, P)
+    m = tl.arange(0, NA)
+    tok = t0 + i
+    valid = (tok < eos) & active
+    vmask = valid[:, None]
+    is_last = tok == eos - 1
+    causal = i[:, None] > i[None, :]
+
+    # per-token scalars (F5, F6)
+    th_ = tok * H + h
+    dt_c = tl.load(dt_ptr + th_, mask=valid, other=0.0)
+    p_c = tl.sigmoid(tl.load(trap_ptr + th_, mask=valid, other=0.0).to(tl.float32))
+    gam = dt_c * p_c
+    nvalid = valid & ((tok + 1) < eos)
+    dt_n = tl.load(dt_ptr + th_ + H, mask=nvalid, other=0.0)
+    p_n = tl.sigmoid(tl.load(trap_ptr + th_ + H, mask=nvalid, other=0.0).to(tl.float32))
+    sc = gam + dt_n * (1.0 - p_n)
+    adt_c = tl.load(adt_ptr + th_, mask=valid, other=0.0)
+    ell = tl.cumsum(adt_c, axis=0)
+    lam = tl.sum(adt_c, axis=0)
+    e_ell = tl.exp(ell)
+    e_rev = tl.exp(lam - ell)
+    e_lam = tl.exp(lam)
+    phi = tl.load(phi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], mask=vmask, other=0.0)
+    cs = tl.cos(phi)
+    sn = tl.sin(phi)
+
+    # gate (F8) and the (C, C) matrices
+    hp = tok[:, None] * (H * P) + h * P + pv[None, :]
+    dout = tl.load(dout_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
+    zz = tl.load(z_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
+    dy = dout * zz * tl.sigmoid(zz)
+    vv = tl.load(v_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
+    e_tok = tl.sum(dy * vv, axis=1)
+    decay = tl.where(causal, tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
+    mg = decay * tl.dot(dy, tl.trans(vv), input_precision=PREC)
+    am = tl.zeros([C, C], dtype=tl.float32)
+    qk = tl.zeros([C], dtype=tl.float32)
+    for half in tl.static_range(2):
+        qh, qt = _m3b_qk_half(q_ptr, qb_ptr, tok, vmask, h, half, cs, sn, C, N, NA)
+        kh, kt = _m3b_qk_half(k_ptr, kb_ptr, tok, vmask, h, half, cs, sn, C, N, NA)
+        am += tl.dot(qt, tl.trans(kt * sc[:, None]), input_precision=PREC)
+        qk += tl.sum(qh * kh, axis=1)
+    ma = decay * am
+    mm = mg * am  # decay o A o G
+    dl = tl.sum(mm, axis=1) - tl.sum(mm, axis=0)
+    dvv = (tl.dot(tl.trans(ma), dy, input_precision=PREC) + (tl.load(d_ptr + h) + gam * qk)[:, None] * dy
+           + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
+    dlam = tl.sum(tl.zeros([C], dtype=tl.float32), axis=0)
+    ds_tok = tl.zeros([C], dtype=tl.float32)
+    ge = (gam * e_tok)[:, None]
+    mgt = tl.trans(mg)
+    st_row = (slot * H + h) * P * N + pv[:, None] * N
+    for half in tl.static_range(2):
+        cols = half * NH + tl.arange(0, NH)
+        qh, qt = _m3b_qk_half(q_ptr, qb_ptr, tok, vmask, h, half, cs, sn, C, N, NA)
+        kh, kt = _m3b_qk_half(k_ptr, kb_ptr, tok, vmask, h, half, cs, sn, C, N, NA)
+        ks = kt * sc[:, None]
+        s_in = tl.load(states_ptr + st_row + cols[None, :], mask=active, other=0.0)  # state entering the chunk
+        ds_out = tl.load(dstates_ptr + st_row + cols[None, :], mask=active, other=0.0)  # grad of the leaving one
+        dlam += e_lam * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
+        # q side: dQ~ = (M o G) Ks + diag(e^l) dY S_in
+        x = tl.dot(dy, s_in, input_precision=PREC)
+        dqt = tl.dot(mg, ks, input_precision=PREC) + e_ell[:, None] * x
+        dl += e_ell * tl.sum(x * qt, axis=1)
+        # k side: dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS
+        vds = tl.dot(vv, ds_out, input_precision=PREC)
+        dks = tl.dot(mgt, qt, input_precision=PREC) + e_rev[:, None] * vds
+        fwd_state = e_rev * tl.sum(vds * ks, axis=1)
+        dl -= fwd_state
+        dlam += tl.sum(fwd_state, axis=0)
+        dvv += e_rev[:, None] * tl.dot(ks, tl.trans(ds_out), input_precision=PREC)
+        dkt = sc[:, None] * dks + tl.where(is_last[:, None],
+                                           tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
+        ds_tok += tl.sum(dks * kt, axis=1)
+        # inverse rotation (rotate by -phi), plus the gamma * (q^.k^) diagonal path
+        if half == 0:
+            dqh = _fwd_rotate_pairs(dqt, cs, -sn, C, NA) + ge * kh
+            dkh = _fwd_rotate_pairs(dkt, cs, -sn, C, NA) + ge * qh
+            gq0, gq1 = tl.split(tl.reshape(dqt, (C, NA, 2)))
+            gk0, gk1 = tl.split(tl.reshape(dkt, (C, NA, 2)))
+            q0, q1 = tl.split(tl.reshape(qt, (C, NA, 2)))
+            k0, k1 = tl.split(tl.reshape(kt, (C, NA, 2)))
+            dphi = gq1 * q0 - gq0 * q1 + gk1 * k0 - gk0 * k1
+            tl.store(dphi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vmask)
+        else:
+            dqh = dqt + ge * kh
+            dkh = dkt + ge * qh
+        hn = tok[:, None] * (H * N) + h * N + cols[None, :]
+        tl.store(dqp_ptr + hn, dqh, mask=vmask)
+        tl.store(dkp_ptr + hn, dkh, mask=vmask)
+        part = (slot * H + h) * N + cols
+        tl.store(dqbp_ptr + part, tl.sum(dqh, axis=0))
+        tl.store(dkbp_ptr + part, tl.sum(dkh, axis=0))
+
+    tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
+    tl.store(dadt_ptr + th_, tl.sum(dl, axis=0) - tl.cumsum(dl, axis=0) + dl + dlam, mask=valid)
+    tl.store(dsg_ptr + th_, ds_tok, mask=valid)
+    tl.store(dgam_ptr + th_, ds_tok + e_tok * qk, mask=valid)
+    tl.store(ddp_ptr + slot * H + h, tl.sum(e_tok, axis=0))
+
+
+@triton.jit
+def _m3b_angle_kernel(
+    dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dsg_ptr, dgam_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
+    H: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
+):
+    """Grid (H, S): reverse pass over a sequence's tokens for what crosses chunk edges: the reverse cumsum of dPhi
+    plus dfinal_angle (-> dangles, the angle part of ddt; F1, F2) and the shifted-gamma term gamma'_{t-1} =
+    dt_t (1 - p_t) (-> ddt, dtrap; F5)."""
+    h = tl.program_id(0)
+    s = tl.program_id(1)
+    PI: tl.constexpr = 3.141592653589793
+    bos = tl.load(cu_ptr + s)
+    eos = tl.load(cu_ptr + s + 1)
+    nchunks = tl.cdiv(eos - bos, C)
+    i = tl.arange(0, C)
+    m = tl.arange(0, NA)
+    prev_of = i[None, :] == (i[:, None] - 1)  # [i, j]: j is the token just before i
+    g_carry = tl.load(dfa_ptr + (s * H + h) * NA + m)
+    zero = tl.sum(tl.zeros([C], dtype=tl.float32), axis=0)
+    # Chunk c's first token needs ds of the token before it (chunk c-1, handled next): carried scalars.
+    pend_ddt = zero
+    pend_dp = zero
+    pend_p = zero
+    pend_dt = zero
+    ci = 0
+    while ci < nchunks:  # runtime bound: see _m3b_dstate_kernel
         c = nchunks - 1 - ci
         t0 = bos + c * C
         tok = t0 + i
         valid = tok < eos
-        is_last = tok == eos - 1
-        vmask = valid[:, None]
-
-        # ---- rotated, biased q/k (F3, F4) ----
-        qrow = q_ptr + tok[:, None] * N + 2 * m[None, :]
-        krow = k_ptr + tok[:, None] * N + 2 * m[None, :]
-        qe = tl.where(vmask, tl.load(qrow, mask=vmask, other=0.0).to(tl.float32) + qb_e[None, :], 0.0)
-        qo = tl.where(vmask, tl.load(qrow + 1, mask=vmask, other=0.0).to(tl.float32) + qb_o[None, :], 0.0)
-        ke = tl.where(vmask, tl.load(krow, mask=vmask, other=0.0).to(tl.float32) + kb_e[None, :], 0.0)
-        ko = tl.where(vmask, tl.load(krow + 1, mask=vmask, other=0.0).to(tl.float32) + kb_o[None, :], 0.0)
-        hna = tok[:, None] * (H * NA) + h * NA + m[None, :]
-        rmask = vmask & rot[None, :]
-        phi = tl.load(phi_ptr + hna, mask=rmask, other=0.0)
-        cs = tl.cos(phi)
-        sn = tl.sin(phi)
-        qte = qe * cs - qo * sn
-        qto = qe * sn + qo * cs
-        kte = ke * cs - ko * sn
-        kto = ke * sn + ko * cs
-        qk = tl.sum(qe * ke + qo * ko, axis=1)
-
-        # ---- gamma, shifted gamma, scale (F5); decay (F6) ----
         th_ = tok * H + h
-        dt_c = tl.load(dt_ptr + th_, mask=valid, other=0.0)
-        p_c = tl.sigmoid(tl.load(trap_ptr + th_, mask=valid, other=0.0).to(tl.float32))
-        gam = dt_c * p_c
-        nvalid = (tok + 1) < eos
-        dt_n = tl.load(dt_ptr + th_ + H, mask=nvalid, other=0.0)
-        p_n = tl.sigmoid(tl.load(trap_ptr + th_ + H, mask=nvalid, other=0.0).to(tl.float32))
-        sc = gam + dt_n * (1.0 - p_n)
-        adt_c = tl.load(adt_ptr + th_, mask=valid, other=0.0)
-        ell = tl.cumsum(adt_c, axis=0)
-        lam = tl.sum(adt_c, axis=0)
-        e_ell = tl.exp(ell)
-        e_rev = tl.exp(lam - ell)
-        e_lam = tl.exp(lam)
-        kse = kte * sc[:, None]
-        kso = kto * sc[:, None]
-
-        # ---- gate (F8) ----
-        hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-        dout = tl.load(dout_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
-        zz = tl.load(z_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
-        yy = tl.load(y_ptr + hp, mask=vmask, other=0.0)
-        sig = tl.sigmoid(zz)
-        dy = dout * zz * sig
-        dzv = dout * yy * sig * (1.0 + zz * (1.0 - sig))
-        tl.store(dz_ptr + hp, dzv.to(dz_ptr.dtype.element_ty), mask=vmask)
-        vv = tl.load(v_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
-
-        # ---- chunk matrices (§7.2) ----
-        decay = tl.where(causal, tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
-        am = tl.dot(qte, tl.trans(kse), input_precision=PREC) + tl.dot(qto, tl.trans(kso), input_precision=PREC)
-        gm = tl.dot(dy, tl.trans(vv), input_precision=PREC)
-        mg = decay * gm
-        ma = decay * am
-        st = states_ptr + (state_base + c) * (H * P * N) + h * (P * N) + pv[:, None] * N + 2 * m[None, :]
-        s_e = tl.load(st)
-        s_o = tl.load(st + 1)
-        x_e = tl.dot(dy, s_e, input_precision=PREC)  # dY S_c
-        x_o = tl.dot(dy, s_o, input_precision=PREC)
-        vds_e = tl.dot(vv, ds_e, input_precision=PREC)  # V dS_acc
-        vds_o = tl.dot(vv, ds_o, input_precision=PREC)
-
-        dqt_e = tl.dot(mg, kse, input_precision=PREC) + e_ell[:, None] * x_e
-        dqt_o = tl.dot(mg, kso, input_precision=PREC) + e_ell[:, None] * x_o
-        mgt = tl.trans(mg)
-        dks_e = tl.dot(mgt, qte, input_precision=PREC) + e_rev[:, None] * vds_e
-        dks_o = tl.dot(mgt, qto, input_precision=PREC) + e_rev[:, None] * vds_o
-        ksds = tl.dot(kse, tl.trans(ds_e), input_precision=PREC) + tl.dot(kso, tl.trans(ds_o), input_precision=PREC)
-        dvv = (tl.dot(tl.trans(ma), dy, input_precision=PREC) + e_rev[:, None] * ksds
-               + (d_h + gam * qk)[:, None] * dy)
-        dvv += tl.where(is_last[:, None], dfv[None, :], 0.0)
-        tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
-
-        # ---- dadt: in-chunk dl, chunk-total dLambda ----
-        mm = ma * gm
-        fwd_state = e_rev * tl.sum(vds_e * kse + vds_o * kso, axis=1)
-        dl = (tl.sum(mm, axis=1) - tl.sum(mm, axis=0)
-              + e_ell * tl.sum(x_e * qte + x_o * qto, axis=1) - fwd_state)
-        dlam = tl.sum(fwd_state, axis=0) + e_lam * tl.sum(tl.sum(s_e * ds_e + s_o * ds_o, axis=1), axis=0)
-        dadt = tl.sum(dl, axis=0) - tl.cumsum(dl, axis=0) + dl + dlam
-        tl.store(dadt_ptr + th_, dadt, mask=valid)
-
-        # ---- dS_acc for the previous chunk ----
-        dyl = dy * e_ell[:, None]
-        ds_e = e_lam * ds_e + tl.dot(tl.trans(dyl), qte, input_precision=PREC)
-        ds_o = e_lam * ds_o + tl.dot(tl.trans(dyl), qto, input_precision=PREC)
-
-        # ---- per token: scale/gamma grads, inverse rotation, dPhi (§7.1) ----
-        dkt_e = sc[:, None] * dks_e + tl.where(is_last[:, None], dfk_e[None, :], 0.0)
-        dkt_o = sc[:, None] * dks_o + tl.where(is_last[:, None], dfk_o[None, :], 0.0)
-        ds_tok = tl.sum(dks_e * kte + dks_o * kto, axis=1)
-        e_tok = tl.sum(dy * vv, axis=1)
-        dgam = ds_tok + e_tok * qk
-        ge = (gam * e_tok)[:, None]
-        dqh_e = dqt_e * cs + dqt_o * sn + ge * ke
-        dqh_o = dqt_o * cs - dqt_e * sn + ge * ko
-        dkh_e = dkt_e * cs + dkt_o * sn + ge * qe
-        dkh_o = dkt_o * cs - dkt_e * sn + ge * qo
-        dphi = tl.where(rmask, dqt_o * qte - dqt_e * qto + dkt_o * kte - dkt_e * kto, 0.0)
-
-        hn = tok[:, None] * (H * N) + h * N + 2 * m[None, :]
-        tl.store(dqp_ptr + hn, dqh_e, mask=vmask)
-        tl.store(dqp_ptr + hn + 1, dqh_o, mask=vmask)
-        tl.store(dkp_ptr + hn, dkh_e, mask=vmask)
-        tl.store(dkp_ptr + hn + 1, dkh_o, mask=vmask)
-        qb_acc_e += tl.sum(dqh_e, axis=0)
-        qb_acc_o += tl.sum(dqh_o, axis=0)
-        kb_acc_e += tl.sum(dkh_e, axis=0)
-        kb_acc_o += tl.sum(dkh_o, axis=0)
-        dd_acc += tl.sum(e_tok, axis=0)
-
-        # ---- angles: reverse cumsum of dPhi plus carry (F1, F2) ----
+        hna = tok[:, None] * (H * NA) + h * NA + m[None, :]
+        dphi = tl.load(dphi_ptr + hna, mask=valid[:, None], other=0.0)
         gphi = g_carry[None, :] + tl.sum(dphi, axis=0)[None, :] - tl.cumsum(dphi, axis=0) + dphi
         g_carry += tl.sum(dphi, axis=0)
-        th = _m3b_tanh(tl.load(ang_ptr + hna, mask=rmask, other=0.0).to(tl.float32))
-        dang = gphi * dt_c[:, None] * PI * (1.0 - th * th)
-        tl.store(dang_ptr + hna, dang.to(dang_ptr.dtype.element_ty), mask=rmask)
-
-        # ---- dt, trap: gamma_t = dt_t p_t, gamma'_{t-1} = dt_t (1 - p_t) ----
+        dt_c = tl.load(dt_ptr + th_, mask=valid, other=0.0)
+        p_c = tl.sigmoid(tl.load(trap_ptr + th_, mask=valid, other=0.0).to(tl.float32))
+        th = _m3b_tanh(tl.load(ang_ptr + hna, mask=valid[:, None], other=0.0).to(tl.float32))
+        tl.store(dang_ptr + hna, (gphi * dt_c[:, None] * PI * (1.0 - th * th)).to(dang_ptr.dtype.element_ty),
+                 mask=valid[:, None])
+        dgam = tl.load(dgam_ptr + th_, mask=valid, other=0.0)
+        ds_tok = tl.load(dsg_ptr + th_, mask=valid, other=0.0)
         ddt_part = dgam * p_c + tl.sum(gphi * PI * th, axis=1)
         dp_part = dt_c * dgam
         ds_prev = tl.sum(tl.where(prev_of, ds_tok[None, :], 0.0), axis=1)
-        ddt = ddt_part + ds_prev * (1.0 - p_c)
-        dp = dp_part - dt_c * ds_prev
         inner = valid & (i > 0)
-        tl.store(ddt_ptr + th_, ddt, mask=inner)
-        tl.store(dtrap_ptr + th_, (dp * p_c * (1.0 - p_c)).to(dtrap_ptr.dtype.element_ty), mask=inner)
+        tl.store(ddt_ptr + th_, ddt_part + ds_prev * (1.0 - p_c), mask=inner)
+        tl.store(dtrap_ptr + th_, ((dp_part - dt_c * ds_prev) * p_c * (1.0 - p_c)).to(dtrap_ptr.dtype.element_ty),
+                 mask=inner)
         # Finish the first token of chunk c+1 (its previous token is this chunk's last, row C-1).
         ds_last = tl.sum(tl.where(i == C - 1, ds_tok, 0.0), axis=0)
         nxt = (t0 + C) * H + h
@@ -229,25 +281,19 @@ def _m3b_chunk_kernel(
         pend_p = tl.sum(tl.where(first, p_c, 0.0), axis=0)
         pend_dt = tl.sum(tl.where(first, dt_c, 0.0), axis=0)
         ci += 1
-
     # The sequence's first token has no shifted-gamma predecessor.
     tl.store(ddt_ptr + bos * H + h, pend_ddt)
     tl.store(dtrap_ptr + bos * H + h, (pend_dp * pend_p * (1.0 - pend_p)).to(dtrap_ptr.dtype.element_ty))
-
-    part = (s * H + h) * N + 2 * m
-    tl.store(dqbp_ptr + part, qb_acc_e)
-    tl.store(dqbp_ptr + part + 1, qb_acc_o)
-    tl.store(dkbp_ptr + part, kb_acc_e)
-    tl.store(dkbp_ptr + part + 1, kb_acc_o)
-    tl.store(ddp_ptr + s * H + h, dd_acc)
 
 
 @triton.jit
 def _m3b_reduce_kernel(
     dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
-    T, S,
+    T, NSLOT,
     H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr,
 ):
+    """Grid (ceil(T/BT) + 1,): token blocks sum dq_hat/dk_hat over the H heads (GQA, fixed order); the last program
+    sums the per-chunk-slot bias and D partials in slot order."""
     pid = tl.program_id(0)
     n = tl.arange(0, N)
     if pid * BT < T:
@@ -269,7 +315,7 @@ def _m3b_reduce_kernel(
         acc_kb = tl.zeros([H, N], dtype=tl.float32)
         acc_d = tl.zeros([H], dtype=tl.float32)
         si = 0
-        while si < S:  # runtime bound: see the chunk loop
+        while si < NSLOT:  # runtime bound: see _m3b_dstate_kernel
             acc_qb += tl.load(dqbp_ptr + si * H * N + off)
             acc_kb += tl.load(dkbp_ptr + si * H * N + off)
             acc_d += tl.load(ddp_ptr + si * H + hh)
@@ -280,9 +326,9 @@ def _m3b_reduce_kernel(
 
 
 class Mamba3BwdConfig(NamedTuple):
-    """Launch configuration of the chunk kernel (measured on an H200, see bench/mamba3/NOTES.md `## Backward`).
+    """Launch configuration (measured on an H200, see bench/mamba3/NOTES.md `## Backward`).
 
-    num_warps: warps per (head, sequence) program; input_precision: tl.dot precision of the fp32 operands
+    num_warps: warps per (chunk, head) program of the chunk kernel; input_precision: tl.dot precision of the fp32 operands
     ("tf32", "tf32x3" or "ieee").
     """
 
@@ -326,25 +372,42 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     N = q.shape[-1]
     NA = angles.shape[-1]
     S = cu_seqlens.shape[0] - 1
+    nslot = T // CHUNK + S  # chunk slots, as the forward's chunk_states
     dev = v.device
     f32 = torch.float32
-    tensors = [t.contiguous() for t in (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
-                                         saved.y, saved.phi, saved.chunk_states,
-                                         dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v)]
-    dv = torch.empty_like(v)
+    (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, y, phi, chunk_states,
+     dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = (
+        x.contiguous() for x in (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
+                                 saved.y, saved.phi, saved.chunk_states,
+                                 dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
+    dstates = torch.empty((nslot, H, P, N), device=dev, dtype=f32)
     dz = torch.empty_like(z)
+    _m3b_dstate_kernel[(H, S, 2)](
+        q, q_bias, adt, phi, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz,
+        H=H, P=P, N=N, NA=NA, C=CHUNK, PREC=config.input_precision, num_warps=4,
+    )
+    dv = torch.empty_like(v)
     dadt = torch.empty_like(adt)
+    dq_part = torch.empty((T, H, N), device=dev, dtype=f32)
+    dk_part = torch.empty((T, H, N), device=dev, dtype=f32)
+    dphi = torch.empty((T, H, NA), device=dev, dtype=f32)
+    ds_tok = torch.empty((T, H), device=dev, dtype=f32)
+    dgamma = torch.empty((T, H), device=dev, dtype=f32)
+    dqb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
+    dkb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
+    dd_part = torch.empty((nslot, H), device=dev, dtype=f32)
+    _m3b_chunk_kernel[(nslot, H)](
+        q, k, v, adt, dt, trap, q_bias, k_bias, d, z, cu_seqlens, phi, chunk_states, dstates, dout, dfinal_k,
+        dfinal_v, dv, dadt, dq_part, dk_part, dphi, ds_tok, dgamma, dqb_part, dkb_part, dd_part,
+        S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=max(2, triton.next_power_of_2(S)), PREC=config.input_precision,
+        num_warps=config.num_warps,
+    )
     ddt = torch.empty_like(dt)
     dtrap = torch.empty_like(trap)
     dangles = torch.empty_like(angles)
-    dq_part = torch.empty((T, H, N), device=dev, dtype=f32)
-    dk_part = torch.empty((T, H, N), device=dev, dtype=f32)
-    dqb_part = torch.empty((S, H, N), device=dev, dtype=f32)
-    dkb_part = torch.empty((S, H, N), device=dev, dtype=f32)
-    dd_part = torch.empty((S, H), device=dev, dtype=f32)
-    _m3b_chunk_kernel[(H, S)](
-        *tensors, dv, dz, dadt, ddt, dtrap, dangles, dq_part, dk_part, dqb_part, dkb_part, dd_part,
-        H=H, P=P, N=N, NA=NA, C=CHUNK, PREC=config.input_precision, num_warps=config.num_warps,
+    _m3b_angle_kernel[(H, S)](
+        dt, trap, angles, cu_seqlens, dfinal_angle, dphi, ds_tok, dgamma, ddt, dtrap, dangles,
+        H=H, NA=NA, C=CHUNK, num_warps=4,
     )
     dq = torch.empty_like(q)
     dk = torch.empty_like(k)
@@ -352,7 +415,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dk_bias = torch.empty_like(k_bias)
     dd = torch.empty_like(d)
     _m3b_reduce_kernel[(triton.cdiv(T, _REDUCE_TOKENS) + 1,)](
-        dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd, T, S,
+        dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd, T, nslot,
         H=H, N=N, BT=_REDUCE_TOKENS, num_warps=4,
     )
     return Mamba3BwdGrads(dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz)
