@@ -20,7 +20,10 @@ import torch
 import triton
 from triton.testing import do_bench
 
-from ssmkit.kernels.mamba3.fwd import Mamba3FwdConfig, _mamba3_siso_fwd_kernel, mamba3_siso_fwd
+from ssmkit.kernels.mamba3.fwd import (
+    Mamba3FwdConfig, _mamba3_fwd_chunk_scan_kernel, _mamba3_fwd_chunk_state_kernel, _mamba3_fwd_state_passing_kernel,
+    mamba3_siso_fwd,
+)
 from ssmkit.mamba3.inputs import make_inputs
 from ssmkit.mamba3.oracle import mamba3_siso_oracle
 from ssmkit.mamba3.shapes import CHUNK, INPUT_NAMES
@@ -29,9 +32,10 @@ CASES_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "src", "ssmkit"
 CHECK_CASE = "c1_four_mixed"
 OFFICIAL_ERROR = {"out": 4.7e-3, "final_ssm": 5.0e-3}  # official kernels vs fp64 (issue 6)
 TARGET = {"out": 2.35e-3, "final_ssm": 2.5e-3, "final_k": 2.5e-3, "final_angle": 2.5e-3, "y": 2.5e-3}  # half of it
-CONFIGS = [  # in order of priority: the sweep stops compiling new ones after SWEEP_BUDGET_S
-    Mamba3FwdConfig(64, 8, "tf32"), Mamba3FwdConfig(32, 4, "tf32"), Mamba3FwdConfig(64, 4, "tf32"),
-    Mamba3FwdConfig(64, 8, "tf32x3"), Mamba3FwdConfig(32, 8, "tf32"), Mamba3FwdConfig(64, 16, "tf32"),
+CONFIGS = [  # (chunk_warps, passing_block_p, passing_warps, input_precision), in order of priority: the sweep
+    # stops compiling new ones after SWEEP_BUDGET_S
+    Mamba3FwdConfig(8, 16, 4, "tf32"), Mamba3FwdConfig(4, 16, 4, "tf32"), Mamba3FwdConfig(8, 32, 4, "tf32"),
+    Mamba3FwdConfig(8, 8, 2, "tf32"), Mamba3FwdConfig(8, 16, 4, "tf32x3"),
 ]
 SWEEP_BUDGET_S = 140
 
@@ -93,20 +97,19 @@ def _wall_ms(args, config, calls=200):
 
 
 def _compile_stats():
-    """(BLOCK_P, num_warps, PRECISION, registers, spills) of every compiled variant (Triton internals, best effort)."""
-    try:
-        stats = []
-        for kernel in _mamba3_siso_fwd_kernel.device_caches[torch.cuda.current_device()][0].values():
-            kernel._init_handles()
-            consts = {k[0] if isinstance(k, tuple) else k: v for k, v in kernel.src.constants.items()}
-            names = _mamba3_siso_fwd_kernel.arg_names
-            named = {names[i] if isinstance(i, int) else i: v for i, v in consts.items()}
-            stats.append({"block_p": named.get("BLOCK_P"), "precision": named.get("PRECISION"),
-                          "save": named.get("SAVE"), "num_warps": kernel.metadata.num_warps,
-                          "n_regs": kernel.n_regs, "n_spills": kernel.n_spills})
-        return stats
-    except Exception as exc:  # noqa: BLE001 - statistics only
-        return {"error": repr(exc)[:300]}
+    """Registers and spills of every compiled variant of the three kernels (Triton internals, best effort)."""
+    stats = []
+    for jit_fn in (_mamba3_fwd_chunk_state_kernel, _mamba3_fwd_state_passing_kernel, _mamba3_fwd_chunk_scan_kernel):
+        try:
+            for kernel in jit_fn.device_caches[torch.cuda.current_device()][0].values():
+                kernel._init_handles()
+                consts = {jit_fn.arg_names[k[0]]: v for k, v in kernel.src.constants.items() if isinstance(k, tuple)}
+                stats.append({"kernel": jit_fn.__name__, "num_warps": kernel.metadata.num_warps,
+                              "n_regs": kernel.n_regs, "n_spills": kernel.n_spills,
+                              **{k: consts[k] for k in ("BLOCK_P", "PRECISION", "SAVE") if k in consts}})
+        except Exception as exc:  # noqa: BLE001 - statistics only
+            stats.append({"kernel": jit_fn.__name__, "error": repr(exc)[:300]})
+    return stats
 
 
 def main():
@@ -191,7 +194,7 @@ def main():
     print(f"{'config':<24}{'gpu_ms':>8}{'out':>10}{'fssm':>10}{'fk':>10}{'fangle':>10}{'y':>10}  det ok")
     for r in report["configs"]:
         c = r["config"]
-        name = f"P{c['block_p']} w{c['num_warps']} {c['input_precision']}"
+        name = f"w{c['chunk_warps']} P{c['passing_block_p']}/w{c['passing_warps']} {c['input_precision']}"
         if "errors" in r:
             e = r["errors"]
             print(f"{name:<24}{r.get('gpu_ms', float('nan')):>8.4f}{e['out']:>10.2e}{e['final_ssm']:>10.2e}"

@@ -134,10 +134,10 @@ def test_forward_matches_float64_oracle_on_ragged_panel(panel_run):
     _check_against_oracle(*panel_run)
 
 
-def test_lengths_one_and_two_match_oracle_with_split_p():
+def test_lengths_one_and_two_match_oracle_with_other_launch_config():
     args = _inputs(SHORT_PANEL, seed=5)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        result = _run_poisoned(monkeypatch, args, config=Mamba3FwdConfig(block_p=32, num_warps=4))
+        result = _run_poisoned(monkeypatch, args, config=Mamba3FwdConfig(chunk_warps=4, passing_block_p=32, passing_warps=2))
     _check_against_oracle(args, result, mamba3_siso_oracle(**args))
 
 
@@ -171,5 +171,5 @@ def test_bad_arguments_raise_clear_errors():
         mamba3_siso_fwd(**{**args, "v": args["v"].float()})
     with pytest.raises(ValueError, match="z: expected a contiguous"):
         mamba3_siso_fwd(**{**args, "z": args["z"].transpose(0, 1).contiguous().transpose(0, 1)})
-    with pytest.raises(ValueError, match="block_p"):
-        mamba3_siso_fwd(**args, config=Mamba3FwdConfig(block_p=48))
+    with pytest.raises(ValueError, match="passing_block_p"):
+        mamba3_siso_fwd(**args, config=Mamba3FwdConfig(passing_block_p=48))

@@ -1,15 +1,18 @@
-# Mamba-3 SISO varlen forward (spec §3 F1-F8, chunked per §4), one launch.
-# Computes out = y * silu(z), the four final states and, for the backward, the pre-gate y, the wrapped cumulative
-# angle Phi and the fp32 state entering every chunk.
-# Grid: (NHEADS * (HEADDIM // BLOCK_P), S). One program per (value head, P-block, sequence) walks the sequence's
-# 64-token chunks in order (chunk grid per sequence, spec §4) and keeps its BLOCK_P x 128 slice of the fp32 state
-# in registers; the state update S[p, :] only needs v[:, p], so P splits freely (each P-block recomputes the
-# rotations and the 64x64 score tile).
-# Per chunk: (A) Phi, rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through),
-# scale s, written as fp32 (64, 128) tiles [q_rot, k_scaled] to a per-program scratch that stays in L2 (keeping
-# them live in registers spilled); (B) the dots read them back: scores (64x64), readout (64 x BLOCK_P), state
-# update (BLOCK_P x 128). Tiles: chunk 64 tokens, N = 128, BLOCK_P in {32, 64}. All arithmetic is fp32; the dots
-# take fp32 operands with the configured input precision (rotated q/k and scaled k never go to bf16).
+# Mamba-3 SISO varlen forward (spec §3 F1-F8, chunked per §4) in three launches, SSD-style, so that only a light
+# elementwise pass is sequential over chunks:
+#   1. chunk state, grid (chunk slots, H): per 64-token chunk and head, the chunk's own state contribution in the
+#      chunk's angle frame, dS_loc = (diag(e^{Lambda - ell}) V)^T (s * R(csum) k^) (64 x 128), where csum is the
+#      in-chunk cumsum of theta*dt; plus Lambda and the chunk's angle sum.
+#   2. state passing, grid (H * 64 / BLOCK_P, S): walks each sequence's chunks in order, rotates dS_loc into the global
+#      frame (R(carry) on every row: k~ = R(carry + csum) k^ = R(carry) R(csum) k^), stores the state ENTERING each
+#      chunk, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
+#   3. chunk scan, grid (chunk slots, H): Phi = wrap(carry + csum), rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by
+#      Phi[m], dims 64..127 pass through), strict-causal scores, readout from the entering state, gamma diagonal + D
+#      skip, silu(z) gate; y, phi and the final angle/k/v.
+# Chunk slots: sequence s, local chunk c -> slot cu_seqlens[s] // 64 + s + c < T // 64 + S (no host sync); programs of
+# unused slots exit. Tiles: 64 tokens x 128 state dims (as a rotated and a pass-through 64-wide half) x 64 values.
+# All arithmetic fp32; dots take fp32 operands with the configured input precision (rotated q/k and scaled k never
+# go to bf16). Deterministic: no atomics.
 from typing import NamedTuple
 
 import torch
@@ -20,18 +23,21 @@ from ssmkit.mamba3.shapes import CHUNK, DSTATE, HEADDIM, INPUT_NAMES, NANGLES, N
 from ssmkit.mamba3.validate import validate_inputs
 
 _FWD_TWO_PI = tl.constexpr(6.283185307179586)
+_FWD_PI = tl.constexpr(3.141592653589793)
 
 
 class Mamba3FwdConfig(NamedTuple):
-    """Launch configuration of the forward kernel (tuned on an H200, see bench/mamba3/NOTES.md `## Forward`).
+    """Launch configuration of the three forward kernels (see bench/mamba3/NOTES.md `## Forward`).
 
-    block_p: value columns per program (32 or 64); num_warps: warps per program; input_precision: tl.dot precision
-    for the fp32 operands ("tf32", "tf32x3" or "ieee").
+    chunk_warps: warps per program of the chunk-state and chunk-scan kernels; passing_block_p / passing_warps: value
+    rows per program and warps of the state-passing kernel; input_precision: tl.dot precision of the fp32 operands
+    ("tf32", "tf32x3" or "ieee").
     """
 
-    block_p: int = 64
-    num_warps: int = 8
-    input_precision: str = "tf32"  # H200: out 1.84e-3, final_ssm 7.1e-4 vs fp64 (tf32x3: 2.3x slower)
+    chunk_warps: int = 8
+    passing_block_p: int = 16
+    passing_warps: int = 4
+    input_precision: str = "tf32"  # H200, v1 kernel: out 1.84e-3, final_ssm 7.1e-4 vs fp64 (tf32x3: 2.3x slower)
 
 
 DEFAULT_FWD_CONFIG = Mamba3FwdConfig()
@@ -65,136 +71,182 @@ def _fwd_last_row(x, rows, CHUNK_: tl.constexpr):
 
 
 @triton.jit
-def _fwd_rotate_pairs(x, cos, sin, CHUNK_: tl.constexpr, NA: tl.constexpr):
-    """Rotate the adjacent pairs (2m, 2m+1) of x (CHUNK_, 2 NA) by angle m: (x0 c - x1 s, x0 s + x1 c) (spec F4)."""
-    x0, x1 = tl.split(tl.reshape(x, (CHUNK_, NA, 2)))
-    return tl.reshape(tl.join(x0 * cos - x1 * sin, x0 * sin + x1 * cos), (CHUNK_, 2 * NA))
+def _fwd_rotate_pairs(x, cos, sin, ROWS: tl.constexpr, PAIRS: tl.constexpr):
+    """Rotate the adjacent pairs (2m, 2m+1) of x (ROWS, 2 PAIRS) by angle m: (x0 c - x1 s, x0 s + x1 c) (spec F4)."""
+    x0, x1 = tl.split(tl.reshape(x, (ROWS, PAIRS, 2)))
+    return tl.reshape(tl.join(x0 * cos - x1 * sin, x0 * sin + x1 * cos), (ROWS, 2 * PAIRS))
 
 
 @triton.jit
-def _mamba3_siso_fwd_kernel(
-    q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, ang_ptr, d_ptr, z_ptr, cu_ptr,
-    out_ptr, fangle_ptr, fssm_ptr, fk_ptr, fv_ptr, y_ptr, phi_ptr, states_ptr, scratch_ptr,
+def _fwd_locate_chunk(cu_ptr, slot, S, BLOCK_S: tl.constexpr, CHUNK_: tl.constexpr):
+    """(sequence, start, end, local chunk) of a chunk slot (slot = cu[s] // CHUNK_ + s + c); the chunk is past the
+    sequence's end (c >= its chunk count) when no chunk maps to the slot."""
+    idx = tl.arange(0, BLOCK_S)
+    cu = tl.load(cu_ptr + idx, mask=idx <= S, other=0)
+    first = cu // CHUNK_ + idx  # first slot of each sequence, strictly increasing
+    seq = tl.sum(((first <= slot) & (idx < S)).to(tl.int32), axis=0) - 1
+    start = tl.sum(tl.where(idx == seq, cu, 0), axis=0)
+    end = tl.sum(tl.where(idx == seq + 1, cu, 0), axis=0)
+    return seq, start, end, slot - (start // CHUNK_ + seq)
+
+
+@triton.jit
+def _fwd_chunk_scalars(adt_ptr, dt_ptr, trap_ptr, t, h, end, H: tl.constexpr):
+    """Per-token terms of one chunk and head (zero past the sequence end): (ell = in-chunk cumsum of adt (F6), gamma,
+    scale s = gamma + gamma' (F5; the shifted term stops at the sequence end, not the chunk end, spec §9.6), dt)."""
+    valid = t < end
+    valid_next = (t + 1) < end
+    adt = tl.load(adt_ptr + t * H + h, mask=valid, other=0.0)
+    dt = tl.load(dt_ptr + t * H + h, mask=valid, other=0.0)
+    p = tl.sigmoid(tl.load(trap_ptr + t * H + h, mask=valid, other=0.0).to(tl.float32))
+    dt_n = tl.load(dt_ptr + (t + 1) * H + h, mask=valid_next, other=0.0)
+    p_n = tl.sigmoid(tl.load(trap_ptr + (t + 1) * H + h, mask=valid_next, other=0.0).to(tl.float32))
+    gamma = dt * p
+    return tl.cumsum(adt, axis=0), gamma, gamma + dt_n * (1.0 - p_n), dt
+
+
+@triton.jit
+def _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H: tl.constexpr, NA: tl.constexpr):
+    """(CHUNK, NA) in-chunk inclusive cumsum of theta * dt, theta = pi * tanh(angles) (F1, F2 without the carry)."""
+    acols = tl.arange(0, NA)
+    ang = tl.load(ang_ptr + t[:, None] * (H * NA) + h * NA + acols[None, :], mask=valid[:, None], other=0.0)
+    theta = _FWD_PI * (1.0 - 2.0 / (tl.exp(2.0 * ang.to(tl.float32)) + 1.0))
+    return tl.cumsum(theta * dt[:, None], axis=0)
+
+
+@triton.jit
+def _fwd_load_biased(x_ptr, bias_ptr, t, h, valid, N: tl.constexpr):
+    """q^ or k^ (F3) of one chunk for value head h as fp32 halves (dims 0..N/2-1, dims N/2..N-1), (CHUNK, N/2) each."""
+    cols = tl.arange(0, N // 2)
+    row = x_ptr + t[:, None] * N
+    x_r = tl.load(row + cols[None, :], mask=valid[:, None], other=0.0).to(tl.float32)
+    x_p = tl.load(row + N // 2 + cols[None, :], mask=valid[:, None], other=0.0).to(tl.float32)
+    return (x_r + tl.load(bias_ptr + h * N + cols)[None, :], x_p + tl.load(bias_ptr + h * N + N // 2 + cols)[None, :])
+
+
+@triton.jit
+def _mamba3_fwd_chunk_state_kernel(
+    k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, kb_ptr, ang_ptr, cu_ptr, S, dstate_ptr, decay_ptr, angsum_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
-    BLOCK_P: tl.constexpr, SAVE: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_S: tl.constexpr, PRECISION: tl.constexpr,
 ):
-    HALF: tl.constexpr = N // 2  # rotated half = 2 * NA dims, then the pass-through half
+    slot = tl.program_id(0)
+    h = tl.program_id(1)
+    seq, start, end, c = _fwd_locate_chunk(cu_ptr, slot, S, BLOCK_S, CHUNK_)
+    if c < tl.cdiv(end - start, CHUNK_):
+        rows = tl.arange(0, CHUNK_)
+        t = start + c * CHUNK_ + rows
+        valid = t < end
+        ell, gamma, scale, dt = _fwd_chunk_scalars(adt_ptr, dt_ptr, trap_ptr, t, h, end, H)
+        ell_end = tl.sum(tl.where(rows == CHUNK_ - 1, ell, 0.0), axis=0)
+        csum = _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H, NA)
+        k_r, k_p = _fwd_load_biased(k_ptr, kb_ptr, t, h, valid, N)
+        ks_r = _fwd_rotate_pairs(k_r, tl.cos(csum), tl.sin(csum), CHUNK_, NA) * scale[:, None]
+        pcols = tl.arange(0, P)
+        v = tl.load(v_ptr + t[:, None] * (H * P) + h * P + pcols[None, :], mask=valid[:, None], other=0.0)
+        vd = tl.trans(v.to(tl.float32) * tl.exp(ell_end - ell)[:, None])
+        cols = tl.arange(0, N // 2)
+        out = dstate_ptr + (slot * H + h) * (P * N) + pcols[:, None] * N + cols[None, :]
+        tl.store(out, tl.dot(vd, ks_r, input_precision=PRECISION))
+        tl.store(out + N // 2, tl.dot(vd, k_p * scale[:, None], input_precision=PRECISION))
+        tl.store(decay_ptr + slot * H + h, ell_end)
+        tl.store(angsum_ptr + (slot * H + h) * NA + tl.arange(0, NA), _fwd_last_row(csum, rows, CHUNK_))
+
+
+@triton.jit
+def _mamba3_fwd_state_passing_kernel(
+    cu_ptr, dstate_ptr, decay_ptr, angsum_ptr, states_ptr, carry_ptr, fssm_ptr,
+    H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
+    BLOCK_P: tl.constexpr,
+):
     NPB: tl.constexpr = P // BLOCK_P
     pid = tl.program_id(0)
     seq = tl.program_id(1)
     h = pid // NPB
-    pb = pid % NPB
     start = tl.load(cu_ptr + seq)
     end = tl.load(cu_ptr + seq + 1)
-
-    rows = tl.arange(0, CHUNK_)
-    cols = tl.arange(0, HALF)
-    pcols = pb * BLOCK_P + tl.arange(0, BLOCK_P)
-    acols = tl.arange(0, NA)
-    lead = pb == 0  # per-(head, sequence) results are written by P-block 0 only
-
-    # F3 biases, per value head, in the same split layout as q/k
-    qb_r = tl.load(qb_ptr + h * N + cols)
-    qb_p = tl.load(qb_ptr + h * N + HALF + cols)
-    kb_r = tl.load(kb_ptr + h * N + cols)
-    kb_p = tl.load(kb_ptr + h * N + HALF + cols)
-    d_h = tl.load(d_ptr + h)
-
-    ncols = tl.arange(0, N)
-    st_tile = pcols[:, None] * N + ncols[None, :]  # (BLOCK_P, N) slice of one (P, N) state
-    scr_base = scratch_ptr + (seq * tl.num_programs(0) + pid) * (2 * CHUNK_ * N)  # [q_rot | k_scaled] (CHUNK, N)
-    scr_tile = scr_base + rows[:, None] * N + cols[None, :]
-    scr_full = scr_base + rows[:, None] * N + ncols[None, :]
+    pairs = tl.arange(0, N // 2)
+    tile = ((pid % NPB) * BLOCK_P + tl.arange(0, BLOCK_P))[:, None] * N + tl.arange(0, N)[None, :]
     state = tl.zeros((BLOCK_P, N), dtype=tl.float32)
-    carry = tl.zeros((NA,), dtype=tl.float32)  # wrapped angle carry
-    state_base = start // CHUNK_ + seq
-    n_chunks = tl.cdiv(end - start, CHUNK_)
-    c = 0
-    while c < n_chunks:  # not `for c in range(n_chunks)`: the interpreter (numpy 2) rejects a runtime range bound
+    carry = tl.zeros((N // 2,), dtype=tl.float32)  # angle of each dim pair; pairs >= NA stay 0 (pass through)
+    slot = start // CHUNK_ + seq
+    last = slot + tl.cdiv(end - start, CHUNK_)
+    while slot < last:  # not `for`: the interpreter (numpy 2) rejects a runtime range bound
+        head_slot = slot * H + h
+        dstate = tl.load(dstate_ptr + head_slot * (P * N) + tile)
+        tl.store(states_ptr + head_slot * (P * N) + tile, state)
+        tl.store(carry_ptr + head_slot * NA + pairs, carry, mask=(pairs < NA) & (pid % NPB == 0))
+        dstate = _fwd_rotate_pairs(dstate, tl.cos(carry)[None, :], tl.sin(carry)[None, :], BLOCK_P, N // 2)
+        state = state * tl.exp(tl.load(decay_ptr + head_slot)) + dstate
+        carry = _fwd_wrap_angle(carry + tl.load(angsum_ptr + head_slot * NA + pairs, mask=pairs < NA, other=0.0))
+        slot += 1
+    tl.store(fssm_ptr + (seq * H + h) * (P * N) + tile, state)
+
+
+@triton.jit
+def _mamba3_fwd_chunk_scan_kernel(
+    q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, ang_ptr, d_ptr, z_ptr, cu_ptr, S,
+    states_ptr, carry_ptr, out_ptr, fangle_ptr, fk_ptr, fv_ptr, y_ptr, phi_ptr,
+    H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
+    BLOCK_S: tl.constexpr, SAVE: tl.constexpr, PRECISION: tl.constexpr,
+):
+    HALF: tl.constexpr = N // 2
+    slot = tl.program_id(0)
+    h = tl.program_id(1)
+    seq, start, end, c = _fwd_locate_chunk(cu_ptr, slot, S, BLOCK_S, CHUNK_)
+    if c < tl.cdiv(end - start, CHUNK_):
+        rows = tl.arange(0, CHUNK_)
+        cols = tl.arange(0, HALF)
+        pcols = tl.arange(0, P)
+        acols = tl.arange(0, NA)
         t = start + c * CHUNK_ + rows
         valid = t < end
-        valid_next = (t + 1) < end  # shifted terms stop at the sequence end, not the chunk end (spec F5, §9.6)
         vmask = valid[:, None]
-
-        # F5, F6: per-token scalars of this head (zero past the end, so s = 0 and adt = 0 there)
-        adt = tl.load(adt_ptr + t * H + h, mask=valid, other=0.0)
-        dt = tl.load(dt_ptr + t * H + h, mask=valid, other=0.0)
-        p = tl.sigmoid(tl.load(trap_ptr + t * H + h, mask=valid, other=0.0).to(tl.float32))
-        dt_n = tl.load(dt_ptr + (t + 1) * H + h, mask=valid_next, other=0.0)
-        p_n = tl.sigmoid(tl.load(trap_ptr + (t + 1) * H + h, mask=valid_next, other=0.0).to(tl.float32))
-        gamma = dt * p
-        scale = gamma + dt_n * (1.0 - p_n)
-        ell = tl.cumsum(adt, axis=0)
-        ell_end = tl.sum(tl.where(rows == CHUNK_ - 1, ell, 0.0), axis=0)
-
-        # F1, F2: Phi in fp32
-        ang = tl.load(ang_ptr + t[:, None] * (H * NA) + h * NA + acols[None, :], mask=vmask, other=0.0)
-        theta = 3.141592653589793 * (1.0 - 2.0 / (tl.exp(2.0 * ang.to(tl.float32)) + 1.0))  # pi * tanh
-        csum = tl.cumsum(theta * dt[:, None], axis=0)
-        phi = _fwd_wrap_angle(carry[None, :] + csum)
-        carry = _fwd_wrap_angle(carry + _fwd_last_row(csum, rows, CHUNK_))
+        head_slot = slot * H + h
+        ell, gamma, scale, dt = _fwd_chunk_scalars(adt_ptr, dt_ptr, trap_ptr, t, h, end, H)
+        carry = tl.load(carry_ptr + head_slot * NA + acols)
+        phi = _fwd_wrap_angle(carry[None, :] + _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H, NA))
         cos = tl.cos(phi)
         sin = tl.sin(phi)
-
-        # F3, F4: biased q/k (fp32), rotated half and pass-through half
-        qrow = q_ptr + t[:, None] * N
-        krow = k_ptr + t[:, None] * N
-        q_r = tl.load(qrow + cols[None, :], mask=vmask, other=0.0).to(tl.float32) + qb_r[None, :]
-        q_p = tl.load(qrow + HALF + cols[None, :], mask=vmask, other=0.0).to(tl.float32) + qb_p[None, :]
-        k_r = tl.load(krow + cols[None, :], mask=vmask, other=0.0).to(tl.float32) + kb_r[None, :]
-        k_p = tl.load(krow + HALF + cols[None, :], mask=vmask, other=0.0).to(tl.float32) + kb_p[None, :]
+        q_r, q_p = _fwd_load_biased(q_ptr, qb_ptr, t, h, valid, N)
+        k_r, k_p = _fwd_load_biased(k_ptr, kb_ptr, t, h, valid, N)
         qk = tl.sum(q_r * k_r, axis=1) + tl.sum(q_p * k_p, axis=1)  # unrotated q^.k^ (spec §9.2)
+        qt_r = _fwd_rotate_pairs(q_r, cos, sin, CHUNK_, NA)
         kt_r = _fwd_rotate_pairs(k_r, cos, sin, CHUNK_, NA)
-        # rotated q and scaled k go through this program's fp32 scratch (L2-resident) instead of staying live in
-        # registers: the dots then read them from memory, which keeps the loop body from spilling.
-        tl.store(scr_tile, _fwd_rotate_pairs(q_r, cos, sin, CHUNK_, NA))
-        tl.store(scr_tile + HALF, q_p)
-        tl.store(scr_tile + CHUNK_ * N, kt_r * scale[:, None])
-        tl.store(scr_tile + CHUNK_ * N + HALF, k_p * scale[:, None])
 
-        # final states of the sequence: the row of its last token (only in its last chunk)
-        last = (t == end - 1)[:, None]
-        head_seq = seq * H + h
-        tl.store(fangle_ptr + head_seq * NA + acols[None, :] + rows[:, None] * 0, phi, mask=last & lead)
-        tl.store(fk_ptr + head_seq * N + cols[None, :] + rows[:, None] * 0, kt_r, mask=last & lead)
-        tl.store(fk_ptr + head_seq * N + HALF + cols[None, :] + rows[:, None] * 0, k_p, mask=last & lead)
-        if SAVE:
-            tl.store(phi_ptr + t[:, None] * (H * NA) + h * NA + acols[None, :], phi, mask=vmask & lead)
-        tl.debug_barrier()  # scratch written by all threads before any thread reads it
-
-        # §4: strict-causal intra-chunk scores, inter-chunk readout, gamma diagonal + D skip
-        q_rot = tl.load(scr_full)
-        k_scaled = tl.load(scr_full + CHUNK_ * N)
+        # §4: strict-causal intra-chunk scores, readout of the entering state, gamma diagonal + D skip
+        scores = tl.dot(qt_r, tl.trans(kt_r * scale[:, None]), input_precision=PRECISION)
+        scores = tl.dot(q_p, tl.trans(k_p * scale[:, None]), scores, input_precision=PRECISION)
+        decay = tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0))
+        scores = tl.where(rows[:, None] > rows[None, :], scores * decay, 0.0)
+        state = states_ptr + head_slot * (P * N) + pcols[:, None] * N + cols[None, :]
+        readout = tl.dot(qt_r, tl.trans(tl.load(state)), input_precision=PRECISION)
+        readout = tl.dot(q_p, tl.trans(tl.load(state + HALF)), readout, input_precision=PRECISION)
         tv_off = t[:, None] * (H * P) + h * P + pcols[None, :]
         vals = tl.load(v_ptr + tv_off, mask=vmask, other=0.0)
         v = vals.to(tl.float32)
-        scores = tl.dot(q_rot, tl.trans(k_scaled), input_precision=PRECISION)
-        decay = tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0))
-        scores = tl.where(rows[:, None] > rows[None, :], scores * decay, 0.0)
-        readout = tl.dot(q_rot, tl.trans(state), input_precision=PRECISION)
         y = tl.dot(scores, v, input_precision=PRECISION) + tl.exp(ell)[:, None] * readout
-        y += (d_h + gamma * qk)[:, None] * v
+        y += (tl.load(d_ptr + h) + gamma * qk)[:, None] * v
 
         # F8 gate
         zg = tl.load(z_ptr + tv_off, mask=vmask, other=0.0).to(tl.float32)
         tl.store(out_ptr + tv_off, (y * zg * tl.sigmoid(zg)).to(out_ptr.dtype.element_ty), mask=vmask)
-        tl.store(fv_ptr + head_seq * P + pcols[None, :] + rows[:, None] * 0, vals, mask=last)
         if SAVE:
             tl.store(y_ptr + tv_off, y, mask=vmask)
-            tl.store(states_ptr + ((state_base + c) * H + h) * (P * N) + st_tile, state)
+            tl.store(phi_ptr + t[:, None] * (H * NA) + h * NA + acols[None, :], phi, mask=vmask)
 
-        # §4 state passing: S <- e^Lambda S + (diag(e^{Lambda - ell}) V)^T Ks
-        vd = v * tl.exp(ell_end - ell)[:, None]
-        state = tl.dot(tl.trans(vd), k_scaled, state * tl.exp(ell_end), input_precision=PRECISION)
-        tl.debug_barrier()  # all reads of the scratch done before the next chunk overwrites it
-        c += 1
-
-    tl.store(fssm_ptr + (seq * H + h) * (P * N) + st_tile, state)
+        # final states of the sequence: the row of its last token (only in its last chunk)
+        last = (t == end - 1)[:, None]
+        head_seq = seq * H + h
+        tl.store(fangle_ptr + head_seq * NA + acols[None, :] + rows[:, None] * 0, phi, mask=last)
+        tl.store(fk_ptr + head_seq * N + cols[None, :] + rows[:, None] * 0, kt_r, mask=last)
+        tl.store(fk_ptr + head_seq * N + HALF + cols[None, :] + rows[:, None] * 0, k_p, mask=last)
+        tl.store(fv_ptr + head_seq * P + pcols[None, :] + rows[:, None] * 0, vals, mask=last)
 
 
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG):
-    """Mamba-3 SISO varlen forward with Triton (spec §3, §4), no host synchronisation.
+    """Mamba-3 SISO varlen forward with Triton (spec §3, §4), three launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
     fp32; trap (T, 32) bf16; q_bias, k_bias (32, 128) fp32; angles (T, 32, 32) bf16; d (32,) fp32; cu_seqlens
@@ -202,38 +254,53 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (TypeError/ValueError); the cu_seqlens values are not (that needs a host sync: see validate_cu_seqlens).
     Returns (out (T, 32, 64) bf16, final_angle (S, 32, 32) fp32, final_ssm (S, 32, 64, 128) fp32,
     final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, saved): saved is a Mamba3FwdSaved, or None when
-    save_for_backward is False (then y, phi and the chunk states are not written at all).
+    save_for_backward is False (then y and phi are not written and the chunk states are a temporary).
     """
     validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, check_cu_seqlens_values=False)
     for name, x in zip(INPUT_NAMES, (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens)):
         if not x.is_contiguous():
             raise ValueError(f"{name}: expected a contiguous tensor (the kernel assumes the packed layout)")
+    if HEADDIM % config.passing_block_p != 0:
+        raise ValueError(f"config.passing_block_p: expected a divisor of {HEADDIM}, got {config.passing_block_p}")
     T, S, dev = q.shape[0], cu_seqlens.numel() - 1, q.device
+    slots = T // CHUNK + S
     bf16, f32 = torch.bfloat16, torch.float32
-    if HEADDIM % config.block_p != 0:
-        raise ValueError(f"config.block_p: expected a divisor of {HEADDIM}, got {config.block_p}")
 
     out = torch.empty((T, NHEADS, HEADDIM), dtype=bf16, device=dev)
     final_angle = torch.empty((S, NHEADS, NANGLES), dtype=f32, device=dev)
     final_ssm = torch.empty((S, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev)
     final_k = torch.empty((S, NHEADS, DSTATE), dtype=f32, device=dev)
     final_v = torch.empty((S, NHEADS, HEADDIM), dtype=bf16, device=dev)
+    chunk_states = torch.empty((slots, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev)
     if save_for_backward:
         saved = Mamba3FwdSaved(
             y=torch.empty((T, NHEADS, HEADDIM), dtype=f32, device=dev),
             phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
-            chunk_states=torch.empty((T // CHUNK + S, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev),
+            chunk_states=chunk_states,
         )
-        y_buf, phi_buf, states_buf = saved
+        y_buf, phi_buf = saved.y, saved.phi
     else:
         saved = None
-        y_buf = phi_buf = states_buf = out  # never written: SAVE is False
-    grid = (NHEADS * (HEADDIM // config.block_p), S)
-    scratch = torch.empty((S * grid[0], 2, CHUNK, DSTATE), dtype=f32, device=dev)  # per program [q_rot, k_scaled]
-    _mamba3_siso_fwd_kernel[grid](
-        q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
-        out, final_angle, final_ssm, final_k, final_v, y_buf, phi_buf, states_buf, scratch,
-        H=NHEADS, N=DSTATE, P=HEADDIM, NA=NANGLES, CHUNK_=CHUNK, BLOCK_P=config.block_p,
-        SAVE=save_for_backward, PRECISION=config.input_precision, num_warps=config.num_warps,
+        y_buf = phi_buf = out  # never written: SAVE is False
+    dstate = torch.empty_like(chunk_states)  # per-chunk contribution in the chunk's angle frame
+    decay = torch.empty((slots, NHEADS), dtype=f32, device=dev)  # Lambda = sum of adt over the chunk
+    angsum = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # sum of theta * dt over the chunk
+    carry = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # wrapped Phi before the chunk
+
+    sizes = dict(H=NHEADS, N=DSTATE, P=HEADDIM, NA=NANGLES, CHUNK_=CHUNK)
+    block_s = triton.next_power_of_2(S + 1)
+    _mamba3_fwd_chunk_state_kernel[(slots, NHEADS)](
+        k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, angsum,
+        **sizes, BLOCK_S=block_s, PRECISION=config.input_precision, num_warps=config.chunk_warps,
+    )
+    _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
+        cu_seqlens, dstate, decay, angsum, chunk_states, carry, final_ssm,
+        **sizes, BLOCK_P=config.passing_block_p, num_warps=config.passing_warps,
+    )
+    _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
+        q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, S, chunk_states, carry,
+        out, final_angle, final_k, final_v, y_buf, phi_buf,
+        **sizes, BLOCK_S=block_s, SAVE=save_for_backward, PRECISION=config.input_precision,
+        num_warps=config.chunk_warps,
     )
     return out, final_angle, final_ssm, final_k, final_v, saved
