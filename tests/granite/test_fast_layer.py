@@ -3,15 +3,13 @@
 Each scenario runs three layers on the same weights and inputs: the bf16 reference, the bf16 fast layer and the
 float32 reference ("truth", the same math in fp32). The fast layer passes a quantity when its error against the
 truth is within the harness's calibrated bound of the reference's own error (``calibrated_checks``). On the CPU
-the kernels run in Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1), with its fp32 -> bf16 casts
-made to round to nearest like the GPU (the patch of test_decode_step.py; it belongs in tests/conftest.py).
+the kernels run in Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1; ``ssmkit.kernels`` patches its
+bf16 dots and casts to compute what the GPU computes).
 """
 import copy
 import pickle
-import sys
 import threading
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -22,12 +20,6 @@ from ssmkit.granite.config import GraniteMambaConfig
 from ssmkit.granite.layer import FastMambaLayer
 from ssmkit.granite.reference import ReferenceMambaLayer
 from ssmkit.harness.compare import calibrated_checks
-
-# Same module name pytest gives the file (rootdir-less "prepend" import), so it is imported once.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels" / "granite"))
-from test_decode_step import _patch_interpreter_bf16_rounding  # noqa: E402
-
-_patch_interpreter_bf16_rounding()
 
 BF16 = torch.bfloat16
 
@@ -213,3 +205,80 @@ def test_fast_layer_deepcopies_and_pickles_without_captured_graphs(tiny):
     assert len(clone._decode_graphs) == 0 and len(fast._decode_graphs) == 1
     restored = pickle.loads(pickle.dumps(fast))
     assert all(torch.equal(a, b) for a, b in zip(restored.state_dict().values(), fast.state_dict().values()))
+
+
+def _poison_new_empty(monkeypatch):
+    """NaN-fill every tensor from ``Tensor.new_empty`` (the packed projections' buffers), so any pad position the
+    kernels read without the layer having written it shows up."""
+    real = torch.Tensor.new_empty
+
+    def poisoned(self, *args, **kwargs):
+        t = real(self, *args, **kwargs)
+        return t.fill_(float("nan")) if t.is_floating_point() else t
+
+    monkeypatch.setattr(torch.Tensor, "new_empty", poisoned)
+
+
+def test_packed_padded_gemms_equal_unpacked_path(tiny, monkeypatch):
+    """pack_padded_gemms (projections on real tokens only) gives the unpacked path's outputs and caches bit for bit
+    on a left-padded batch with an empty row, rows shorter than d_conv and a row crossing chunks; then through a
+    padded continuation and a decode step. Unwritten buffer memory is NaN, so a pad the kernels read but the layer
+    did not zero would show."""
+    _poison_new_empty(monkeypatch)
+    layer = FastMambaLayer(tiny).to(BF16)
+    layer.load_state_dict(synthetic_slice(tiny, 41).mamba)
+    g = torch.Generator().manual_seed(42)
+    prefill_mask = left_pad_mask([19, 8, 3, 1, 0])
+    cont_mask = left_pad_mask([5, 2, 5, 0, 4])
+    inputs = [(torch.randn(5, 19, tiny.hidden_size, generator=g).to(BF16), prefill_mask),
+              (torch.randn(5, 5, tiny.hidden_size, generator=g).to(BF16), cont_mask),
+              (torch.randn(5, 1, tiny.hidden_size, generator=g).to(BF16), None)]
+    results = {}
+    for packed in (False, True):
+        layer.pack_padded_gemms = packed
+        cache, outs = None, []
+        with torch.no_grad():
+            for h, mask in inputs:
+                out, cache = layer(h, cache, mask)
+                outs.append(out)
+        results[packed] = (outs, cache)
+    (outs_u, cache_u), (outs_p, cache_p) = results[False], results[True]
+    for i, (a, b) in enumerate(zip(outs_u, outs_p)):
+        assert torch.equal(a, b), f"call {i}: max |diff| {(a.float() - b.float()).abs().max()}"
+    assert torch.equal(cache_u.conv_state, cache_p.conv_state) and torch.equal(cache_u.ssm_state, cache_p.ssm_state)
+    assert torch.all(outs_p[0][prefill_mask == 0] == 0) and not torch.all(outs_p[0][prefill_mask == 1] == 0)
+
+
+def test_packed_lengths_only_for_left_padding():
+    """Packing needs left padding (real tokens = each row's last positions); any other mask keeps the unpacked
+    path (None)."""
+    from ssmkit.granite.layer import _left_padded_lengths
+
+    assert _left_padded_lengths(left_pad_mask([4, 0, 1, 3])) == (4, 0, 1, 3)
+    assert _left_padded_lengths(torch.tensor([[1, 0, 1], [0, 1, 1]])) is None
+    assert _left_padded_lengths(torch.tensor([[1, 1, 0]], dtype=torch.bool)) is None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_fast_prefill_cuda_graph_matches_eager_and_returns_fresh_outputs():
+    """prefill_graphs: replays (new inputs and masks of the captured shape) equal eager calls bit for bit, with and
+    without packed projections; outputs and caches already returned survive later replays."""
+    tiny = GraniteMambaConfig.tiny(chunk_size=16)
+    fast = FastMambaLayer(tiny).to("cuda", BF16)
+    fast.load_state_dict(synthetic_slice(tiny, 43).mamba)
+    g = torch.Generator().manual_seed(44)
+    masks = [left_pad_mask([21, 9, 2]).cuda(), left_pad_mask([21, 17, 0]).cuda(), None]
+    hs = [torch.randn(3, 21, tiny.hidden_size, generator=g).to("cuda", BF16) for _ in masks]
+    for packed in (False, True):
+        fast.pack_padded_gemms = packed
+        with torch.no_grad():
+            fast.prefill_graphs = False
+            eager = [fast(h, attention_mask=m) for h, m in zip(hs, masks)]
+            fast.prefill_graphs = True
+            graph = [fast(h, attention_mask=m) for h, m in zip(hs, masks)]
+            again = fast(hs[0], attention_mask=masks[0])  # a replay must not change what was returned
+        for (eo, ec), (go, gc) in zip(eager, graph):
+            assert torch.equal(eo, go)
+            assert torch.equal(ec.conv_state, gc.conv_state) and torch.equal(ec.ssm_state, gc.ssm_state)
+        assert torch.equal(again[0], graph[0][0]) and again[0].data_ptr() != graph[0][0].data_ptr()
+        assert again[1].ssm_state.data_ptr() != graph[0][1].ssm_state.data_ptr()

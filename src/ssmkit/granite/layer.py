@@ -16,6 +16,17 @@ Paths:
 - Prefill and multi-token continuation: in_proj (cuBLAS, on the input after padding mask #1) ->
   ``causal_conv1d_silu_prefill`` (reads the xBC slice of the in_proj output in place, writes conv_state, continues
   from it) -> ``ssd_chunked_prefill`` (writes ssm_state, continues from it) -> ``gated_rmsnorm`` -> out_proj.
+  Two opt-in switches (off by default until measured on the GPU, bench/granite/NOTES.md "Phase 2"):
+  ``prefill_graphs``: on CUDA a prefill from the zero state (no previous state) runs as one CUDA graph per
+  (batch, L, mask present and dtype, packed lengths, dtype, device, switches), at most 4 kept per layer; a call
+  copies hidden_states and the mask into static inputs, replays, and returns clones of the static output and cache
+  tensors (a given empty cache gets them copied in place). The kernel wrappers decide nothing from device data
+  (fully padded chunks are skipped on the device), so a replay with another mask of the same shape is exact.
+  ``pack_padded_gemms``: for a left-padded batch (mask present) and projections without bias, in_proj and
+  out_proj run on each row's real tokens only (row b's last len_b positions: contiguous views, one cuBLAS call
+  per row writing in place into the padded layout); the pad positions the kernels read are zeroed as the
+  reference has them (raw xBC at the d_conv positions before the first real token, dt_raw at every pad)
+  and the output is 0 at pads. The lengths come to the host with one small D2H copy per call.
 - Anything the kernels do not handle: the reference forward, with a warning the first time each reason occurs on
   a layer. That is non-CUDA tensors without TRITON_INTERPRET=1; non-power-of-two head_dim, d_state or d_conv;
   for decode a model dtype other than bf16 / fp32; for prefill a dtype other than bf16, n_groups != 1, a
@@ -44,6 +55,9 @@ __all__ = ["FastMambaLayer"]
 _DECODE_DTYPES = (torch.bfloat16, torch.float32)
 # Decode graphs kept per layer (one per batch size and cache object in use); the oldest is dropped beyond this.
 _MAX_DECODE_GRAPHS = 16
+# Prefill graphs kept per layer (one per input shape; ~45 KB of graph memory per padded token at the real
+# config, so ~1.5 GB for B=8 x 4096); the least recently used is dropped beyond this.
+_MAX_PREFILL_GRAPHS = 4
 
 
 def _pow2(v: int) -> bool:
@@ -65,6 +79,82 @@ class _DecodeGraph:
         return self.static_out.clone()
 
 
+class _PrefillGraph:
+    """A prefill from the zero state captured for one key: static (hidden, mask) -> static (output, cache)."""
+
+    def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_mask: torch.Tensor | None,
+                 static_out: torch.Tensor, static_cache: MambaCache) -> None:
+        self.graph = graph
+        self.static_in = static_in
+        self.static_mask = static_mask
+        self.static_out = static_out
+        self.static_cache = static_cache
+
+    def run(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
+            cache: MambaCache | None) -> tuple[torch.Tensor, MambaCache]:
+        """Copy the inputs in, replay, return a fresh output and the cache (new, or ``cache`` filled in place);
+        nothing returned aliases the graph's memory."""
+        self.static_in.copy_(hidden_states)
+        if mask is not None:
+            self.static_mask.copy_(mask)
+        self.graph.replay()
+        if cache is None:
+            cache = MambaCache(self.static_cache.conv_state.clone(), self.static_cache.ssm_state.clone())
+        else:
+            cache.conv_state.copy_(self.static_cache.conv_state)
+            cache.ssm_state.copy_(self.static_cache.ssm_state)
+        return self.static_out.clone(), cache
+
+
+def _capture(warm_up, body, device: torch.device) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
+    """Run ``warm_up()`` on a side stream (Triton compiles, cuBLAS sets up), then capture ``body()`` into a new
+    graph; returns the graph and body's result (the static output)."""
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        warm_up()
+    torch.cuda.current_stream(device).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        result = body()
+    return graph, result
+
+
+def _left_padded_lengths(mask: torch.Tensor) -> tuple[int, ...] | None:
+    """Real-token count per row of a (b, L) 0/1 mask if every row is left padding (zeros, then ones), else None.
+    One D2H copy of b + 1 integers."""
+    lengths = (mask != 0).sum(1)
+    positions = torch.arange(mask.shape[1], device=mask.device)
+    left = ((positions[None, :] >= mask.shape[1] - lengths[:, None]) == (mask != 0)).all()
+    host = torch.cat([lengths, left[None].to(lengths.dtype)]).tolist()
+    return tuple(host[:-1]) if host[-1] else None
+
+
+def _real_rows_linear(x: torch.Tensor, weight: torch.Tensor, lengths: tuple[int, ...]) -> torch.Tensor:
+    """x (b, L, in) @ weight^T (out, in) on each row's last ``lengths[b]`` positions only -> (b, L, out) in x's
+    dtype: one cuBLAS call per row, reading and writing contiguous row blocks in place. Pad positions unwritten."""
+    batch, seqlen, _ = x.shape
+    out = x.new_empty(batch, seqlen, weight.shape[0])
+    for b, n in enumerate(lengths):
+        if n:
+            torch.mm(x[b, seqlen - n:], weight.t(), out=out[b, seqlen - n:])
+    return out
+
+
+def _zero_read_pads(zxbcdt: torch.Tensor, lengths: tuple[int, ...], inter: int, conv_dim: int, d_conv: int) -> None:
+    """Zero the pad positions of a packed in_proj output that the kernels read, as the reference has them
+    (in_proj(0) = 0): raw xBC and dt_raw at the d_conv positions before each row's first real token (the conv
+    window reaches d_conv - 1 back; the conv state takes the last d_conv columns, pads when a row has fewer than
+    d_conv tokens), dt_raw at every other pad (the SSD's decay). z at pads is not read (the norm skips pad rows),
+    nor is raw xBC further left (conv tiles of pads only are skipped, and pad outputs are masked)."""
+    seqlen = zxbcdt.shape[1]
+    for b, n in enumerate(lengths):
+        pad = seqlen - n
+        zxbcdt[b, max(0, pad - d_conv):pad, inter:].zero_()
+        if pad > d_conv:
+            zxbcdt[b, :pad - d_conv, inter + conv_dim:].zero_()
+
+
 class FastMambaLayer(ReferenceMambaLayer):
     """Granite Mamba-2 mixer on Triton kernels; drop-in for ``ReferenceMambaLayer`` (same forward contract).
 
@@ -78,7 +168,11 @@ class FastMambaLayer(ReferenceMambaLayer):
         super().__init__(config, layer_idx)
         self.use_cuda_graphs = True
         self.decode_projections = "cublas"
+        self.prefill_graphs = False
+        self.pack_padded_gemms = False
+        self.cb_spread = False
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
+        self._prefill_graphs: OrderedDict[tuple, _PrefillGraph] = OrderedDict()
         self._warned: set[str] = set()
         c = self.config
         self._config_problem = None
@@ -141,21 +235,80 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _prefill(self, hidden_states: torch.Tensor, cache: MambaCache | None,
                  mask: torch.Tensor | None) -> tuple[torch.Tensor, MambaCache]:
         """Prefill (no previous state) or multi-token continuation; writes the cache, returns (output, cache)."""
+        continuing = cache is not None and cache.has_previous_state
+        lengths = self._packed_lengths(mask)
+        if (self.prefill_graphs and not continuing and hidden_states.device.type == "cuda"
+                and not torch.cuda.is_current_stream_capturing()):
+            return self._prefill_graph(hidden_states, mask, lengths).run(hidden_states, mask, cache)
+        if cache is None:
+            cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=hidden_states.device,
+                                     dtype=hidden_states.dtype)
+        return self._prefill_step(hidden_states, mask, lengths, cache, continuing), cache
+
+    def _packed_lengths(self, mask: torch.Tensor | None) -> tuple[int, ...] | None:
+        """Real tokens per row when the projections run on real tokens only (``pack_padded_gemms``, a left-padded
+        mask, no projection biases: with a bias the reference's pad rows would not be 0), else None."""
+        if (not self.pack_padded_gemms or mask is None or self.in_proj.bias is not None
+                or self.out_proj.bias is not None):
+            return None
+        return _left_padded_lengths(mask)
+
+    def _prefill_step(self, hidden_states: torch.Tensor, mask: torch.Tensor | None, lengths: tuple[int, ...] | None,
+                      cache: MambaCache, continuing: bool) -> torch.Tensor:
+        """in_proj -> conv -> SSD -> gated norm -> out_proj on (b, L, hidden); writes (and continues from) the
+        cache tensors. ``lengths``: real tokens per left-padded row for the packed projections, or None."""
         c = self.config
         inter, conv_dim = c.intermediate_size, c.conv_dim
-        continuing = cache is not None and cache.has_previous_state
-        if cache is None:
-            cache = MambaCache.zeros(c, hidden_states.shape[0], device=hidden_states.device,
-                                     dtype=hidden_states.dtype)
-        zxbcdt = F.linear(apply_padding_mask(hidden_states, mask), self.in_proj.weight, self.in_proj.bias)
+        if lengths is None:
+            zxbcdt = F.linear(apply_padding_mask(hidden_states, mask), self.in_proj.weight, self.in_proj.bias)
+        else:
+            zxbcdt = _real_rows_linear(hidden_states, self.in_proj.weight, lengths)
+            _zero_read_pads(zxbcdt, lengths, inter, conv_dim, c.d_conv)
         xbc = causal_conv1d_silu_prefill(zxbcdt, self.conv1d.weight, self.conv1d.bias,
                                          conv_state_in=cache.conv_state if continuing else None,
                                          attention_mask=mask, conv_state_out=cache.conv_state, xbc_offset=inter)
         y = ssd_chunked_prefill(xbc, zxbcdt[..., inter + conv_dim:], self.dt_bias, self.A_log, self.D,
                                 c.chunk_size, initial_state=cache.ssm_state if continuing else None,
-                                ssm_state_out=cache.ssm_state, attention_mask=mask)
-        y = gated_rmsnorm(y, zxbcdt[..., :inter], self.norm.weight, c.rms_norm_eps)
-        return F.linear(y, self.out_proj.weight, self.out_proj.bias), cache
+                                ssm_state_out=cache.ssm_state, attention_mask=mask, cb_spread=self.cb_spread)
+        y = gated_rmsnorm(y, zxbcdt[..., :inter], self.norm.weight, c.rms_norm_eps, attention_mask=mask)
+        if lengths is None:
+            return F.linear(y, self.out_proj.weight, self.out_proj.bias)
+        out = _real_rows_linear(y, self.out_proj.weight, lengths)
+        for b, n in enumerate(lengths):
+            out[b, :out.shape[1] - n].zero_()  # pads: out_proj(0) = 0 in the reference
+        return out
+
+    def _prefill_graph(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
+                       lengths: tuple[int, ...] | None) -> _PrefillGraph:
+        """The captured prefill for this input shape, mask layout and switches (captured on first use)."""
+        key = (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device,
+               None if mask is None else mask.dtype, lengths, self.cb_spread)
+        entry = self._prefill_graphs.get(key)
+        if entry is None:
+            entry = self._capture_prefill(hidden_states, mask, lengths)
+            self._prefill_graphs[key] = entry
+            if len(self._prefill_graphs) > _MAX_PREFILL_GRAPHS:
+                self._prefill_graphs.popitem(last=False)
+        else:
+            self._prefill_graphs.move_to_end(key)
+        return entry
+
+    def _capture_prefill(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
+                         lengths: tuple[int, ...] | None) -> _PrefillGraph:
+        """Capture a prefill from the zero state on static inputs and a static cache (warm-up on copies of the
+        caller's inputs, which stay untouched)."""
+        device = hidden_states.device
+        with torch.inference_mode(False):  # static buffers, written in place by later (maybe non-inference) calls
+            static_in = hidden_states.clone(memory_format=torch.contiguous_format)
+            static_mask = None if mask is None else mask.clone(memory_format=torch.contiguous_format)
+            static_cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=device,
+                                            dtype=hidden_states.dtype)
+
+            def step():
+                return self._prefill_step(static_in, static_mask, lengths, static_cache, False)
+
+            graph, static_out = _capture(step, step, device)
+        return _PrefillGraph(graph, static_in, static_mask, static_out, static_cache)
 
     # ----------------------------------------------------------------------------------------- decode
     def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor,
@@ -196,27 +349,23 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _capture_decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> _DecodeGraph:
         """Capture the decode step on ``cache``'s tensors. The warm-up (Triton compile, cuBLAS set-up) runs on
         copies of the cache, so capturing leaves the caller's cache untouched (captured kernels do not run)."""
-        device = hidden_states.device
         with torch.inference_mode(False):  # static buffers, written in place by later (maybe non-inference) calls
             static_in = torch.randn_like(hidden_states, memory_format=torch.contiguous_format)
             scratch = cache.clone()
-            side = torch.cuda.Stream(device)
-            side.wait_stream(torch.cuda.current_stream(device))
-            with torch.cuda.stream(side):
-                self._decode_step(static_in, scratch.conv_state, scratch.ssm_state)
-            torch.cuda.current_stream(device).wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                static_out = self._decode_step(static_in, cache.conv_state, cache.ssm_state)
+            graph, static_out = _capture(
+                lambda: self._decode_step(static_in, scratch.conv_state, scratch.ssm_state),
+                lambda: self._decode_step(static_in, cache.conv_state, cache.ssm_state), hidden_states.device)
         return _DecodeGraph(graph, static_in, static_out)
 
     def __getstate__(self):
         # Captured graphs are bound to this layer's and the caches' memory: copies and pickles start without them.
         state = super().__getstate__().copy()
         state["_decode_graphs"] = OrderedDict()
+        state["_prefill_graphs"] = OrderedDict()
         return state
 
     def _apply(self, fn, *args, **kwargs):
         # .to()/.cuda()/.half() move the parameters: the captured graphs point at the old ones.
         self._decode_graphs.clear()
+        self._prefill_graphs.clear()
         return super()._apply(fn, *args, **kwargs)

@@ -6,42 +6,11 @@ gate before RMSNorm over all channels.
 """
 import math
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
 from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step
-
-
-def _patch_interpreter_bf16_rounding() -> None:
-    """Make the interpreter round fp32 -> bf16 to nearest-even, as the GPU does.
-
-    Triton 3.6's interpreter truncates in ``cast_impl`` (and its RTNE path neither ties to even nor carries into
-    the exponent). The kernel rounds dt to bf16 on purpose (spec §3.1 step 4), so truncation would change which
-    dt it uses; this fixes the interpreter, not the kernel. (Belongs in tests/conftest.py beside the dot patch.)
-    """
-    try:
-        import triton.language as tl
-        from triton.runtime import interpreter
-    except ImportError:
-        return
-    builder = interpreter.InterpreterBuilder
-    if getattr(builder.cast_impl, "_ssmkit_bf16_rtne", False):
-        return
-    original = builder.cast_impl
-
-    def cast_impl(self, src, dst_type):
-        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
-            rounded = torch.from_numpy(np.ascontiguousarray(src.data)).to(torch.bfloat16)
-            return interpreter.TensorHandle(rounded.view(torch.int16).numpy().view(np.uint16), tl.bfloat16)
-        return original(self, src, dst_type)
-
-    cast_impl._ssmkit_bf16_rtne = True
-    builder.cast_impl = cast_impl
-
-
-_patch_interpreter_bf16_rounding()
 
 
 def _make_inputs(batch, nheads, headdim, dstate, ngroups, dtype, seed, d_conv=4):

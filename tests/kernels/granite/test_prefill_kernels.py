@@ -9,7 +9,6 @@ bf16 is within u|ref|; the SSD with bf16 dot operands rounds each term at most t
 chunk-entering state), so its fp32 y is within 2u * (the same sums over absolute values), and its default bf16 y,
 rounded once more, within 3u * those sums.
 """
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -19,30 +18,6 @@ from ssmkit.kernels.granite.ssd_prefill import PREC_IEEE
 
 U_BF16 = 2.0**-8
 FP32_SLACK = 1e-5  # relative room for fp32 sums, exp and cumsum differences
-
-
-@pytest.fixture(autouse=True, scope="module")
-def interpreter_rounds_bf16_to_nearest():
-    """Triton 3.6's interpreter truncates fp32 -> bf16 casts (``.to(tl.bfloat16)`` and stores into bf16); the GPU
-    rounds to nearest even. Patch the cast for this module, so the tests see the kernels' GPU numerics."""
-    try:
-        import triton.language as tl
-        from triton.runtime import interpreter
-    except ImportError:
-        yield
-        return
-    builder = interpreter.InterpreterBuilder
-    original = builder.cast_impl
-
-    def cast_impl(self, src, dst_type):
-        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
-            bits = torch.from_numpy(np.ascontiguousarray(src.data)).to(torch.bfloat16).view(torch.int16).numpy()
-            return interpreter.TensorHandle(bits.view(np.uint16), tl.bfloat16)
-        return original(self, src, dst_type)
-
-    builder.cast_impl = cast_impl
-    yield
-    builder.cast_impl = original
 
 
 @pytest.fixture(autouse=True)
