@@ -32,7 +32,8 @@ Rules (in the order they are applied; any failure gives score 0 and names the ch
 6. Score: G = geometric mean of per-workload speedups. Granite: 0 if G <= 1 else 1 - 1/G. Mamba-3: G.
 Exit codes: 0 passed, 1 failed (score 0), 2 nothing scored: refused (fixed parts changed, isolation impossible, bad
 panel file, a worker that cannot start, the reference failing) or a judge error (reported with its traceback).
-On the CPU (a test mode: real timings need a GPU) Triton kernels run in its interpreter, unpatched.
+On the CPU (a test mode: real timings need a GPU) Triton kernels run in its interpreter, with the package's fixes
+for the interpreter's bf16 defects (``ssmkit.kernels.interpreter``, a fixed part) applied by the worker.
 """
 from __future__ import annotations
 

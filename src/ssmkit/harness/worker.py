@@ -234,9 +234,17 @@ def _apply_limits(memory_cap: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Worker entry: ``fd_in fd_out exchange_dir out_dir memory_cap_bytes`` (spawned by WorkerProcess)."""
+    """Worker entry: ``fd_in fd_out exchange_dir out_dir memory_cap_bytes`` (spawned by WorkerProcess).
+
+    On the CPU (``TRITON_INTERPRET=1``) the package's fixes for the Triton interpreter's bf16 defects are applied
+    before any candidate code loads, so an exported kernel candidate computes what it computes on a GPU.
+    """
     fd_in, fd_out, exchange, outdir, memory_cap = argv
     _apply_limits(int(memory_cap))
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from ssmkit.kernels.interpreter import patch_triton_interpreter
+
+        patch_triton_interpreter()
     serve(int(fd_in), int(fd_out), Path(exchange), Path(outdir))
 
 
