@@ -247,9 +247,11 @@ class FastMambaLayer(ReferenceMambaLayer):
 
     def _packed_lengths(self, mask: torch.Tensor | None) -> tuple[int, ...] | None:
         """Real tokens per row when the projections run on real tokens only (``pack_padded_gemms``, a left-padded
-        mask, no projection biases: with a bias the reference's pad rows would not be 0), else None."""
+        mask, no projection biases: with a bias the reference's pad rows would not be 0; not while the caller
+        captures a graph: the lengths need a D2H copy), else None."""
         if (not self.pack_padded_gemms or mask is None or self.in_proj.bias is not None
-                or self.out_proj.bias is not None):
+                or self.out_proj.bias is not None
+                or (mask.device.type == "cuda" and torch.cuda.is_current_stream_capturing())):
             return None
         return _left_padded_lengths(mask)
 
