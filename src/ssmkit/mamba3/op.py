@@ -1,8 +1,8 @@
 """Public entry points of the Mamba-3 SISO varlen operator, over the Triton kernels.
 
-Dispatch (``kernels_apply``): CUDA tensors run the Triton kernels (ssmkit.kernels.mamba3: one forward launch, two
-backward launches); CPU tensors run the same kernels in Triton's interpreter when TRITON_INTERPRET=1, otherwise the
-eager fp32 reference (ssmkit.mamba3.reference).
+Dispatch (``kernels_apply``): CUDA tensors run the Triton kernels (ssmkit.kernels.mamba3: fwd.py, then bwd.py on
+the forward's saved tensors); CPU tensors run the same kernels in Triton's interpreter when TRITON_INTERPRET=1,
+otherwise the eager fp32 reference (ssmkit.mamba3.reference).
 Validation: types, shapes, dtypes and devices of every argument are always checked (no host sync). The cu_seqlens
 values (start 0, strictly increasing, end T) need a device-to-host copy, so ``check_cu_seqlens`` decides: None
 (default) checks them on CPU and skips them on CUDA (the hot path stays free of host syncs; wrong values there give

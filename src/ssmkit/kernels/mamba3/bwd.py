@@ -15,7 +15,6 @@ import torch
 import triton
 import triton.language as tl
 
-from ssmkit.kernels.mamba3.fwd import _fwd_rotate_pairs
 from ssmkit.mamba3.shapes import CHUNK
 
 _REDUCE_TOKENS = 32
@@ -30,19 +29,46 @@ def _m3b_tanh(x):
 
 
 @triton.jit
-def _m3b_qk_half(x_ptr, b_ptr, tok, vmask, h, half: tl.constexpr, cs, sn,
-                 C: tl.constexpr, N: tl.constexpr, NA: tl.constexpr):
-    """Biased q or k (F3) on the dims [half*64, half*64 + 64) of a chunk, (C, 64) fp32, zero on invalid rows, and
-    its rotation (F4; half 0 holds the 32 rotated pairs, half 1 passes through)."""
+def _m3b_qk_half(x_ptr, b_ptr, phi_ptr, tok, vmask, h, half: tl.constexpr,
+                 C: tl.constexpr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr):
+    """Biased, rotated q or k (F3, F4) on the dims [half*64, half*64 + 64) of a chunk: (C, 64) fp32, zero on
+    invalid rows. Half 0 holds the 32 rotated pairs, half 1 passes through. The rotation reads each dim's pair
+    partner from memory (dim ^ 1), so no register shuffle feeds the dots (Triton 3.6 fails to compile a dot operand
+    made by reshape/join)."""
     cols = half * (N // 2) + tl.arange(0, N // 2)
-    bias = tl.load(b_ptr + h * N + cols)
     x = tl.load(x_ptr + tok[:, None] * N + cols[None, :], mask=vmask, other=0.0).to(tl.float32)
-    x = tl.where(vmask, x + bias[None, :], 0.0)
+    x = tl.where(vmask, x + tl.load(b_ptr + h * N + cols)[None, :], 0.0)
     if half == 0:
-        xr = _fwd_rotate_pairs(x, cs, sn, C, NA)
-    else:
-        xr = x
-    return x, xr
+        cs, sn = _m3b_pair_angles(phi_ptr, tok, vmask, h, True, H, NA)
+        swap = cols ^ 1
+        xs = tl.load(x_ptr + tok[:, None] * N + swap[None, :], mask=vmask, other=0.0).to(tl.float32)
+        xs = tl.where(vmask, xs + tl.load(b_ptr + h * N + swap)[None, :], 0.0)
+        x = x * cs + xs * sn
+    return x
+
+
+@triton.jit
+def _m3b_pair_angles(phi_ptr, tok, vmask, h, active, H: tl.constexpr, NA: tl.constexpr):
+    """cos and signed sin of Phi per rotated dim, (C, 2 NA): x~ = x cos + x_partner sin_signed, the sine taken
+    negative on even dims (spec F4); angle 0 (identity) where active is false."""
+    cols = tl.arange(0, 2 * NA)
+    phi = tl.load(phi_ptr + tok[:, None] * (H * NA) + h * NA + (cols // 2)[None, :], mask=vmask & active, other=0.0)
+    return tl.cos(phi), tl.sin(phi) * tl.where(cols % 2 == 0, -1.0, 1.0)[None, :]
+
+
+@triton.jit
+def _m3b_unrotate(g, cs, sn, C: tl.constexpr, NA: tl.constexpr):
+    """R(Phi)^T g on the rotated half, (C, 2 NA): dx = g cs - g_partner sn (cs, sn from _m3b_pair_angles)."""
+    g0, g1 = tl.split(tl.reshape(g, (C, NA, 2)))
+    return g * cs - tl.reshape(tl.join(g1, g0), (C, 2 * NA)) * sn
+
+
+@triton.jit
+def _m3b_dphi(g, xr, C: tl.constexpr, NA: tl.constexpr):
+    """dPhi (C, NA) from the gradient g of a rotated vector xr (spec §7.1): g_odd xr_even - g_even xr_odd."""
+    g0, g1 = tl.split(tl.reshape(g, (C, NA, 2)))
+    x0, x1 = tl.split(tl.reshape(xr, (C, NA, 2)))
+    return g1 * x0 - g0 * x1
 
 
 @triton.jit
@@ -63,9 +89,7 @@ def _m3b_dstate_kernel(
     i = tl.arange(0, C)
     pv = tl.arange(0, P)
     cols = half * NH + tl.arange(0, NH)
-    m = tl.arange(0, NA)
     tile = pv[:, None] * N + cols[None, :]
-    qb = tl.load(qb_ptr + h * N + cols)
     ds = tl.load(dfs_ptr + (s * H + h) * P * N + tile)
     ci = 0
     while ci < nchunks:  # not `for ... in range(nchunks)`: the interpreter (numpy 2) rejects a runtime range bound
@@ -85,11 +109,13 @@ def _m3b_dstate_kernel(
         gate = vmask & (half == 0)
         yy = tl.load(y_ptr + hp, mask=gate, other=0.0)
         tl.store(dz_ptr + hp, (dout * yy * sig * (1.0 + zz * (1.0 - sig))).to(dz_ptr.dtype.element_ty), mask=gate)
-        # half 1 passes through: phi 0 there rotates by nothing
-        phi = tl.load(phi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], mask=vmask & (half == 0), other=0.0)
+        # half 1 passes through: angle 0 there (cos 1, sin 0) rotates by nothing
+        cs, sn = _m3b_pair_angles(phi_ptr, tok, vmask, h, half == 0, H, NA)
         x = tl.load(q_ptr + tok[:, None] * N + cols[None, :], mask=vmask, other=0.0).to(tl.float32)
-        x = tl.where(vmask, x + qb[None, :], 0.0)
-        qt = _fwd_rotate_pairs(x, tl.cos(phi), tl.sin(phi), C, NA)
+        xs = tl.load(q_ptr + tok[:, None] * N + (cols ^ 1)[None, :], mask=vmask, other=0.0).to(tl.float32)
+        qb = tl.load(qb_ptr + h * N + cols)
+        qbs = tl.load(qb_ptr + h * N + (cols ^ 1))
+        qt = tl.where(vmask, (x + qb[None, :]) * cs + (xs + qbs[None, :]) * sn, 0.0)
         ds = tl.exp(lam) * ds + tl.dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, input_precision=PREC)
         ci += 1
 
@@ -140,9 +166,6 @@ def _m3b_chunk_kernel(
     e_ell = tl.exp(ell)
     e_rev = tl.exp(lam - ell)
     e_lam = tl.exp(lam)
-    phi = tl.load(phi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], mask=vmask, other=0.0)
-    cs = tl.cos(phi)
-    sn = tl.sin(phi)
 
     # gate (F8) and the (C, C) matrices
     hp = tok[:, None] * (H * P) + h * P + pv[None, :]
@@ -153,18 +176,20 @@ def _m3b_chunk_kernel(
     e_tok = tl.sum(dy * vv, axis=1)
     decay = tl.where(causal, tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
     mg = decay * tl.dot(dy, tl.trans(vv), input_precision=PREC)
+    # pass 1 over the two state halves: intra-chunk scores A = Q~ Ks^T and q^.k^ (= q~.k~, spec F7)
     am = tl.zeros([C, C], dtype=tl.float32)
     qk = tl.zeros([C], dtype=tl.float32)
     for half in tl.static_range(2):
-        qh, qt = _m3b_qk_half(q_ptr, qb_ptr, tok, vmask, h, half, cs, sn, C, N, NA)
-        kh, kt = _m3b_qk_half(k_ptr, kb_ptr, tok, vmask, h, half, cs, sn, C, N, NA)
+        qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
+        kt = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
         am += tl.dot(qt, tl.trans(kt * sc[:, None]), input_precision=PREC)
-        qk += tl.sum(qh * kh, axis=1)
+        qk += tl.sum(qt * kt, axis=1)
     ma = decay * am
     mm = mg * am  # decay o A o G
     dl = tl.sum(mm, axis=1) - tl.sum(mm, axis=0)
     dvv = (tl.dot(tl.trans(ma), dy, input_precision=PREC) + (tl.load(d_ptr + h) + gam * qk)[:, None] * dy
            + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
+    # pass 2: everything that needs the chunk's states, half by half
     dlam = tl.sum(tl.zeros([C], dtype=tl.float32), axis=0)
     ds_tok = tl.zeros([C], dtype=tl.float32)
     ge = (gam * e_tok)[:, None]
@@ -172,45 +197,41 @@ def _m3b_chunk_kernel(
     st_row = (slot * H + h) * P * N + pv[:, None] * N
     for half in tl.static_range(2):
         cols = half * NH + tl.arange(0, NH)
-        qh, qt = _m3b_qk_half(q_ptr, qb_ptr, tok, vmask, h, half, cs, sn, C, N, NA)
-        kh, kt = _m3b_qk_half(k_ptr, kb_ptr, tok, vmask, h, half, cs, sn, C, N, NA)
+        qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
+        kt = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
         ks = kt * sc[:, None]
+        hn = tok[:, None] * (H * N) + h * N + cols[None, :]
+        part = (slot * H + h) * N + cols
+        # q side: dQ~ = (M o G) Ks + diag(e^l) dY S_in; then the gamma (q^.k^) diagonal path as gamma e k~
+        # (rotating it back gives gamma e k^; its dPhi parts from q and k cancel, q~.k~ being rotation-free)
         s_in = tl.load(states_ptr + st_row + cols[None, :], mask=active, other=0.0)  # state entering the chunk
+        x = tl.dot(dy, s_in, input_precision=PREC)
+        dl += e_ell * tl.sum(x * qt, axis=1)
+        dqt = tl.dot(mg, ks, input_precision=PREC) + e_ell[:, None] * x + ge * kt
         ds_out = tl.load(dstates_ptr + st_row + cols[None, :], mask=active, other=0.0)  # grad of the leaving one
         dlam += e_lam * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
-        # q side: dQ~ = (M o G) Ks + diag(e^l) dY S_in
-        x = tl.dot(dy, s_in, input_precision=PREC)
-        dqt = tl.dot(mg, ks, input_precision=PREC) + e_ell[:, None] * x
-        dl += e_ell * tl.sum(x * qt, axis=1)
-        # k side: dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS
+        if half == 0:
+            cs, sn = _m3b_pair_angles(phi_ptr, tok, vmask, h, True, H, NA)
+            dphi = _m3b_dphi(dqt, qt, C, NA)
+            dqt = _m3b_unrotate(dqt, cs, sn, C, NA)
+        tl.store(dqp_ptr + hn, dqt, mask=vmask)
+        tl.store(dqbp_ptr + part, tl.sum(dqt, axis=0))
+        # k side: dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS; dk~ = s dKs (+ dfinal_k on the last token)
         vds = tl.dot(vv, ds_out, input_precision=PREC)
-        dks = tl.dot(mgt, qt, input_precision=PREC) + e_rev[:, None] * vds
         fwd_state = e_rev * tl.sum(vds * ks, axis=1)
         dl -= fwd_state
         dlam += tl.sum(fwd_state, axis=0)
         dvv += e_rev[:, None] * tl.dot(ks, tl.trans(ds_out), input_precision=PREC)
-        dkt = sc[:, None] * dks + tl.where(is_last[:, None],
-                                           tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
+        dks = tl.dot(mgt, qt, input_precision=PREC) + e_rev[:, None] * vds
         ds_tok += tl.sum(dks * kt, axis=1)
-        # inverse rotation (rotate by -phi), plus the gamma * (q^.k^) diagonal path
+        dkt = sc[:, None] * dks + ge * qt + tl.where(is_last[:, None],
+                                                     tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
         if half == 0:
-            dqh = _fwd_rotate_pairs(dqt, cs, -sn, C, NA) + ge * kh
-            dkh = _fwd_rotate_pairs(dkt, cs, -sn, C, NA) + ge * qh
-            gq0, gq1 = tl.split(tl.reshape(dqt, (C, NA, 2)))
-            gk0, gk1 = tl.split(tl.reshape(dkt, (C, NA, 2)))
-            q0, q1 = tl.split(tl.reshape(qt, (C, NA, 2)))
-            k0, k1 = tl.split(tl.reshape(kt, (C, NA, 2)))
-            dphi = gq1 * q0 - gq0 * q1 + gk1 * k0 - gk0 * k1
+            dphi += _m3b_dphi(dkt, kt, C, NA)
             tl.store(dphi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vmask)
-        else:
-            dqh = dqt + ge * kh
-            dkh = dkt + ge * qh
-        hn = tok[:, None] * (H * N) + h * N + cols[None, :]
-        tl.store(dqp_ptr + hn, dqh, mask=vmask)
-        tl.store(dkp_ptr + hn, dkh, mask=vmask)
-        part = (slot * H + h) * N + cols
-        tl.store(dqbp_ptr + part, tl.sum(dqh, axis=0))
-        tl.store(dkbp_ptr + part, tl.sum(dkh, axis=0))
+            dkt = _m3b_unrotate(dkt, cs, sn, C, NA)
+        tl.store(dkp_ptr + hn, dkt, mask=vmask)
+        tl.store(dkbp_ptr + part, tl.sum(dkt, axis=0))
 
     tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
     tl.store(dadt_ptr + th_, tl.sum(dl, axis=0) - tl.cumsum(dl, axis=0) + dl + dlam, mask=valid)
@@ -384,7 +405,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dz = torch.empty_like(z)
     _m3b_dstate_kernel[(H, S, 2)](
         q, q_bias, adt, phi, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz,
-        H=H, P=P, N=N, NA=NA, C=CHUNK, PREC=config.input_precision, num_warps=4,
+        H=H, P=P, N=N, NA=NA, C=CHUNK, PREC=config.input_precision, num_warps=8,
     )
     dv = torch.empty_like(v)
     dadt = torch.empty_like(adt)
