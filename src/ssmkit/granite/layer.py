@@ -18,10 +18,13 @@ Paths:
   from it) -> ``ssd_chunked_prefill`` (writes ssm_state, continues from it) -> ``gated_rmsnorm`` -> out_proj.
   Two opt-in switches (off by default until measured on the GPU, bench/granite/NOTES.md "Phase 2"):
   ``prefill_graphs``: on CUDA a prefill from the zero state (no previous state) runs as one CUDA graph per
-  (batch, L, mask present and dtype, packed lengths, dtype, device, switches), at most 4 kept per layer; a call
-  copies hidden_states and the mask into static inputs, replays, and returns clones of the static output and cache
-  tensors (a given empty cache gets them copied in place). The kernel wrappers decide nothing from device data
-  (fully padded chunks are skipped on the device), so a replay with another mask of the same shape is exact.
+  (batch, L, mask present and dtype, packed lengths, dtype, device, switches), at most 4 kept per layer. "whole":
+  the whole forward is captured; a call copies hidden_states and the mask into static inputs, replays, and returns
+  clones of the static output and cache tensors (a given empty cache gets them copied in place). "kernels": only
+  the 5 launches between the GEMMs are captured; in_proj writes eagerly into the graph's static input and out_proj
+  reads its static output eagerly into a new tensor (no (b, L, hidden) copy in or clone out; two eager cuBLAS
+  launches instead). The kernel wrappers decide nothing from device data (fully padded chunks are skipped on the
+  device), so a replay with another mask of the same shape is exact.
   ``pack_padded_gemms``: for a left-padded batch (mask present) and projections without bias, in_proj and
   out_proj run on each row's real tokens only (row b's last len_b positions: contiguous views, one cuBLAS call
   per row writing in place into the padded layout); the pad positions the kernels read are zeroed as the
@@ -58,6 +61,8 @@ _MAX_DECODE_GRAPHS = 16
 # Prefill graphs kept per layer (one per input shape; ~45 KB of graph memory per padded token at the real
 # config, so ~1.5 GB for B=8 x 4096); the least recently used is dropped beyond this.
 _MAX_PREFILL_GRAPHS = 4
+# FastMambaLayer.prefill_graphs: off, the whole forward in the graph, or the kernels between the GEMMs only.
+_PREFILL_GRAPH_MODES = (False, "whole", "kernels")
 
 
 def _pow2(v: int) -> bool:
@@ -80,7 +85,9 @@ class _DecodeGraph:
 
 
 class _PrefillGraph:
-    """A prefill from the zero state captured for one key: static (hidden, mask) -> static (output, cache)."""
+    """A prefill from the zero state captured for one key. ``static_in`` is what a call fills before the replay
+    and ``static_out`` what it reads after: hidden_states and the layer output for a whole-forward graph, the
+    in_proj output and the normed out_proj input for a kernels-only graph."""
 
     def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_mask: torch.Tensor | None,
                  static_out: torch.Tensor, static_cache: MambaCache) -> None:
@@ -90,20 +97,17 @@ class _PrefillGraph:
         self.static_out = static_out
         self.static_cache = static_cache
 
-    def run(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
-            cache: MambaCache | None) -> tuple[torch.Tensor, MambaCache]:
-        """Copy the inputs in, replay, return a fresh output and the cache (new, or ``cache`` filled in place);
-        nothing returned aliases the graph's memory."""
-        self.static_in.copy_(hidden_states)
+    def replay(self, mask: torch.Tensor | None, cache: MambaCache | None) -> MambaCache:
+        """Copy the mask in, replay, and return the cache: new tensors, or ``cache`` filled in place (nothing
+        returned aliases the graph's memory)."""
         if mask is not None:
             self.static_mask.copy_(mask)
         self.graph.replay()
         if cache is None:
-            cache = MambaCache(self.static_cache.conv_state.clone(), self.static_cache.ssm_state.clone())
-        else:
-            cache.conv_state.copy_(self.static_cache.conv_state)
-            cache.ssm_state.copy_(self.static_cache.ssm_state)
-        return self.static_out.clone(), cache
+            return MambaCache(self.static_cache.conv_state.clone(), self.static_cache.ssm_state.clone())
+        cache.conv_state.copy_(self.static_cache.conv_state)
+        cache.ssm_state.copy_(self.static_cache.ssm_state)
+        return cache
 
 
 def _capture(warm_up, body, device: torch.device) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
@@ -120,6 +124,11 @@ def _capture(warm_up, body, device: torch.device) -> tuple[torch.cuda.CUDAGraph,
     return graph, result
 
 
+def _can_capture(hidden_states: torch.Tensor) -> bool:
+    """Whether a call on ``hidden_states`` may use a captured graph: CUDA, and the caller is not capturing."""
+    return hidden_states.device.type == "cuda" and not torch.cuda.is_current_stream_capturing()
+
+
 def _left_padded_lengths(mask: torch.Tensor) -> tuple[int, ...] | None:
     """Real-token count per row of a (b, L) 0/1 mask if every row is left padding (zeros, then ones), else None.
     One D2H copy of b + 1 integers."""
@@ -130,24 +139,37 @@ def _left_padded_lengths(mask: torch.Tensor) -> tuple[int, ...] | None:
     return tuple(host[:-1]) if host[-1] else None
 
 
-def _real_rows_linear(x: torch.Tensor, weight: torch.Tensor, lengths: tuple[int, ...]) -> torch.Tensor:
+def _linear_into(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor) -> None:
+    """out (..., out_features) = x (..., in_features) @ weight^T + bias, written into the contiguous ``out``."""
+    x2d, out2d = x.reshape(-1, x.shape[-1]), out.view(-1, out.shape[-1])
+    if bias is None:
+        torch.mm(x2d, weight.t(), out=out2d)
+    else:
+        torch.addmm(bias, x2d, weight.t(), out=out2d)
+
+
+def _real_rows_linear(x: torch.Tensor, weight: torch.Tensor, lengths: tuple[int, ...],
+                      out: torch.Tensor | None = None) -> torch.Tensor:
     """x (b, L, in) @ weight^T (out, in) on each row's last ``lengths[b]`` positions only -> (b, L, out) in x's
-    dtype: one cuBLAS call per row, reading and writing contiguous row blocks in place. Pad positions unwritten."""
+    dtype (into ``out`` when given, contiguous): one cuBLAS call per row, reading and writing contiguous row
+    blocks in place. Pad positions are not written."""
     batch, seqlen, _ = x.shape
-    out = x.new_empty(batch, seqlen, weight.shape[0])
+    if out is None:
+        out = x.new_empty(batch, seqlen, weight.shape[0])
     for b, n in enumerate(lengths):
         if n:
             torch.mm(x[b, seqlen - n:], weight.t(), out=out[b, seqlen - n:])
     return out
 
 
-def _zero_read_pads(zxbcdt: torch.Tensor, lengths: tuple[int, ...], inter: int, conv_dim: int, d_conv: int) -> None:
+def _zero_read_pads(zxbcdt: torch.Tensor, lengths: tuple[int, ...], config: GraniteMambaConfig) -> None:
     """Zero the pad positions of a packed in_proj output that the kernels read, as the reference has them
     (in_proj(0) = 0): raw xBC and dt_raw at the d_conv positions before each row's first real token (the conv
     window reaches d_conv - 1 back; the conv state takes the last d_conv columns, pads when a row has fewer than
     d_conv tokens), dt_raw at every other pad (the SSD's decay). z at pads is not read (the norm skips pad rows),
     nor is raw xBC further left (conv tiles of pads only are skipped, and pad outputs are masked)."""
-    seqlen = zxbcdt.shape[1]
+    seqlen, d_conv = zxbcdt.shape[1], config.d_conv
+    inter, conv_dim = config.intermediate_size, config.conv_dim
     for b, n in enumerate(lengths):
         pad = seqlen - n
         zxbcdt[b, max(0, pad - d_conv):pad, inter:].zero_()
@@ -162,6 +184,9 @@ class FastMambaLayer(ReferenceMambaLayer):
     ``decode_projections``: "cublas" (default, measured) or "triton" (opt-in, NOT yet measured on a GPU: the
     decode in_proj / out_proj as ``granite_decode_linear`` skinny GEMMs, for bf16 layers without projection biases
     and batches <= 64; cuBLAS measured 3-5x off the weight-bandwidth floor there, bench/granite/NOTES.md).
+    Prefill knobs, all off by default until measured (module docstring): ``prefill_graphs`` (False, "whole" or
+    "kernels": a CUDA graph per prefill shape), ``pack_padded_gemms`` (projections on real tokens only) and
+    ``cb_spread`` (``ssd_chunked_prefill``'s option: C.B^T spread over the head programs).
     """
 
     def __init__(self, config: GraniteMambaConfig, layer_idx: int = 0) -> None:
@@ -235,11 +260,19 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _prefill(self, hidden_states: torch.Tensor, cache: MambaCache | None,
                  mask: torch.Tensor | None) -> tuple[torch.Tensor, MambaCache]:
         """Prefill (no previous state) or multi-token continuation; writes the cache, returns (output, cache)."""
+        if self.prefill_graphs not in _PREFILL_GRAPH_MODES:
+            raise ValueError(f"prefill_graphs must be one of {_PREFILL_GRAPH_MODES}, got {self.prefill_graphs!r}")
         continuing = cache is not None and cache.has_previous_state
         lengths = self._packed_lengths(mask)
-        if (self.prefill_graphs and not continuing and hidden_states.device.type == "cuda"
-                and not torch.cuda.is_current_stream_capturing()):
-            return self._prefill_graph(hidden_states, mask, lengths).run(hidden_states, mask, cache)
+        if self.prefill_graphs and not continuing and _can_capture(hidden_states):
+            entry = self._prefill_graph(hidden_states, mask, lengths)
+            if self.prefill_graphs == "whole":
+                entry.static_in.copy_(hidden_states)
+                cache = entry.replay(mask, cache)
+                return entry.static_out.clone(), cache
+            self._in_proj(hidden_states, mask, lengths, out=entry.static_in)
+            cache = entry.replay(mask, cache)
+            return self._out_proj(entry.static_out, lengths), cache
         if cache is None:
             cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=hidden_states.device,
                                      dtype=hidden_states.dtype)
@@ -251,7 +284,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         captures a graph: the lengths need a D2H copy), else None."""
         if (not self.pack_padded_gemms or mask is None or self.in_proj.bias is not None
                 or self.out_proj.bias is not None
-                or (mask.device.type == "cuda" and torch.cuda.is_current_stream_capturing())):
+                or (mask.is_cuda and torch.cuda.is_current_stream_capturing())):
             return None
         return _left_padded_lengths(mask)
 
@@ -259,32 +292,51 @@ class FastMambaLayer(ReferenceMambaLayer):
                       cache: MambaCache, continuing: bool) -> torch.Tensor:
         """in_proj -> conv -> SSD -> gated norm -> out_proj on (b, L, hidden); writes (and continues from) the
         cache tensors. ``lengths``: real tokens per left-padded row for the packed projections, or None."""
+        zxbcdt = self._in_proj(hidden_states, mask, lengths)
+        if lengths is not None:
+            _zero_read_pads(zxbcdt, lengths, self.config)
+        return self._out_proj(self._prefill_kernels(zxbcdt, mask, cache, continuing), lengths)
+
+    def _in_proj(self, hidden_states: torch.Tensor, mask: torch.Tensor | None, lengths: tuple[int, ...] | None,
+                 out: torch.Tensor | None = None) -> torch.Tensor:
+        """in_proj after padding mask #1 -> (b, L, in_proj_dim), into ``out`` when given. Packed (``lengths``):
+        real rows only, pad positions not written (``_zero_read_pads``)."""
+        if lengths is not None:
+            return _real_rows_linear(hidden_states, self.in_proj.weight, lengths, out)
+        masked = apply_padding_mask(hidden_states, mask)
+        if out is None:
+            return F.linear(masked, self.in_proj.weight, self.in_proj.bias)
+        _linear_into(masked, self.in_proj.weight, self.in_proj.bias, out)
+        return out
+
+    def _prefill_kernels(self, zxbcdt: torch.Tensor, mask: torch.Tensor | None, cache: MambaCache,
+                         continuing: bool) -> torch.Tensor:
+        """The 5 Triton launches between the GEMMs: in_proj output (b, L, in_proj_dim) -> normed (b, L, I) bf16;
+        writes (and continues from) the cache tensors."""
         c = self.config
         inter, conv_dim = c.intermediate_size, c.conv_dim
-        if lengths is None:
-            zxbcdt = F.linear(apply_padding_mask(hidden_states, mask), self.in_proj.weight, self.in_proj.bias)
-        else:
-            zxbcdt = _real_rows_linear(hidden_states, self.in_proj.weight, lengths)
-            _zero_read_pads(zxbcdt, lengths, inter, conv_dim, c.d_conv)
         xbc = causal_conv1d_silu_prefill(zxbcdt, self.conv1d.weight, self.conv1d.bias,
                                          conv_state_in=cache.conv_state if continuing else None,
                                          attention_mask=mask, conv_state_out=cache.conv_state, xbc_offset=inter)
         y = ssd_chunked_prefill(xbc, zxbcdt[..., inter + conv_dim:], self.dt_bias, self.A_log, self.D,
                                 c.chunk_size, initial_state=cache.ssm_state if continuing else None,
                                 ssm_state_out=cache.ssm_state, attention_mask=mask, cb_spread=self.cb_spread)
-        y = gated_rmsnorm(y, zxbcdt[..., :inter], self.norm.weight, c.rms_norm_eps, attention_mask=mask)
+        return gated_rmsnorm(y, zxbcdt[..., :inter], self.norm.weight, c.rms_norm_eps, attention_mask=mask)
+
+    def _out_proj(self, normed: torch.Tensor, lengths: tuple[int, ...] | None) -> torch.Tensor:
+        """out_proj -> (b, L, hidden), a new tensor; packed: real rows only, 0 at pads (out_proj(0) = 0)."""
         if lengths is None:
-            return F.linear(y, self.out_proj.weight, self.out_proj.bias)
-        out = _real_rows_linear(y, self.out_proj.weight, lengths)
+            return F.linear(normed, self.out_proj.weight, self.out_proj.bias)
+        out = _real_rows_linear(normed, self.out_proj.weight, lengths)
         for b, n in enumerate(lengths):
-            out[b, :out.shape[1] - n].zero_()  # pads: out_proj(0) = 0 in the reference
+            out[b, :out.shape[1] - n].zero_()
         return out
 
     def _prefill_graph(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
                        lengths: tuple[int, ...] | None) -> _PrefillGraph:
         """The captured prefill for this input shape, mask layout and switches (captured on first use)."""
         key = (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device,
-               None if mask is None else mask.dtype, lengths, self.cb_spread)
+               None if mask is None else mask.dtype, lengths, self.cb_spread, self.prefill_graphs)
         entry = self._prefill_graphs.get(key)
         if entry is None:
             entry = self._capture_prefill(hidden_states, mask, lengths)
@@ -297,17 +349,29 @@ class FastMambaLayer(ReferenceMambaLayer):
 
     def _capture_prefill(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
                          lengths: tuple[int, ...] | None) -> _PrefillGraph:
-        """Capture a prefill from the zero state on static inputs and a static cache (warm-up on copies of the
-        caller's inputs, which stay untouched)."""
+        """Capture a prefill from the zero state on static inputs and a static cache: the whole forward
+        (``prefill_graphs == "whole"``) or the kernels between the GEMMs ("kernels"; the static in_proj output's
+        pad positions that the kernels read are zeroed once here, packed calls never write them). The warm-up
+        runs on copies of the caller's inputs, which stay untouched."""
         device = hidden_states.device
-        with torch.inference_mode(False):  # static buffers, written in place by later (maybe non-inference) calls
-            static_in = hidden_states.clone(memory_format=torch.contiguous_format)
+        # static buffers, written in place by later (maybe non-inference) calls; inference_mode(False) alone would
+        # turn grad mode on (and torch.mm(out=) refuses operands that require grad)
+        with torch.inference_mode(False), torch.no_grad():
             static_mask = None if mask is None else mask.clone(memory_format=torch.contiguous_format)
             static_cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=device,
                                             dtype=hidden_states.dtype)
+            if self.prefill_graphs == "whole":
+                static_in = hidden_states.clone(memory_format=torch.contiguous_format)
 
-            def step():
-                return self._prefill_step(static_in, static_mask, lengths, static_cache, False)
+                def step():
+                    return self._prefill_step(static_in, static_mask, lengths, static_cache, False)
+            else:
+                static_in = self._in_proj(hidden_states, mask, lengths)
+                if lengths is not None:
+                    _zero_read_pads(static_in, lengths, self.config)
+
+                def step():
+                    return self._prefill_kernels(static_in, static_mask, static_cache, False)
 
             graph, static_out = _capture(step, step, device)
         return _PrefillGraph(graph, static_in, static_mask, static_out, static_cache)
@@ -330,8 +394,7 @@ class FastMambaLayer(ReferenceMambaLayer):
 
     def _decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> torch.Tensor:
         """One token (b, 1, hidden) -> (b, 1, hidden); cache states updated in place."""
-        if (not self.use_cuda_graphs or hidden_states.device.type != "cuda"
-                or torch.cuda.is_current_stream_capturing()):
+        if not self.use_cuda_graphs or not _can_capture(hidden_states):
             return self._decode_step(hidden_states, cache.conv_state, cache.ssm_state)
         return self._decode_graph(hidden_states, cache).run(hidden_states)
 
@@ -351,7 +414,9 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _capture_decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> _DecodeGraph:
         """Capture the decode step on ``cache``'s tensors. The warm-up (Triton compile, cuBLAS set-up) runs on
         copies of the cache, so capturing leaves the caller's cache untouched (captured kernels do not run)."""
-        with torch.inference_mode(False):  # static buffers, written in place by later (maybe non-inference) calls
+        # static buffers, written in place by later (maybe non-inference) calls; inference_mode(False) alone would
+        # turn grad mode on (and torch.mm(out=) refuses operands that require grad)
+        with torch.inference_mode(False), torch.no_grad():
             static_in = torch.randn_like(hidden_states, memory_format=torch.contiguous_format)
             scratch = cache.clone()
             graph, static_out = _capture(
