@@ -17,7 +17,8 @@ both pack_padded_gemms and cb_spread; pack_padded_gemms alone; decode_triton_pro
 2. Time per call the way ``ssmkit granite bench`` times it (``timed_side`` + ``median_time``: synchronise, CUDA
    events around one forward call, host time included; 3 rotating input sets; decode restores the cache in place
    outside the timed region), plus ``triton.testing.do_bench``'s median (device time, L2 flushed) for prefill.
-   The reference is timed once per workload with few calls (baseline row only).
+   The reference is timed once per workload with few calls (its own row). The JSON also has the process's peak
+   memory while a cell is timed (``peak_mem_bytes``: every layer, the input sets, the variant's captured graphs).
 A failure in one (variant, workload) is recorded and the run goes on. Prints one progress line per step and a
 table (variant x workload: ms and PASS/FAIL), and writes JSON to --out (default: $OUT/granite_layer_phase2.json
 when $OUT is set, else bench/results/granite_layer_phase2.json).
@@ -40,7 +41,7 @@ from ssmkit.harness.granite_bench import describe_failure, timed_side  # noqa: E
 from ssmkit.harness.granite_run import Readout, build_layer, default_slice, make_inputs  # noqa: E402
 from ssmkit.harness.granite_verify import verify_workload  # noqa: E402
 from ssmkit.harness.report import format_table, run_metadata, write_json  # noqa: E402
-from ssmkit.harness.timing import median_time  # noqa: E402
+from ssmkit.harness.timing import median_time, peak_memory_bytes, reset_peak_memory  # noqa: E402
 from ssmkit.harness.workloads import DECODE, PREFILL, default_workloads_path, load_workloads, select  # noqa: E402
 
 # Issue 5 targets, ms per call including launch.
@@ -154,7 +155,10 @@ def run_cell(variant, settings, w, fast, ref, truth, readouts, config, device) -
             row["graph_equals_eager"] = decode_graph_equals_eager(fast, config, device, w.batch)
         stage = "timing"
         if w.purpose == "bench":
+            reset_peak_memory(device)
             row["ms"] = call_ms(fast, w, config, device, reps=200 if w.kind == DECODE else 30)
+            # process peak while timing: all layers, the input sets and this variant's captured graphs
+            row["peak_mem_bytes"] = peak_memory_bytes(device)
             if w.kind == PREFILL:
                 row["do_bench_ms"] = prefill_do_bench_ms(fast, w, config, device)
     except Exception as exc:  # OOM included: one cell fails, the run goes on
