@@ -109,13 +109,10 @@ def _m3b_dstate_kernel(
         gate = vmask & (half == 0)
         yy = tl.load(y_ptr + hp, mask=gate, other=0.0)
         tl.store(dz_ptr + hp, (dout * yy * sig * (1.0 + zz * (1.0 - sig))).to(dz_ptr.dtype.element_ty), mask=gate)
-        # half 1 passes through: angle 0 there (cos 1, sin 0) rotates by nothing
-        cs, sn = _m3b_pair_angles(phi_ptr, tok, vmask, h, half == 0, H, NA)
-        x = tl.load(q_ptr + tok[:, None] * N + cols[None, :], mask=vmask, other=0.0).to(tl.float32)
-        xs = tl.load(q_ptr + tok[:, None] * N + (cols ^ 1)[None, :], mask=vmask, other=0.0).to(tl.float32)
-        qb = tl.load(qb_ptr + h * N + cols)
-        qbs = tl.load(qb_ptr + h * N + (cols ^ 1))
-        qt = tl.where(vmask, (x + qb[None, :]) * cs + (xs + qbs[None, :]) * sn, 0.0)
+        if half == 0:
+            qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, 0, C, H, N, NA)
+        else:
+            qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, 1, C, H, N, NA)
         ds = tl.exp(lam) * ds + tl.dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, input_precision=PREC)
         ci += 1
 
