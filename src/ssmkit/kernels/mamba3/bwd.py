@@ -1,7 +1,10 @@
-# Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), four launches:
-# 1. `_m3b_dstate_kernel`, grid (H, S, 2): per (head, sequence, half of the 128 state columns) the reverse chain
-#    dS <- e^Lambda dS + (diag(e^l) dY)^T Q~ over the sequence's 64-token chunks, starting at dfinal_ssm; stores the
-#    gradient of the state leaving every chunk (fp32, the forward's chunk-state layout) and dz.
+# Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), four or five launches:
+# 1. the state-gradient chain dS <- e^Lambda dS + (diag(e^l) dY)^T Q~ over each sequence's 64-token chunks in
+#    reverse, from dfinal_ssm; stores the gradient of the state leaving every chunk (fp32, the forward's chunk-state
+#    layout) and dz. Two forms (Mamba3BwdConfig.dstate_scan):
+#    chain: `_m3b_dstate_kernel`, grid (H, S, 2 column halves), one dot per chunk on the serial path;
+#    scan: `_m3b_dstate_local_kernel`, grid (chunk slots, H), the per-chunk term (one 64x64x128 dot) in parallel,
+#    then `_m3b_dstate_scan_kernel`, grid (64*128 / BLOCK, H, S), an elementwise reverse scan in place.
 # 2. `_m3b_chunk_kernel`, grid (T//64 + S chunk slots, H): everything that stays inside one chunk of one head:
 #    14 (64x64)x(64x64) fp32 dots (tf32 by default), dv, dadt, per-head dq_hat/dk_hat rows, dPhi, ds, dgamma and
 #    per-slot partial sums for q_bias, k_bias, D. The 128 state dims are handled as two 64-wide halves in turn.
@@ -15,6 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
+from ssmkit.kernels.mamba3.fwd import _fwd_locate_chunk
 from ssmkit.mamba3.shapes import CHUNK
 
 _REDUCE_TOKENS = 32
@@ -72,6 +76,19 @@ def _m3b_dphi(g, xr, C: tl.constexpr, NA: tl.constexpr):
 
 
 @triton.jit
+def _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, hp, vmask, write_dz):
+    """Gate (F8) of one chunk: returns dY = dout * silu(z) (C, P) fp32 and, where write_dz, stores
+    dz = dout * y * silu'(z) (zero-cotangent rows masked by vmask)."""
+    dout = tl.load(dout_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
+    zz = tl.load(z_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
+    sig = tl.sigmoid(zz)
+    gate = vmask & write_dz
+    yy = tl.load(y_ptr + hp, mask=gate, other=0.0)
+    tl.store(dz_ptr + hp, (dout * yy * sig * (1.0 + zz * (1.0 - sig))).to(dz_ptr.dtype.element_ty), mask=gate)
+    return dout * zz * sig
+
+
+@triton.jit
 def _m3b_dstate_kernel(
     q_ptr, qb_ptr, adt_ptr, phi_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dfs_ptr, dstates_ptr, dz_ptr,
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr,
@@ -102,18 +119,68 @@ def _m3b_dstate_kernel(
         ell = tl.cumsum(adt, axis=0)
         lam = tl.sum(adt, axis=0)
         hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-        dout = tl.load(dout_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
-        zz = tl.load(z_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
-        sig = tl.sigmoid(zz)
-        dy = dout * zz * sig
-        gate = vmask & (half == 0)
-        yy = tl.load(y_ptr + hp, mask=gate, other=0.0)
-        tl.store(dz_ptr + hp, (dout * yy * sig * (1.0 + zz * (1.0 - sig))).to(dz_ptr.dtype.element_ty), mask=gate)
+        dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, hp, vmask, half == 0)
         if half == 0:
             qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, 0, C, H, N, NA)
         else:
             qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, 1, C, H, N, NA)
         ds = tl.exp(lam) * ds + tl.dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, input_precision=PREC)
+        ci += 1
+
+
+@triton.jit
+def _m3b_dstate_local_kernel(
+    q_ptr, qb_ptr, adt_ptr, phi_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dloc_ptr, dz_ptr, S,
+    H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
+    PREC: tl.constexpr,
+):
+    """Grid (chunk slots, H): chunk c's own term of the reverse chain, (diag(e^l) dY)^T Q~ (P, N) fp32, stored at the
+    chunk's slot (the scan kernel turns it into the state gradient in place); dz. The first chunk of a sequence
+    feeds nothing (the initial state has no gradient), so only its dz is written; unused slots exit."""
+    slot = tl.program_id(0)
+    h = tl.program_id(1)
+    NH: tl.constexpr = N // 2
+    s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
+    tok = bos + c * C + tl.arange(0, C)
+    valid = tok < eos
+    vmask = valid[:, None]
+    pv = tl.arange(0, P)
+    hp = tok[:, None] * (H * P) + h * P + pv[None, :]
+    dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, hp, vmask, True)
+    if (c > 0) & (bos + c * C < eos):
+        ell = tl.cumsum(tl.load(adt_ptr + tok * H + h, mask=valid, other=0.0), axis=0)
+        w = tl.trans(dy * tl.exp(ell)[:, None])
+        row = dloc_ptr + (slot * H + h) * P * N + pv[:, None] * N
+        for half in tl.static_range(2):
+            qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
+            tl.store(row + (half * NH + tl.arange(0, NH))[None, :], tl.dot(w, qt, input_precision=PREC))
+
+
+@triton.jit
+def _m3b_dstate_scan_kernel(adt_ptr, cu_ptr, dfs_ptr, dstates_ptr,
+                            H: tl.constexpr, PN: tl.constexpr, C: tl.constexpr, BLOCK: tl.constexpr):
+    """Grid (PN / BLOCK, H, S): in place, in reverse over the sequence's chunk slots. On entry slot c holds chunk c's
+    local term L_c; on exit the gradient G_c of the state leaving chunk c: G_last = dfinal_ssm,
+    G_{c-1} = e^{Lambda_c} G_c + L_c (Lambda_c = sum of the chunk's adt)."""
+    b = tl.program_id(0)
+    h = tl.program_id(1)
+    s = tl.program_id(2)
+    bos = tl.load(cu_ptr + s)
+    eos = tl.load(cu_ptr + s + 1)
+    nchunks = tl.cdiv(eos - bos, C)
+    base = bos // C + s
+    e = b * BLOCK + tl.arange(0, BLOCK)
+    i = tl.arange(0, C)
+    g = tl.load(dfs_ptr + (s * H + h) * PN + e)
+    ci = 0
+    while ci < nchunks:  # runtime bound: see _m3b_dstate_kernel
+        c = nchunks - 1 - ci
+        tok = bos + c * C + i
+        lam = tl.sum(tl.load(adt_ptr + tok * H + h, mask=tok < eos, other=0.0), axis=0)
+        ptr = dstates_ptr + ((base + c) * H + h) * PN + e
+        loc = tl.load(ptr)
+        tl.store(ptr, g)
+        g = tl.exp(lam) * g + loc
         ci += 1
 
 
@@ -344,14 +411,20 @@ def _m3b_reduce_kernel(
 
 
 class Mamba3BwdConfig(NamedTuple):
-    """Launch configuration (measured on an H200, see bench/mamba3/NOTES.md `## Backward`).
+    """Launch configuration (measured on an H200, see bench/mamba3/NOTES.md `## Backward`, `## Speed pass`).
 
-    num_warps: warps per (chunk, head) program of the chunk kernel; input_precision: tl.dot precision of the fp32 operands
-    ("tf32", "tf32x3" or "ieee").
+    num_warps: warps per (chunk, head) program of the chunk kernel (H200, c1, commit eb75334: 4 warps 1.163 ms bwd,
+    8 warps 1.308); input_precision: tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee");
+    dstate_scan: False runs the state-gradient chain as one serial kernel (measured), True as a chunk-parallel
+    local-term kernel plus an elementwise reverse scan (not yet measured); dstate_warps: warps of the chain kernel
+    or of the local-term kernel; scan_block: state elements (of 64 x 128) per scan program, a power of two.
     """
 
-    num_warps: int = 8
+    num_warps: int = 4
     input_precision: str = "tf32"
+    dstate_scan: bool = False
+    dstate_warps: int = 8
+    scan_block: int = 1024
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -398,12 +471,24 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         x.contiguous() for x in (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
                                  saved.y, saved.phi, saved.chunk_states,
                                  dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
+    if P * N % config.scan_block != 0:
+        raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
     dstates = torch.empty((nslot, H, P, N), device=dev, dtype=f32)
     dz = torch.empty_like(z)
-    _m3b_dstate_kernel[(H, S, 2)](
-        q, q_bias, adt, phi, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz,
-        H=H, P=P, N=N, NA=NA, C=CHUNK, PREC=config.input_precision, num_warps=8,
-    )
+    if config.dstate_scan:
+        _m3b_dstate_local_kernel[(nslot, H)](
+            q, q_bias, adt, phi, z, y, dout, cu_seqlens, dstates, dz, S,
+            H=H, P=P, N=N, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1), PREC=config.input_precision,
+            num_warps=config.dstate_warps,
+        )
+        _m3b_dstate_scan_kernel[(P * N // config.scan_block, H, S)](
+            adt, cu_seqlens, dfinal_ssm, dstates, H=H, PN=P * N, C=CHUNK, BLOCK=config.scan_block, num_warps=4,
+        )
+    else:
+        _m3b_dstate_kernel[(H, S, 2)](
+            q, q_bias, adt, phi, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz,
+            H=H, P=P, N=N, NA=NA, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
+        )
     dv = torch.empty_like(v)
     dadt = torch.empty_like(adt)
     dq_part = torch.empty((T, H, N), device=dev, dtype=f32)
