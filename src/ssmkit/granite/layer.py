@@ -16,7 +16,9 @@ Paths:
 - Prefill and multi-token continuation: in_proj (cuBLAS, on the input after padding mask #1) ->
   ``causal_conv1d_silu_prefill`` (reads the xBC slice of the in_proj output in place, writes conv_state, continues
   from it) -> ``ssd_chunked_prefill`` (writes ssm_state, continues from it) -> ``gated_rmsnorm`` -> out_proj.
-  Two opt-in switches (off by default until measured on the GPU, bench/granite/NOTES.md "Phase 2"):
+  Two switches, on by default since the H200 run of bench/granite_layer_bench.py --variants all
+  (bench/results/granite_layer_phase2.json, bench/granite/NOTES.md "Phase 2": every variant passed the calibrated
+  checks; "kernels" graphs + packing + cb_spread was fastest or within noise of it on all three prefill workloads):
   ``prefill_graphs``: on CUDA a prefill from the zero state (no previous state) runs as one CUDA graph per
   (batch, L, mask present and dtype, packed lengths, dtype, device, switches), at most 4 kept per layer. "whole":
   the whole forward is captured; a call copies hidden_states and the mask into static inputs, replays, and returns
@@ -181,21 +183,21 @@ class FastMambaLayer(ReferenceMambaLayer):
     """Granite Mamba-2 mixer on Triton kernels; drop-in for ``ReferenceMambaLayer`` (same forward contract).
 
     Knobs: ``use_cuda_graphs`` (default True; False runs the CUDA decode step eagerly) and
-    ``decode_projections``: "cublas" (default, measured) or "triton" (opt-in, NOT yet measured on a GPU: the
+    ``decode_projections``: "cublas" (default, measured) or "triton" (opt-in: the
     decode in_proj / out_proj as ``granite_decode_linear`` skinny GEMMs, for bf16 layers without projection biases
-    and batches <= 64; cuBLAS measured 3-5x off the weight-bandwidth floor there, bench/granite/NOTES.md).
-    Prefill knobs, all off by default until measured (module docstring): ``prefill_graphs`` (False, "whole" or
-    "kernels": a CUDA graph per prefill shape), ``pack_padded_gemms`` (projections on real tokens only) and
-    ``cb_spread`` (``ssd_chunked_prefill``'s option: C.B^T spread over the head programs).
+    and batches <= 64; measured no better than cuBLAS per call: 44 / 56 / 116 vs 46 / 57 / 113 us at B=1/8/64).
+    Prefill knobs, defaults from the H200 measurements (module docstring): ``prefill_graphs`` ("kernels"; False or
+    "whole": a CUDA graph per prefill shape), ``pack_padded_gemms`` (True: projections on real tokens only) and
+    ``cb_spread`` (True: ``ssd_chunked_prefill``'s option, C.B^T spread over the head programs).
     """
 
     def __init__(self, config: GraniteMambaConfig, layer_idx: int = 0) -> None:
         super().__init__(config, layer_idx)
         self.use_cuda_graphs = True
         self.decode_projections = "cublas"
-        self.prefill_graphs = False
-        self.pack_padded_gemms = False
-        self.cb_spread = False
+        self.prefill_graphs = "kernels"
+        self.pack_padded_gemms = True
+        self.cb_spread = True
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
         self._prefill_graphs: OrderedDict[tuple, _PrefillGraph] = OrderedDict()
         self._warned: set[str] = set()
