@@ -10,7 +10,7 @@
 #    per-slot partial sums for q_bias, k_bias, D. The 128 state dims are handled as two 64-wide halves in turn.
 # 3. `_m3b_angle_kernel`, grid (H, S): reverse pass for the terms that cross chunk edges: reverse cumsum of dPhi
 #    (+ dfinal_angle) -> dangles and the angle part of ddt; the shifted-gamma term -> ddt, dtrap.
-# 4. `_m3b_reduce_kernel`, grid (ceil(T/32) + 1,): GQA sum of dq_hat/dk_hat over the 32 heads, bias/D sums.
+# 4. `_m3b_reduce_kernel`, grid (ceil(T/2) + H,): GQA sum of dq_hat/dk_hat over the 32 heads; bias/D sums per head.
 # No atomics: every sum has a fixed order, so repeated calls are bit-identical.
 from typing import NamedTuple
 
@@ -21,7 +21,8 @@ import triton.language as tl
 from ssmkit.kernels.mamba3.fwd import _fwd_locate_chunk
 from ssmkit.mamba3.shapes import CHUNK
 
-_REDUCE_TOKENS = 32
+_REDUCE_TOKENS = 2  # (32, 2, 128) fp32 tile per tensor: 32 registers a thread at 8 warps
+_REDUCE_SLOTS = 64
 
 
 @triton.jit
@@ -375,39 +376,42 @@ def _m3b_angle_kernel(
 def _m3b_reduce_kernel(
     dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
     T, NSLOT,
-    H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr,
+    H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr,
 ):
-    """Grid (ceil(T/BT) + 1,): token blocks sum dq_hat/dk_hat over the H heads (GQA, fixed order); the last program
-    sums the per-chunk-slot bias and D partials in slot order."""
+    """Grid (ceil(T/BT) + H,): token blocks sum dq_hat/dk_hat over the H heads (GQA; one (H, BT, N) tile per tensor,
+    all loads in flight at once); the last H programs sum one head's per-chunk-slot bias and D partials, BS slots
+    per tile. Fixed reduction orders (bit-identical repeats)."""
     pid = tl.program_id(0)
     n = tl.arange(0, N)
-    if pid * BT < T:
-        tok = pid * BT + tl.arange(0, BT)
-        msk = (tok < T)[:, None]
-        acc_q = tl.zeros([BT, N], dtype=tl.float32)
-        acc_k = tl.zeros([BT, N], dtype=tl.float32)
-        for h in range(H):
-            off = tok[:, None] * (H * N) + h * N + n[None, :]
-            acc_q += tl.load(dqp_ptr + off, mask=msk, other=0.0)
-            acc_k += tl.load(dkp_ptr + off, mask=msk, other=0.0)
-        out = tok[:, None] * N + n[None, :]
-        tl.store(dq_ptr + out, acc_q.to(dq_ptr.dtype.element_ty), mask=msk)
-        tl.store(dk_ptr + out, acc_k.to(dk_ptr.dtype.element_ty), mask=msk)
-    else:
+    nblocks = tl.cdiv(T, BT)
+    if pid < nblocks:
         hh = tl.arange(0, H)
-        off = hh[:, None] * N + n[None, :]
-        acc_qb = tl.zeros([H, N], dtype=tl.float32)
-        acc_kb = tl.zeros([H, N], dtype=tl.float32)
-        acc_d = tl.zeros([H], dtype=tl.float32)
-        si = 0
-        while si < NSLOT:  # runtime bound: see _m3b_dstate_kernel
-            acc_qb += tl.load(dqbp_ptr + si * H * N + off)
-            acc_kb += tl.load(dkbp_ptr + si * H * N + off)
-            acc_d += tl.load(ddp_ptr + si * H + hh)
-            si += 1
-        tl.store(dqb_ptr + off, acc_qb)
-        tl.store(dkb_ptr + off, acc_kb)
-        tl.store(dd_ptr + hh, acc_d)
+        tok = pid * BT + tl.arange(0, BT)
+        msk = (tok < T)[None, :, None]
+        off = tok[None, :, None] * (H * N) + hh[:, None, None] * N + n[None, None, :]
+        out = tok[:, None] * N + n[None, :]
+        dq = tl.sum(tl.load(dqp_ptr + off, mask=msk, other=0.0), axis=0)
+        tl.store(dq_ptr + out, dq.to(dq_ptr.dtype.element_ty), mask=(tok < T)[:, None])
+        dk = tl.sum(tl.load(dkp_ptr + off, mask=msk, other=0.0), axis=0)
+        tl.store(dk_ptr + out, dk.to(dk_ptr.dtype.element_ty), mask=(tok < T)[:, None])
+    else:
+        h = pid - nblocks
+        sl = tl.arange(0, BS)
+        acc_qb = tl.zeros([N], dtype=tl.float32)
+        acc_kb = tl.zeros([N], dtype=tl.float32)
+        acc_d = tl.sum(tl.zeros([BS], dtype=tl.float32), axis=0)
+        s0 = 0
+        while s0 < NSLOT:  # runtime bound: see _m3b_dstate_kernel
+            si = s0 + sl
+            smask = si < NSLOT
+            off = si[:, None] * (H * N) + h * N + n[None, :]
+            acc_qb += tl.sum(tl.load(dqbp_ptr + off, mask=smask[:, None], other=0.0), axis=0)
+            acc_kb += tl.sum(tl.load(dkbp_ptr + off, mask=smask[:, None], other=0.0), axis=0)
+            acc_d += tl.sum(tl.load(ddp_ptr + si * H + h, mask=smask, other=0.0), axis=0)
+            s0 += BS
+        tl.store(dqb_ptr + h * N + n, acc_qb)
+        tl.store(dkb_ptr + h * N + n, acc_kb)
+        tl.store(dd_ptr + h, acc_d)
 
 
 class Mamba3BwdConfig(NamedTuple):
@@ -517,8 +521,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dq_bias = torch.empty_like(q_bias)
     dk_bias = torch.empty_like(k_bias)
     dd = torch.empty_like(d)
-    _m3b_reduce_kernel[(triton.cdiv(T, _REDUCE_TOKENS) + 1,)](
+    _m3b_reduce_kernel[(triton.cdiv(T, _REDUCE_TOKENS) + H,)](
         dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd, T, nslot,
-        H=H, N=N, BT=_REDUCE_TOKENS, num_warps=4,
+        H=H, N=N, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS, num_warps=8,
     )
     return Mamba3BwdGrads(dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz)
