@@ -10,6 +10,7 @@ import torch
 from ssmkit.harness.transport import ProtocolError, SharedInputs, open_input, read_output, write_output
 from ssmkit.harness.worker import (
     IsolationError,
+    TransportError,
     WorkerFailure,
     WorkerProcess,
     WorkerUser,
@@ -32,7 +33,8 @@ def start(run_dir, memory_cap=0, role="candidate"):
 
 def load(worker, source_text, timeout=120):
     path = worker.add_file("candidate.py", source_text.encode())
-    return worker.request({"op": "load", "track": "mamba3", "source": "candidate", "path": str(path)}, timeout)
+    return worker.request({"op": "load", "track": "mamba3", "source": "candidate", "path": str(path), "device": "cpu"},
+                          timeout)
 
 
 def test_root_judge_never_runs_workers_as_root_unless_allowed():
@@ -141,5 +143,34 @@ def test_a_worker_that_cannot_start_is_a_clean_failure(run_dir):
         return
     try:  # the interpreter is reachable: then the worker really runs as 'nobody'
         assert worker.hello["uid"] == unreachable.uid
+    finally:
+        worker.close()
+
+
+def test_inputs_that_cannot_be_mapped_are_a_transport_error(run_dir):
+    worker = start(run_dir)
+    try:
+        worker.put("x", torch.randn(3))
+        path = worker.inputs.file_path("x")
+        path.unlink()
+        path.mkdir()  # the judge's side of the exchange breaks: the slot is no longer a file
+        with pytest.raises(TransportError, match="raised in 'map'"):
+            worker.map_inputs(60)
+    finally:
+        worker.close()
+
+
+def test_a_call_that_writes_into_its_input_is_seen_by_the_judge(run_dir):
+    worker = start(run_dir)
+    try:
+        load(worker, "def mamba3_siso_varlen_joint_states_full_vjp(x):\n    x.add_(1)\n    return (x,) * 16\n")
+        slot = worker.put("x", torch.zeros(4))
+        worker.map_inputs(60)
+        worker.request({"op": "prepare", "args": ["x"]}, 60)
+        worker.request({"op": "call"}, 60)
+        assert torch.equal(slot, torch.zeros(4))  # the call ran on the worker's own copy...
+        outputs = worker.fetch(60, 1 << 20)
+        assert torch.equal(slot, torch.ones(4))  # ...which is written back at fetch, so the judge sees the write
+        assert torch.equal(outputs["r0"], torch.ones(4))
     finally:
         worker.close()

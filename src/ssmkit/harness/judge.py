@@ -12,7 +12,8 @@ Rules (in the order they are applied; any failure gives score 0 and names the ch
    environment, own folder, fresh ``TRITON_CACHE_DIR``), as ``nobody`` when the judge is root (refused if that is
    impossible, unless explicitly allowed: ``SSMKIT_JUDGE_ALLOW_SAME_USER=1``), with a timeout per request and
    RLIMIT_AS (16 GiB) on the CPU, none on CUDA (the driver reserves far more address space than any useful cap).
-   Protocol on private pipes; inputs in shared memory (CPU) or CUDA IPC handles (GPU); outputs read back by the
+   Protocol on private pipes; inputs in host shared memory (the worker copies them to its device before a call
+   and back after it: CUDA IPC handles cannot be opened by a worker of another user); outputs read back by the
    judge, which does every comparison and owns every clock. Crash, hang, garbage -> a clean failure naming it.
 4. Correctness gauntlet: every correctness workload, with ``granite verify``'s runs and checks
    (``granite_run.run_workload``, ``granite_verify.compare_runs``: outputs of every call, final conv_state and
@@ -69,7 +70,13 @@ from ssmkit.harness.report import emit, format_table, run_metadata, write_json
 from ssmkit.harness.scan import scan_source
 from ssmkit.harness.timing import PairedTiming, abba_schedule, geomean, score_from_geomean
 from ssmkit.harness.transport import exchange_root
-from ssmkit.harness.worker import IsolationError, WorkerFailure, WorkerProcess, resolve_worker_user
+from ssmkit.harness.worker import (
+    IsolationError,
+    TransportError,
+    WorkerFailure,
+    WorkerProcess,
+    resolve_worker_user,
+)
 from ssmkit.harness.workloads import (
     DECODE,
     PrefillInputs,
@@ -155,7 +162,7 @@ class _Session:
         except WorkerFailure as err:  # before any candidate code runs: the judge's environment is at fault
             raise Refused(f"cannot start the {role} worker: {err.reason}\n{err.detail}".strip()) from None
         self.workers.append(worker)
-        message = {"op": "load", "track": self.track, "source": source}
+        message = {"op": "load", "track": self.track, "source": source, "device": str(self.device)}
         if candidate_bytes is not None:
             message["path"] = str(worker.add_file("candidate.py", candidate_bytes))
         try:
@@ -193,6 +200,8 @@ class _Session:
             worker.request({"op": "call"}, timeout)
             elapsed = time.perf_counter() - start
             outputs = worker.fetch(timeout, self.options.max_output_bytes)
+        except TransportError as err:
+            raise Refused(f"inputs could not reach the {worker.role} worker: {err.reason}\n{err.detail}") from None
         except WorkerFailure as err:
             raise Rejected(what, f"{err.reason}\n{err.detail}".strip()) from None
         changed = [n for n in names if tensor_digest(worker.inputs.slots[n]) != before[n]]
@@ -235,7 +244,9 @@ class _GraniteTrack:
         try:
             worker.map_inputs(options.build_timeout)
             worker.request({"op": "build", "config": self.config.to_dict(), "weights": slots,
-                            "device": str(self.device), "dtype": "bfloat16"}, options.build_timeout)
+                            "dtype": "bfloat16"}, options.build_timeout)
+        except TransportError as err:
+            raise Refused(f"inputs could not reach the {worker.role} worker: {err.reason}\n{err.detail}") from None
         except WorkerFailure as err:
             raise Rejected("build", f"{err.reason}\n{err.detail}".strip()) from None
 

@@ -5,23 +5,25 @@ a pipe whose file descriptors only the judge and its worker hold (never the work
 code cannot corrupt the protocol). The judge never unpickles anything the worker sends: worker -> judge messages
 are JSON, checked field by field, with a size cap.
 
-Tensors, judge -> worker (inputs and weights):
-- CPU: the judge writes each tensor into a file of the exchange folder (``/dev/shm`` when present) and keeps a
-  ``MAP_SHARED`` mapping of it; the worker maps the same file. Both see the same pages, so an input the worker
-  writes into is visible to the judge's before/after hashes.
-- CUDA: a CUDA IPC handle made by ``torch.multiprocessing.reductions.reduce_tensor``; the worker rebuilds a view
-  of the judge's own device memory (again, in-place writes are visible to the judge). The handle is pickled by the
-  judge and unpickled by the worker (the trusted direction only).
+Tensors, judge -> worker (inputs and weights): the judge writes each tensor into a file of the exchange folder
+(``/dev/shm`` when present) and keeps a ``MAP_SHARED`` mapping of it; the worker maps the same file. The judge
+hashes these host buffers before and after every call.
+- Shared (the default on the CPU): the worker hands the mapping itself to the candidate. Both see the same pages,
+  so an input the worker writes into is visible to the judge's hashes.
+- Staged (always on CUDA; on the CPU when forced, to test this path): the descriptor names a ``stage`` device;
+  the worker keeps its own copy of the slot there, refreshes it from the host buffer before every call (the
+  ``prepare`` request) and copies it back into the host buffer after every call (the ``fetch`` request), both
+  outside the timed region, so in-place writes still reach the judge's hashes. Why not CUDA IPC: it fails when
+  the worker runs as another user ("mapping of buffer object failed"), and an IPC handle maps the judge's whole
+  allocator segment, other judge tensors (reference results) included, into the worker.
 Tensors, worker -> judge (outputs): the worker copies each output to the host and writes its raw bytes into a file
 of its own output folder, outside any timed region; the judge reads the file by a name it checks (no path
 separators, no links, exact byte size), so it never maps memory the worker could change later.
 """
 from __future__ import annotations
 
-import base64
 import json
 import os
-import pickle
 import select
 import struct
 import time
@@ -116,15 +118,16 @@ def exchange_root() -> Path:
 
 
 class SharedInputs:
-    """Judge side: named input slots shared with one worker.
+    """Judge side: named input slots shared with one worker, as host shared-memory files.
 
     ``put(name, tensor)`` creates the slot (shape and dtype fixed from then on) or refills it in place, and returns
-    the slot's shared tensor (the judge hashes it before and after calls). ``descriptor(name)`` is what the worker
-    needs to map it. CPU slots are files in ``folder``; CUDA slots are the judge's own device tensors.
+    the slot's host tensor (the judge hashes it before and after calls); ``tensor`` may live on any device.
+    ``descriptor(name)`` is what the worker needs to map it. ``stage``: None (the worker uses the mapping itself)
+    or the device the worker stages the slot on (see the module docstring).
     """
 
-    def __init__(self, folder: Path):
-        self.folder = Path(folder)
+    def __init__(self, folder: Path, stage: str | None = None):
+        self.folder, self.stage = Path(folder), stage
         self.slots: dict[str, torch.Tensor] = {}
         self._files: dict[str, str] = {}
         self._allocations = 0
@@ -134,24 +137,22 @@ class SharedInputs:
         if not name.isidentifier():
             raise ValueError(f"slot name must be an identifier, got {name!r}")
         slot, new = self.slots.get(name), False
-        if slot is None or slot.shape != tensor.shape or slot.dtype != tensor.dtype or slot.device != tensor.device:
+        if slot is None or slot.shape != tensor.shape or slot.dtype != tensor.dtype:
             slot, new = self._allocate(name, tensor), True
             self.slots[name] = slot
-        slot.copy_(tensor)
-        if slot.device.type == "cuda":  # the worker reads the slot from another process: the copy must be done
-            torch.cuda.current_stream(slot.device).synchronize()
+        slot.copy_(tensor)  # into pageable host memory: synchronous, also from a device
         return slot, new
 
-    def file_path(self, name: str) -> Path | None:
-        """The file behind a CPU slot (None for CUDA slots)."""
-        return self.folder / self._files[name] if name in self._files else None
+    def file_path(self, name: str) -> Path:
+        """The file behind a slot."""
+        return self.folder / self._files[name]
 
     def _allocate(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
         dtype_name(tensor.dtype)
-        if tensor.device.type == "cuda":
-            self._files.pop(name, None)
-            return torch.empty_like(tensor, memory_format=torch.contiguous_format)
-        # A new file per allocation: a worker may still map the previous one, which must not shrink under it.
+        # A new file per allocation: a worker may still map the previous one, which must not shrink under it. The
+        # previous file is unlinked (an existing mapping stays valid), so the exchange folder does not grow.
+        if name in self._files:
+            self.file_path(name).unlink(missing_ok=True)
         self._allocations += 1
         path = self.folder / f"{name}_{self._allocations}.bin"
         self._files[name] = path.name
@@ -163,23 +164,12 @@ class SharedInputs:
 
     def descriptor(self, name: str) -> dict:
         slot = self.slots[name]
-        if slot.device.type == "cuda":
-            from torch.multiprocessing.reductions import reduce_tensor
-
-            rebuild, args = reduce_tensor(slot)
-            payload = base64.b64encode(pickle.dumps((rebuild, args))).decode()
-            # torch keeps a reference count for the handle in a /dev/shm file (args[11], its name) that only the
-            # judge's user may open; the judge hands it to the worker's user (WorkerProcess.map_inputs).
-            ref_counter = args[11].decode() if isinstance(args[11], bytes) else str(args[11])
-            return {"kind": "cuda_ipc", "payload": payload, "ref_counter": ref_counter}
-        return {"kind": "file", "file": self._files[name], "dtype": dtype_name(slot.dtype), "shape": list(slot.shape)}
+        return {"file": self._files[name], "dtype": dtype_name(slot.dtype), "shape": list(slot.shape),
+                "stage": self.stage}
 
 
 def open_input(folder: Path, descriptor: dict) -> torch.Tensor:
-    """Worker side: map the judge's slot described by ``descriptor`` (writes are visible to the judge)."""
-    if descriptor["kind"] == "cuda_ipc":
-        rebuild, args = pickle.loads(base64.b64decode(descriptor["payload"]))
-        return rebuild(*args)
+    """Worker side: map the judge's host slot described by ``descriptor`` (writes are visible to the judge)."""
     shape = [int(s) for s in descriptor["shape"]]
     numel = int(np.prod(shape)) if shape else 1
     flat = torch.from_file(str(Path(folder) / descriptor["file"]), shared=True, size=max(numel, 1),

@@ -10,18 +10,21 @@ Two halves of one protocol live here:
 Requests (JSON objects with an ``op``); each gets one reply ``{"ok": true, ...}`` or
 ``{"ok": false, "error": ..., "traceback": ...}``:
   hello                                   -> pid, uid, python, torch version
-  load   {track, source: "candidate"|"reference", path}
-  map    {tensors: {slot: descriptor}}    map judge-owned input slots
-  build  {config: {...}, weights: {param: slot}, device, dtype}   Granite: construct the layer, load weights
-  prepare {...}                           set up the next call outside the timed region (e.g. clone a cache)
+  load   {track, source: "candidate"|"reference", path, device}
+  map    {tensors: {slot: descriptor}}    map judge-owned input slots (host shared memory)
+  build  {config: {...}, weights: {param: slot}, dtype}   Granite: construct the layer, load weights
+  prepare {...}                           set up the next call outside the timed region: copy its inputs to the
+                                          device (and a cache, which the call may update in place)
   call                                    run the prepared call, synchronise, keep the outputs (the timed request)
   noop                                    synchronise and reply (the timing floor)
-  fetch                                   write the kept outputs to files; reply their descriptors, the peak
+  fetch                                   copy the call's inputs back into their slots (so the judge sees any
+                                          write into them), write the kept outputs to files; reply their
+                                          descriptors, the peak
                                           CUDA memory and ``meta`` (Granite: ``cache_in_place`` after a call
                                           that was given a cache)
   exit
 Granite ``prepare``: {hidden: slot, mask: slot|null, cache: null | {conv: slot, ssm: slot, seqlen_offset}}; the
-cache tensors are cloned (the layer updates its cache in place). Outputs: out, conv_state, ssm_state.
+cache is a private copy (not written back). Outputs: out, conv_state, ssm_state.
 Mamba-3 ``prepare``: {args: [17 slots, in the order of the public entry]}. Outputs: its 16 results.
 """
 from __future__ import annotations
@@ -110,6 +113,7 @@ class _Worker:
         self.module = None
         self.slots: dict[str, torch.Tensor] = {}
         self.prepared = None
+        self.staged: list[tuple[str, torch.Tensor]] = []
         self.outputs: list[tuple[str, torch.Tensor]] = []
         self.meta: dict[str, bool] = {}
         self.device = torch.device("cpu")
@@ -129,6 +133,7 @@ class _Worker:
         if track not in TRACKS:
             raise ProtocolError(f"unknown track {track!r}")
         self.track = track
+        self.device = torch.device(request["device"])
         self.entry, self.namespace = _load_entry(track, request["source"], request.get("path"))
 
     def op_map(self, request: dict) -> None:
@@ -136,7 +141,6 @@ class _Worker:
             self.slots[name] = open_input(self.exchange, descriptor)
 
     def op_build(self, request: dict) -> None:
-        self.device = torch.device(request["device"])
         dtype = getattr(torch, request["dtype"])
         config = _granite_class(self.namespace, "GraniteMambaConfig")(**{k: tuple(v) if isinstance(v, list) else v
                                        for k, v in request["config"].items()})
@@ -147,21 +151,29 @@ class _Worker:
         layer.load_state_dict({param: self.slots[slot] for param, slot in request["weights"].items()})
         self.module = layer.eval()
 
+    def _stage(self, name: str) -> torch.Tensor:
+        """A device copy of input slot ``name``, written back into the slot at fetch (so the judge sees writes)."""
+        copy = self.slots[name].to(self.device, copy=True)
+        self.staged.append((name, copy))
+        return copy
+
     def op_prepare(self, request: dict) -> None:
-        self.outputs, self.prepared = [], None  # free the previous call's tensors before allocating new ones
-        self.meta = {}
+        # free the previous call's tensors before allocating new ones
+        self.outputs, self.prepared, self.staged, self.meta = [], None, [], {}
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
         if self.track == "granite":
             cache = request.get("cache")
-            if cache is not None:
-                cache = _granite_class(self.namespace, "MambaCache")(conv_state=self.slots[cache["conv"]].clone(),
-                                   ssm_state=self.slots[cache["ssm"]].clone(), has_previous_state=True,
-                                   seqlen_offset=int(cache["seqlen_offset"]))
+            if cache is not None:  # private copies: the layer updates its cache in place by contract
+                cache = _granite_class(self.namespace, "MambaCache")(
+                    conv_state=self.slots[cache["conv"]].to(self.device, copy=True),
+                    ssm_state=self.slots[cache["ssm"]].to(self.device, copy=True), has_previous_state=True,
+                    seqlen_offset=int(cache["seqlen_offset"]))
             mask = request.get("mask")
-            self.prepared = (self.slots[request["hidden"]], cache, None if mask is None else self.slots[mask])
+            self.prepared = (self._stage(request["hidden"]), cache, None if mask is None else self._stage(mask))
         else:
-            self.prepared = [self.slots[name] for name in request["args"]]
+            self.prepared = [self._stage(name) for name in request["args"]]
+        self._synchronize()
 
     def _synchronize(self) -> None:
         if self.device.type == "cuda":
@@ -199,6 +211,8 @@ class _Worker:
         self._synchronize()
 
     def op_fetch(self, request: dict) -> dict:
+        for name, copy in self.staged:
+            self.slots[name].copy_(copy)
         peak = torch.cuda.max_memory_allocated(self.device) if self.device.type == "cuda" else None
         return {"outputs": [write_output(self.outdir, name, t) for name, t in self.outputs], "peak_mem_bytes": peak,
                 "meta": self.meta}
@@ -255,6 +269,10 @@ class WorkerFailure(RuntimeError):
     def __init__(self, reason: str, detail: str = ""):
         super().__init__(reason)
         self.reason, self.detail = reason, detail
+
+
+class TransportError(WorkerFailure):
+    """Shared inputs could not reach the worker: the judge's side of the exchange failed, not the candidate."""
 
 
 @dataclass(frozen=True)
@@ -384,9 +402,8 @@ class WorkerProcess:
         slot, new = self.inputs.put(name, tensor)
         if new:
             path = self.inputs.file_path(name)
-            if path is not None:
-                path.chmod(0o600)
-                self._give(path)
+            path.chmod(0o600)
+            self._give(path)
             self._unmapped.add(name)
         return slot
 
@@ -394,12 +411,10 @@ class WorkerProcess:
         """Send the descriptors of slots the worker has not mapped yet."""
         if self._unmapped:
             names, self._unmapped = sorted(self._unmapped), set()
-            descriptors = {n: self.inputs.descriptor(n) for n in names}
-            for descriptor in descriptors.values():
-                counter = Path("/dev/shm") / descriptor.get("ref_counter", "").lstrip("/")
-                if descriptor["kind"] == "cuda_ipc" and counter.is_file():
-                    self._give(counter)
-            self.request({"op": "map", "tensors": descriptors}, timeout)
+            try:
+                self.request({"op": "map", "tensors": {n: self.inputs.descriptor(n) for n in names}}, timeout)
+            except WorkerFailure as err:
+                raise TransportError(err.reason, err.detail) from None
 
     def fetch(self, timeout: float, max_bytes: int) -> dict[str, torch.Tensor]:
         """The outputs of the last call, read into judge-owned host memory (then the worker's files are removed)."""
