@@ -10,7 +10,8 @@ Per visible case of src/ssmkit/mamba3/cases.json, at each scale (every sequence 
   * times: forward kernel (saving for backward), backward kernels, and the public full-VJP entry: wall ms per call
     (host timer around call + synchronize, median over 30 calls rotating over 3 input sets) and GPU ms per call
     (sum of the CUDA kernel durations torch.profiler records, over 10 calls); the eager fp32 reference's wall ms.
---sweep first times bwd launch configs on the first case (errors too) and reports each.
+--sweep first times (forward, backward) launch configs on the first case (errors, determinism, fwd / bwd / full-call
+times each) and prints the fastest correct one per stage (bench/mamba3/NOTES.md `## Speed pass`).
 JSON goes to DIR/mamba3_bench_<utc>.json after every case (partial results survive a timeout); a table is printed.
 --smoke: the same code on the CPU interpreter with a tiny case and no timing, to check the script cheaply.
 """
@@ -26,7 +27,7 @@ import torch
 import triton
 
 from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, Mamba3BwdConfig, mamba3_siso_bwd
-from ssmkit.kernels.mamba3.fwd import mamba3_siso_fwd
+from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, Mamba3FwdConfig, mamba3_siso_fwd
 from ssmkit.mamba3.inputs import make_inputs
 from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp
 from ssmkit.mamba3.reference import (
@@ -43,8 +44,16 @@ OFFICIAL_ERROR = {"out": 4.7e-3, "final_ssm": 5.0e-3, "dq": 6.3e-3, "dk": 6.3e-3
                   "dtrap": 6.4e-3, "dq_bias": 6.1e-3, "dk_bias": 6.1e-3, "dangles": 2.1e-2, "dd": 2.2e-3}
 TARGET_ERROR = {name: err / 2 for name, err in OFFICIAL_ERROR.items()}
 TARGET_FULL_WALL_MS, TARGET_FULL_GPU_MS = 0.45, 0.35  # at T ~ 2100-2450, 3-5 sequences
-SWEEP = [Mamba3BwdConfig(8, "tf32"), Mamba3BwdConfig(4, "tf32"), Mamba3BwdConfig(16, "tf32"),
-         Mamba3BwdConfig(8, "tf32x3")]
+# (forward, backward) configs; eb75334 measured 16 warps (2.0 ms) and tf32x3 (2.0 ms) slower than 8 warps tf32 (1.3).
+SWEEP = [(DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=8)),
+         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4)),
+         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, dstate_scan=True)),
+         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, dstate_scan=True, scan_block=512)),
+         (Mamba3FwdConfig(chunk_warps=4), Mamba3BwdConfig(num_warps=4, dstate_scan=True)),
+         (Mamba3FwdConfig(passing_block_p=32, passing_warps=8), Mamba3BwdConfig(num_warps=4, dstate_scan=True))]
+BWD_KERNELS = ("_m3b_dstate_kernel", "_m3b_dstate_local_kernel", "_m3b_dstate_scan_kernel", "_m3b_chunk_kernel",
+               "_m3b_angle_kernel", "_m3b_reduce_kernel")
+FWD_KERNELS = ("_mamba3_fwd_chunk_state_kernel", "_mamba3_fwd_state_passing_kernel", "_mamba3_fwd_chunk_scan_kernel")
 ROTATE, WALL_CALLS, PROFILED_CALLS = 3, 30, 10
 
 
@@ -99,14 +108,14 @@ def gpu_ms(fn, arg_sets):
 
 
 def compiled_resources():
-    """Registers, spills, warps and shared memory of every compiled variant of each backward kernel."""
-    from ssmkit.kernels.mamba3 import bwd
+    """Registers, spills, warps and shared memory of every compiled variant of each forward and backward kernel."""
+    from ssmkit.kernels.mamba3 import bwd, fwd
 
     found = {}
-    for name in ("_m3b_dstate_kernel", "_m3b_chunk_kernel", "_m3b_angle_kernel", "_m3b_reduce_kernel"):
+    for module, name in [(bwd, n) for n in BWD_KERNELS] + [(fwd, n) for n in FWD_KERNELS]:
         found[name] = []
         try:
-            for caches in getattr(bwd, name).device_caches.values():
+            for caches in getattr(module, name).device_caches.values():
                 for kernel in caches[0].values():
                     found[name].append({"n_regs": kernel.n_regs, "n_spills": kernel.n_spills,
                                         "num_warps": kernel.metadata.num_warps, "shared": kernel.metadata.shared})
@@ -135,17 +144,18 @@ def _split(args):
     return [args[n] for n in INPUT_NAMES], [args[n] for n in COTANGENT_NAMES]
 
 
-def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG):
+def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG, fwd_config=DEFAULT_FWD_CONFIG):
     arg_sets = [make_inputs(seqlens, seed + i, device=device) for i in range(ROTATE if timing else 1)]
     args = arg_sets[0]
 
     def run(a):
         inputs, cots = _split(a)
-        *outs, saved = mamba3_siso_fwd(*inputs)
+        *outs, saved = mamba3_siso_fwd(*inputs, config=fwd_config)
         return (*outs, *mamba3_siso_bwd(*inputs, saved, *cots, config=config))
 
     results = run(args)
     row = {"name": name, "seqlens": seqlens, "T": sum(seqlens), "S": len(seqlens), "config": config._asdict(),
+           "fwd_config": fwd_config._asdict(),
            "deterministic": all(torch.equal(a, b) for a, b in zip(results, run(args))),
            "errors": errors(results, float64_results(args))}
     if not timing:
@@ -153,25 +163,23 @@ def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG)
     saved_sets = []
     for a in arg_sets:
         inputs, _ = _split(a)
-        saved_sets.append(mamba3_siso_fwd(*inputs)[5])
+        saved_sets.append(mamba3_siso_fwd(*inputs, config=fwd_config)[5])
     indexed = [(a, s) for a, s in zip(arg_sets, saved_sets)]
 
     def fwd(a):
-        return mamba3_siso_fwd(*_split(a)[0])
+        return mamba3_siso_fwd(*_split(a)[0], config=fwd_config)
 
     def bwd(pair):
         inputs, cots = _split(pair[0])
         return mamba3_siso_bwd(*inputs, pair[1], *cots, config=config)
 
     def full(a):
-        return mamba3_siso_varlen_joint_states_full_vjp(**a)
+        return mamba3_siso_varlen_joint_states_full_vjp(**a, fwd_config=fwd_config, bwd_config=config)
 
-    row["wall_ms"] = {"fwd": wall_ms(fwd, arg_sets), "bwd": wall_ms(bwd, indexed)}
-    row["gpu_ms"] = {"fwd": gpu_ms(fwd, arg_sets), "bwd": gpu_ms(bwd, indexed)}
-    if config == DEFAULT_BWD_CONFIG:
-        row["wall_ms"]["full"] = wall_ms(full, arg_sets)
-        row["gpu_ms"]["full"] = gpu_ms(full, arg_sets)
-        row["gpu_ms_by_kernel_full"] = gpu_kernel_split(full, args)
+    row["wall_ms"] = {"fwd": wall_ms(fwd, arg_sets), "bwd": wall_ms(bwd, indexed), "full": wall_ms(full, arg_sets)}
+    row["gpu_ms"] = {"fwd": gpu_ms(fwd, arg_sets), "bwd": gpu_ms(bwd, indexed), "full": gpu_ms(full, arg_sets)}
+    row["gpu_ms_by_kernel_full"] = gpu_kernel_split(full, args)
+    if config == DEFAULT_BWD_CONFIG and fwd_config == DEFAULT_FWD_CONFIG:
         eager = []
         for _ in range(3):
             start = time.perf_counter()
@@ -182,8 +190,30 @@ def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG)
     return row
 
 
+def _label(r):
+    b, f = r["config"], r["fwd_config"]
+    return (f"{r['name']} b{b['num_warps']}w{'-scan' + str(b['scan_block']) if b['dstate_scan'] else '-chain'}"
+            f"/d{b['dstate_warps']}w {b['input_precision']} f{f['chunk_warps']}w/p{f['passing_block_p']}")
+
+
+def _correct(r):
+    return r["deterministic"] and all(r["errors"][n] <= TARGET_ERROR[n] for n in TARGET_ERROR)
+
+
+def _fastest(rows):
+    """Lines naming the fastest correct (deterministic, every error within target) sweep row per stage."""
+    good = [r for r in rows if _correct(r) and "gpu_ms" in r]
+    lines = [f"sweep: {len(good)} of {len(rows)} configs correct"]
+    for stage in ("fwd", "bwd", "full"):
+        if good:
+            best = min(good, key=lambda r: r["gpu_ms"][stage])
+            lines.append(f"fastest {stage} (GPU ms): {best['gpu_ms'][stage]:.3f} {_label(best)} "
+                         f"fwd_config={best['fwd_config']} bwd_config={best['config']}")
+    return "\n".join(lines)
+
+
 def _table(rows):
-    lines = [f"{'case':34s} {'T':>5s} {'fwd ms':>13s} {'bwd ms':>13s} {'full ms (wall/gpu)':>19s} {'eager':>8s}  "
+    lines = [f"{'case':60s} {'T':>5s} {'fwd ms':>13s} {'bwd ms':>13s} {'full ms (wall/gpu)':>19s} {'eager':>8s}  "
              f"worst err/target"]
     for r in rows:
         w, g = r.get("wall_ms", {}), r.get("gpu_ms", {})
@@ -193,8 +223,7 @@ def _table(rows):
 
         ratios = {n: r["errors"][n] / TARGET_ERROR[n] for n in TARGET_ERROR}
         worst = max(ratios, key=ratios.get)
-        cfg = r["config"]
-        lines.append(f"{r['name'] + ' ' + str(cfg['num_warps']) + 'w ' + cfg['input_precision']:34s} {r['T']:5d} "
+        lines.append(f"{_label(r):60s} {r['T']:5d} "
                      f"{pair('fwd'):>13s} {pair('bwd'):>13s} {pair('full'):>19s} "
                      f"{w.get('eager_reference', float('nan')):8.2f}  {worst} {ratios[worst]:.2f}")
     lines.append(f"targets: full call <= {TARGET_FULL_WALL_MS} ms wall, <= {TARGET_FULL_GPU_MS} ms GPU (T ~ 2100-2450);"
@@ -230,14 +259,18 @@ def main():
 
     if opts.sweep:
         first = cases[0]
-        for config in SWEEP:
+        for fwd_config, config in SWEEP:
             report["sweep"].append(measure_case(first["name"], first["seqlens"], first["seed"], device,
-                                                not opts.smoke, config))
+                                                not opts.smoke, config, fwd_config))
             dump()
         print(_table(report["sweep"]), flush=True)
         for r in report["sweep"]:
-            print(r["config"], "deterministic", r["deterministic"],
-                  " ".join(f"{n} {r['errors'][n]:.2e}" for n in RESULT_NAMES[5:]), flush=True)
+            print(_label(r), "deterministic", r["deterministic"],
+                  " ".join(f"{n} {r['errors'][n]:.2e}" for n in RESULT_NAMES), flush=True)
+            print("  GPU ms by kernel:", json.dumps({k: round(v, 4) for k, v in r.get("gpu_ms_by_kernel_full",
+                                                                                       {}).items()}), flush=True)
+        report["sweep_fastest"] = _fastest(report["sweep"])
+        print(report["sweep_fastest"], flush=True)
     for scale in [int(s) for s in opts.scales.split(",")]:
         for case in cases:
             seqlens = [n * scale for n in case["seqlens"]]

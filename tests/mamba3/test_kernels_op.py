@@ -10,6 +10,8 @@ import pytest
 import torch
 from test_kernels_bwd import assert_close_to_oracle, poisoned_allocations
 
+from ssmkit.kernels.mamba3.bwd import Mamba3BwdConfig
+from ssmkit.kernels.mamba3.fwd import Mamba3FwdConfig
 from ssmkit.mamba3 import mamba3_siso, mamba3_siso_varlen_joint_states_full_vjp
 from ssmkit.mamba3.inputs import make_inputs
 from ssmkit.mamba3.op import kernels_apply
@@ -38,8 +40,8 @@ def _circular(x):
     return torch.remainder(x + math.pi, 2 * math.pi) - math.pi
 
 
-def test_op_results_match_float64_oracle_and_are_all_written(args, first_run):
-    results = first_run[1]
+def assert_results_match_oracle(args, results):
+    """All 16 results written and within the oracle bounds (final_angle circular, final_v exact)."""
     oracle = mamba3_siso_varlen_joint_states_full_vjp_oracle(**args)
     for name, got, ref in zip(RESULT_NAMES, results, oracle):
         assert got.shape == ref.shape, name
@@ -51,6 +53,10 @@ def test_op_results_match_float64_oracle_and_are_all_written(args, first_run):
             assert torch.equal(got, args["v"][args["cu_seqlens"][1:].long() - 1]), name
         else:
             assert_close_to_oracle(name, got, err, ref)
+
+
+def test_op_results_match_float64_oracle_and_are_all_written(args, first_run):
+    assert_results_match_oracle(args, first_run[1])
 
 
 def test_op_is_bit_identical_on_repeat_and_leaves_inputs_untouched(args, first_run):
@@ -98,3 +104,14 @@ def test_op_checks_cu_seqlens_values_when_asked(args):
         mamba3_siso_varlen_joint_states_full_vjp(**bad, check_cu_seqlens=True)
     with pytest.raises(TypeError, match="dtype"):
         mamba3_siso_varlen_joint_states_full_vjp(**dict(args, dt=args["dt"].double()))
+
+
+def test_op_passes_launch_configs_to_the_kernels(args):
+    """fwd_config / bwd_config reach the kernels: another forward config and the chunk-parallel state-gradient form
+    give all 16 results within the oracle bounds, every element written; an invalid config is refused."""
+    with poisoned_allocations():
+        got = mamba3_siso_varlen_joint_states_full_vjp(**args, fwd_config=Mamba3FwdConfig(chunk_warps=4),
+                                                       bwd_config=Mamba3BwdConfig(dstate_scan=True, scan_block=8192))
+    assert_results_match_oracle(args, got)
+    with pytest.raises(ValueError, match="scan_block"):
+        mamba3_siso_varlen_joint_states_full_vjp(**args, bwd_config=Mamba3BwdConfig(scan_block=96))

@@ -12,8 +12,8 @@ import os
 
 import torch
 
-from ssmkit.kernels.mamba3.bwd import mamba3_siso_bwd
-from ssmkit.kernels.mamba3.fwd import Mamba3FwdSaved, mamba3_siso_fwd
+from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, mamba3_siso_bwd
+from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, Mamba3FwdSaved, mamba3_siso_fwd
 from ssmkit.mamba3.reference import mamba3_siso_reference, mamba3_siso_varlen_joint_states_full_vjp_reference
 from ssmkit.mamba3.validate import validate_inputs
 
@@ -31,6 +31,7 @@ def _validate(inputs, cotangents, check_cu_seqlens):
 def mamba3_siso_varlen_joint_states_full_vjp(
     q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
     dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, check_cu_seqlens=None,
+    fwd_config=DEFAULT_FWD_CONFIG, bwd_config=DEFAULT_BWD_CONFIG,
 ):
     """Forward plus full VJP of the operator (spec §3, §7.1); inputs are not modified.
 
@@ -40,7 +41,8 @@ def mamba3_siso_varlen_joint_states_full_vjp(
     bf16. Returns 16 new tensors: out (T, 32, 64) bf16, final_angle (S, 32, 32) fp32, final_ssm (S, 32, 64, 128)
     fp32, final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, then dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias,
     dangles, dd, dz, each shaped and typed like its input. Raises TypeError/ValueError on invalid arguments
-    (cu_seqlens values: see the module docstring).
+    (cu_seqlens values: see the module docstring). fwd_config / bwd_config: the kernels' launch configurations
+    (Mamba3FwdConfig, Mamba3BwdConfig; the bench sweeps them), unused on the eager path.
     """
     inputs = (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens)
     cotangents = (dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v)
@@ -48,8 +50,8 @@ def mamba3_siso_varlen_joint_states_full_vjp(
     if not kernels_apply(q.device):
         return mamba3_siso_varlen_joint_states_full_vjp_reference(*inputs, *cotangents)
     inputs = tuple(x.contiguous() for x in inputs)
-    *outputs, saved = mamba3_siso_fwd(*inputs)
-    return (*outputs, *mamba3_siso_bwd(*inputs, saved, *cotangents))
+    *outputs, saved = mamba3_siso_fwd(*inputs, config=fwd_config)
+    return (*outputs, *mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config))
 
 
 class _Mamba3Siso(torch.autograd.Function):

@@ -8,8 +8,9 @@
 # 2. `_m3b_chunk_kernel`, grid (T//64 + S chunk slots, H): everything that stays inside one chunk of one head:
 #    14 (64x64)x(64x64) fp32 dots (tf32 by default), dv, dadt, per-head dq_hat/dk_hat rows, dPhi, ds, dgamma and
 #    per-slot partial sums for q_bias, k_bias, D. The 128 state dims are handled as two 64-wide halves in turn.
-# 3. `_m3b_angle_kernel`, grid (H, S): reverse pass for the terms that cross chunk edges: reverse cumsum of dPhi
-#    (+ dfinal_angle) -> dangles and the angle part of ddt; the shifted-gamma term -> ddt, dtrap.
+# 3. `_m3b_angle_kernel`, grid (chunk slots, H): the terms that cross chunk edges, per chunk: reverse cumsum of dPhi
+#    (+ dfinal_angle + the later chunks' dPhi sums) -> dangles and the angle part of ddt; the shifted-gamma term
+#    (ds of the token before) -> ddt, dtrap.
 # 4. `_m3b_reduce_kernel`, grid (ceil(T/2) + H,): GQA sum of dq_hat/dk_hat over the 32 heads; bias/D sums per head.
 # No atomics: every sum has a fixed order, so repeated calls are bit-identical.
 from typing import NamedTuple
@@ -23,6 +24,7 @@ from ssmkit.mamba3.shapes import CHUNK
 
 _REDUCE_TOKENS = 2  # (32, 2, 128) fp32 tile per tensor: 32 registers a thread at 8 warps
 _REDUCE_SLOTS = 64
+_ANGLE_SLOTS = 16  # later chunks' dPhi sums per tile in the angle kernel
 
 
 @triton.jit
@@ -189,7 +191,7 @@ def _m3b_dstate_scan_kernel(adt_ptr, cu_ptr, dfs_ptr, dstates_ptr,
 def _m3b_chunk_kernel(
     q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, d_ptr, z_ptr, cu_ptr,
     phi_ptr, states_ptr, dstates_ptr, dout_ptr, dfk_ptr, dfv_ptr,
-    dv_ptr, dadt_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dsg_ptr, dgam_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr,
+    dv_ptr, dadt_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dsg_ptr, dgam_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
 ):
@@ -294,6 +296,7 @@ def _m3b_chunk_kernel(
         if half == 0:
             dphi += _m3b_dphi(dkt, kt, C, NA)
             tl.store(dphi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vmask)
+            tl.store(dphis_ptr + (slot * H + h) * NA + m, tl.sum(tl.where(vmask, dphi, 0.0), axis=0))
             dkt = _m3b_unrotate(dkt, cs, sn, C, NA)
         tl.store(dkp_ptr + hn, dkt, mask=vmask)
         tl.store(dkbp_ptr + part, tl.sum(dkt, axis=0))
@@ -307,69 +310,47 @@ def _m3b_chunk_kernel(
 
 @triton.jit
 def _m3b_angle_kernel(
-    dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dsg_ptr, dgam_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
-    H: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
+    dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dsg_ptr, dgam_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
+    S, H: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, CB: tl.constexpr,
 ):
-    """Grid (H, S): reverse pass over a sequence's tokens for what crosses chunk edges: the reverse cumsum of dPhi
-    plus dfinal_angle (-> dangles, the angle part of ddt; F1, F2) and the shifted-gamma term gamma'_{t-1} =
-    dt_t (1 - p_t) (-> ddt, dtrap; F5)."""
-    h = tl.program_id(0)
-    s = tl.program_id(1)
+    """Grid (chunk slots, H): the terms that cross chunk edges, for one chunk. The reverse cumsum of dPhi plus
+    dfinal_angle (-> dangles, the angle part of ddt; F1, F2) starts from dfinal_angle plus the per-chunk dPhi sums
+    of the sequence's later chunks (CB slots per tile, fixed order); the shifted-gamma term gamma'_{t-1} =
+    dt_t (1 - p_t) (-> ddt, dtrap; F5) reads ds of the token before (none for the sequence's first token)."""
+    slot = tl.program_id(0)
+    h = tl.program_id(1)
     PI: tl.constexpr = 3.141592653589793
-    bos = tl.load(cu_ptr + s)
-    eos = tl.load(cu_ptr + s + 1)
-    nchunks = tl.cdiv(eos - bos, C)
-    i = tl.arange(0, C)
-    m = tl.arange(0, NA)
-    prev_of = i[None, :] == (i[:, None] - 1)  # [i, j]: j is the token just before i
-    g_carry = tl.load(dfa_ptr + (s * H + h) * NA + m)
-    zero = tl.sum(tl.zeros([C], dtype=tl.float32), axis=0)
-    # Chunk c's first token needs ds of the token before it (chunk c-1, handled next): carried scalars.
-    pend_ddt = zero
-    pend_dp = zero
-    pend_p = zero
-    pend_dt = zero
-    ci = 0
-    while ci < nchunks:  # runtime bound: see _m3b_dstate_kernel
-        c = nchunks - 1 - ci
-        t0 = bos + c * C
+    s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
+    t0 = bos + c * C
+    if t0 < eos:
+        nchunks = tl.cdiv(eos - bos, C)
+        i = tl.arange(0, C)
+        m = tl.arange(0, NA)
+        g_carry = tl.load(dfa_ptr + (s * H + h) * NA + m)
+        later = tl.arange(0, CB)
+        c0 = c + 1
+        while c0 < nchunks:  # runtime bound: see _m3b_dstate_kernel
+            cc = c0 + later
+            blk = tl.load(dphis_ptr + ((slot - c + cc) * H + h)[:, None] * NA + m[None, :],
+                          mask=(cc < nchunks)[:, None], other=0.0)
+            g_carry += tl.sum(blk, axis=0)
+            c0 += CB
         tok = t0 + i
         valid = tok < eos
         th_ = tok * H + h
         hna = tok[:, None] * (H * NA) + h * NA + m[None, :]
         dphi = tl.load(dphi_ptr + hna, mask=valid[:, None], other=0.0)
         gphi = g_carry[None, :] + tl.sum(dphi, axis=0)[None, :] - tl.cumsum(dphi, axis=0) + dphi
-        g_carry += tl.sum(dphi, axis=0)
         dt_c = tl.load(dt_ptr + th_, mask=valid, other=0.0)
         p_c = tl.sigmoid(tl.load(trap_ptr + th_, mask=valid, other=0.0).to(tl.float32))
         th = _m3b_tanh(tl.load(ang_ptr + hna, mask=valid[:, None], other=0.0).to(tl.float32))
         tl.store(dang_ptr + hna, (gphi * dt_c[:, None] * PI * (1.0 - th * th)).to(dang_ptr.dtype.element_ty),
                  mask=valid[:, None])
         dgam = tl.load(dgam_ptr + th_, mask=valid, other=0.0)
-        ds_tok = tl.load(dsg_ptr + th_, mask=valid, other=0.0)
-        ddt_part = dgam * p_c + tl.sum(gphi * PI * th, axis=1)
-        dp_part = dt_c * dgam
-        ds_prev = tl.sum(tl.where(prev_of, ds_tok[None, :], 0.0), axis=1)
-        inner = valid & (i > 0)
-        tl.store(ddt_ptr + th_, ddt_part + ds_prev * (1.0 - p_c), mask=inner)
-        tl.store(dtrap_ptr + th_, ((dp_part - dt_c * ds_prev) * p_c * (1.0 - p_c)).to(dtrap_ptr.dtype.element_ty),
-                 mask=inner)
-        # Finish the first token of chunk c+1 (its previous token is this chunk's last, row C-1).
-        ds_last = tl.sum(tl.where(i == C - 1, ds_tok, 0.0), axis=0)
-        nxt = (t0 + C) * H + h
-        has_pend = ci > 0
-        tl.store(ddt_ptr + nxt, pend_ddt + ds_last * (1.0 - pend_p), mask=has_pend)
-        pend_trap = (pend_dp - pend_dt * ds_last) * pend_p * (1.0 - pend_p)
-        tl.store(dtrap_ptr + nxt, pend_trap.to(dtrap_ptr.dtype.element_ty), mask=has_pend)
-        first = i == 0
-        pend_ddt = tl.sum(tl.where(first, ddt_part, 0.0), axis=0)
-        pend_dp = tl.sum(tl.where(first, dp_part, 0.0), axis=0)
-        pend_p = tl.sum(tl.where(first, p_c, 0.0), axis=0)
-        pend_dt = tl.sum(tl.where(first, dt_c, 0.0), axis=0)
-        ci += 1
-    # The sequence's first token has no shifted-gamma predecessor.
-    tl.store(ddt_ptr + bos * H + h, pend_ddt)
-    tl.store(dtrap_ptr + bos * H + h, (pend_dp * pend_p * (1.0 - pend_p)).to(dtrap_ptr.dtype.element_ty))
+        ds_prev = tl.load(dsg_ptr + th_ - H, mask=valid & (tok > bos), other=0.0)
+        tl.store(ddt_ptr + th_, dgam * p_c + tl.sum(gphi * PI * th, axis=1) + ds_prev * (1.0 - p_c), mask=valid)
+        tl.store(dtrap_ptr + th_, ((dt_c * dgam - dt_c * ds_prev) * p_c * (1.0 - p_c)).to(dtrap_ptr.dtype.element_ty),
+                 mask=valid)
 
 
 @triton.jit
@@ -498,6 +479,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dq_part = torch.empty((T, H, N), device=dev, dtype=f32)
     dk_part = torch.empty((T, H, N), device=dev, dtype=f32)
     dphi = torch.empty((T, H, NA), device=dev, dtype=f32)
+    dphi_sums = torch.empty((nslot, H, NA), device=dev, dtype=f32)
     ds_tok = torch.empty((T, H), device=dev, dtype=f32)
     dgamma = torch.empty((T, H), device=dev, dtype=f32)
     dqb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
@@ -505,16 +487,16 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dd_part = torch.empty((nslot, H), device=dev, dtype=f32)
     _m3b_chunk_kernel[(nslot, H)](
         q, k, v, adt, dt, trap, q_bias, k_bias, d, z, cu_seqlens, phi, chunk_states, dstates, dout, dfinal_k,
-        dfinal_v, dv, dadt, dq_part, dk_part, dphi, ds_tok, dgamma, dqb_part, dkb_part, dd_part,
+        dfinal_v, dv, dadt, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part, dd_part,
         S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=max(2, triton.next_power_of_2(S)), PREC=config.input_precision,
         num_warps=config.num_warps,
     )
     ddt = torch.empty_like(dt)
     dtrap = torch.empty_like(trap)
     dangles = torch.empty_like(angles)
-    _m3b_angle_kernel[(H, S)](
-        dt, trap, angles, cu_seqlens, dfinal_angle, dphi, ds_tok, dgamma, ddt, dtrap, dangles,
-        H=H, NA=NA, C=CHUNK, num_warps=4,
+    _m3b_angle_kernel[(nslot, H)](
+        dt, trap, angles, cu_seqlens, dfinal_angle, dphi, dphi_sums, ds_tok, dgamma, ddt, dtrap, dangles,
+        S, H=H, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1), CB=_ANGLE_SLOTS, num_warps=4,
     )
     dq = torch.empty_like(q)
     dk = torch.empty_like(k)
