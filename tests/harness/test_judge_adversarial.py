@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from ssmkit.granite.config import GraniteMambaConfig
 from ssmkit.harness.judge import JudgeOptions, run_granite_judge, run_mamba3_judge
@@ -143,6 +144,20 @@ def test_changed_fixed_part_makes_the_judge_refuse(panels, tmp_path, capsys):
     assert code == 2 and report["score"] == 0 and not report["passed"]
     assert "harness/compare.py: changed" in report["refused"]
     assert "VERDICT: REFUSED" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine where the worker cannot use CUDA")
+def test_a_worker_that_cannot_use_the_device_makes_the_judge_refuse(panels, tmp_path, capsys, monkeypatch):
+    # As 'nobody' without access to the GPU device files: a set-up failure (exit 2), never a score of 0. Here the
+    # judge has no GPU either, so its run metadata (the GPU's name) is left out.
+    monkeypatch.setattr("ssmkit.harness.judge.run_metadata", lambda *args: {})
+    out = tmp_path / "report.json"
+    code = run_granite_judge(ADVERSARIAL / "granite_correct.py", panels / "granite.json", out, "cuda", options())
+    report = json.loads(out.read_text())
+    assert code == 2 and report["score"] == 0 and "failure" not in report
+    assert "cannot start the candidate worker" in report["refused"]
+    assert "cannot use the device 'cuda'" in report["refused"]
+    assert "VERDICT: REFUSED granite" in capsys.readouterr().out
 
 
 def test_correct_mamba3_solver_passes_and_scores_about_1x_against_itself(panels, tmp_path):

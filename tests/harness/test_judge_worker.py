@@ -33,8 +33,7 @@ def start(run_dir, memory_cap=0, role="candidate"):
 
 def load(worker, source_text, timeout=120):
     path = worker.add_file("candidate.py", source_text.encode())
-    return worker.request({"op": "load", "track": "mamba3", "source": "candidate", "path": str(path), "device": "cpu"},
-                          timeout)
+    return worker.request({"op": "load", "track": "mamba3", "source": "candidate", "path": str(path)}, timeout)
 
 
 def test_root_judge_never_runs_workers_as_root_unless_allowed():
@@ -174,3 +173,28 @@ def test_a_call_that_writes_into_its_input_is_seen_by_the_judge(run_dir):
         assert torch.equal(outputs["r0"], torch.ones(4))
     finally:
         worker.close()
+
+
+def test_rewritten_inputs_are_staged_afresh_before_every_call(run_dir):
+    # Rotation: the judge refills the same slot (no new mapping); the next call must see the new values.
+    worker = start(run_dir)
+    try:
+        load(worker, "def mamba3_siso_varlen_joint_states_full_vjp(x):\n    return (x * 2,) * 16\n")
+        for rotation in range(3):
+            values = torch.randn(5, 3)
+            slot = worker.put("x", values)
+            if rotation == 0:
+                worker.map_inputs(60)
+            assert not worker._unmapped  # a refill: the worker keeps its mapping of the same file
+            worker.request({"op": "prepare", "args": ["x"]}, 60)
+            worker.request({"op": "call"}, 60)
+            outputs = worker.fetch(60, 1 << 20)
+            assert torch.equal(outputs["r0"], values * 2) and torch.equal(slot, values)
+    finally:
+        worker.close()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine where the worker cannot use CUDA")
+def test_a_worker_that_cannot_use_its_device_fails_at_start_with_the_reason(run_dir):
+    with pytest.raises(WorkerFailure, match="user test cannot use the device 'cuda'"):
+        WorkerProcess("candidate", run_dir, "cuda", SAME_USER, 0, start_timeout=300)

@@ -12,9 +12,11 @@ Rules (in the order they are applied; any failure gives score 0 and names the ch
    environment, own folder, fresh ``TRITON_CACHE_DIR``), as ``nobody`` when the judge is root (refused if that is
    impossible, unless explicitly allowed: ``SSMKIT_JUDGE_ALLOW_SAME_USER=1``), with a timeout per request and
    RLIMIT_AS (16 GiB) on the CPU, none on CUDA (the driver reserves far more address space than any useful cap).
-   Protocol on private pipes; inputs in host shared memory (the worker copies them to its device before a call
-   and back after it: CUDA IPC handles cannot be opened by a worker of another user); outputs read back by the
-   judge, which does every comparison and owns every clock. Crash, hang, garbage -> a clean failure naming it.
+   Protocol on private pipes; inputs in host shared memory, which the judge hashes (the worker copies them to its
+   device before a call and back after it, both untimed, so writes into inputs show; no CUDA IPC: a worker of
+   another user cannot open the handles); outputs read back by the judge, which does every comparison and owns
+   every clock. Crash, hang, garbage -> a clean failure naming it. A worker whose user cannot use the device
+   (e.g. ``nobody`` without access to the GPU device files) is found before any candidate code runs: refused.
 4. Correctness gauntlet: every correctness workload, with ``granite verify``'s runs and checks
    (``granite_run.run_workload``, ``granite_verify.compare_runs``: outputs of every call, final conv_state and
    ssm_state, readout logits and KL, bounds calibrated from the bf16 reference's own error against the fp32 run,
@@ -25,14 +27,16 @@ Rules (in the order they are applied; any failure gives score 0 and names the ch
 5. Timing: per workload, paired A/B/B/A between the reference (the starter, in its own worker) and the candidate,
    on the judge's wall clock around one synchronised ``call`` request; a live no-op floor (the fastest of a few
    no-op requests just before each call, median per worker) is subtracted; input sets rotate between calls (the
-   judge rewrites the same shared buffers, so a cache keyed by input identity returns stale results). Warm-up calls
+   judge rewrites the same shared buffers; the worker's device copies are made afresh before every call, so a
+   cache keyed by input identity returns stale results). Warm-up calls
    come first (Triton compiles and autotunes there); then the worker's Triton cache is made read-only. Every
    timed output is digested by the judge and must equal the digest validated for that input set. Speedup =
    median over pairs of reference_ms / candidate_ms; the spread between pairs is reported and timing is flagged
    unstable above ``JudgeOptions.unstable_spread``.
 6. Score: G = geometric mean of per-workload speedups. Granite: 0 if G <= 1 else 1 - 1/G. Mamba-3: G.
 Exit codes: 0 passed, 1 failed (score 0), 2 nothing scored: refused (fixed parts changed, isolation impossible, bad
-panel file, a worker that cannot start, the reference failing) or a judge error (reported with its traceback).
+panel file, a worker that cannot start or cannot use the device, inputs that cannot reach the worker, the
+reference failing) or a judge error (reported with its traceback).
 On the CPU (a test mode: real timings need a GPU) Triton kernels run in its interpreter, with the package's fixes
 for the interpreter's bf16 defects (``ssmkit.kernels.interpreter``, a fixed part) applied by the worker.
 """
@@ -162,7 +166,7 @@ class _Session:
         except WorkerFailure as err:  # before any candidate code runs: the judge's environment is at fault
             raise Refused(f"cannot start the {role} worker: {err.reason}\n{err.detail}".strip()) from None
         self.workers.append(worker)
-        message = {"op": "load", "track": self.track, "source": source, "device": str(self.device)}
+        message = {"op": "load", "track": self.track, "source": source}
         if candidate_bytes is not None:
             message["path"] = str(worker.add_file("candidate.py", candidate_bytes))
         try:
@@ -568,8 +572,8 @@ def _judge(track_name: str, candidate, panel, json_out, device, options: JudgeOp
         emit(f"[judge] {track_name}: {session.isolation_note}")
         if report["isolation"]["panel_readable_by_worker"]:
             emit(f"[judge] WARNING: the worker's user can read the panel file {panel} (e.g. chmod 600 it)")
+        cand = session.start("candidate", "candidate", data)  # first: a worker that cannot use the device refuses
         track = track_cls(options, device)
-        cand = session.start("candidate", "candidate", data)
         track.build(cand, options)
         for item in track.correctness_items(panel_items):
             emit(f"[judge] correctness: {track.workload_name(item)}")

@@ -5,17 +5,14 @@ a pipe whose file descriptors only the judge and its worker hold (never the work
 code cannot corrupt the protocol). The judge never unpickles anything the worker sends: worker -> judge messages
 are JSON, checked field by field, with a size cap.
 
-Tensors, judge -> worker (inputs and weights): the judge writes each tensor into a file of the exchange folder
-(``/dev/shm`` when present) and keeps a ``MAP_SHARED`` mapping of it; the worker maps the same file. The judge
-hashes these host buffers before and after every call.
-- Shared (the default on the CPU): the worker hands the mapping itself to the candidate. Both see the same pages,
-  so an input the worker writes into is visible to the judge's hashes.
-- Staged (always on CUDA; on the CPU when forced, to test this path): the descriptor names a ``stage`` device;
-  the worker keeps its own copy of the slot there, refreshes it from the host buffer before every call (the
-  ``prepare`` request) and copies it back into the host buffer after every call (the ``fetch`` request), both
-  outside the timed region, so in-place writes still reach the judge's hashes. Why not CUDA IPC: it fails when
-  the worker runs as another user ("mapping of buffer object failed"), and an IPC handle maps the judge's whole
-  allocator segment, other judge tensors (reference results) included, into the worker.
+Tensors, judge -> worker (inputs and weights): the judge writes each tensor (from any device) into a file of the
+exchange folder (``/dev/shm`` when present) and keeps a ``MAP_SHARED`` mapping of it; the worker maps the same
+file. The judge hashes these host buffers before and after every call. The worker stages them (the same code on
+the CPU and on CUDA, so CPU tests exercise the GPU path): its ``prepare`` request copies the call's inputs to its
+device, its ``fetch`` request copies them back into the host buffers, both outside the timed region, so in-place
+writes still reach the judge's hashes (``ssmkit.harness.worker``). Why not CUDA IPC: a worker of another user
+cannot open the handles ("mapping of buffer object failed" on the H200), and a handle maps the judge's whole
+allocator segment, other judge tensors (reference results) included, into the worker.
 Tensors, worker -> judge (outputs): the worker copies each output to the host and writes its raw bytes into a file
 of its own output folder, outside any timed region; the judge reads the file by a name it checks (no path
 separators, no links, exact byte size), so it never maps memory the worker could change later.
@@ -122,12 +119,11 @@ class SharedInputs:
 
     ``put(name, tensor)`` creates the slot (shape and dtype fixed from then on) or refills it in place, and returns
     the slot's host tensor (the judge hashes it before and after calls); ``tensor`` may live on any device.
-    ``descriptor(name)`` is what the worker needs to map it. ``stage``: None (the worker uses the mapping itself)
-    or the device the worker stages the slot on (see the module docstring).
+    ``descriptor(name)`` is what the worker needs to map it.
     """
 
-    def __init__(self, folder: Path, stage: str | None = None):
-        self.folder, self.stage = Path(folder), stage
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
         self.slots: dict[str, torch.Tensor] = {}
         self._files: dict[str, str] = {}
         self._allocations = 0
@@ -164,8 +160,7 @@ class SharedInputs:
 
     def descriptor(self, name: str) -> dict:
         slot = self.slots[name]
-        return {"file": self._files[name], "dtype": dtype_name(slot.dtype), "shape": list(slot.shape),
-                "stage": self.stage}
+        return {"file": self._files[name], "dtype": dtype_name(slot.dtype), "shape": list(slot.shape)}
 
 
 def open_input(folder: Path, descriptor: dict) -> torch.Tensor:

@@ -9,8 +9,10 @@ Two halves of one protocol live here:
 
 Requests (JSON objects with an ``op``); each gets one reply ``{"ok": true, ...}`` or
 ``{"ok": false, "error": ..., "traceback": ...}``:
-  hello                                   -> pid, uid, python, torch version
-  load   {track, source: "candidate"|"reference", path, device}
+  hello  {device?}                        -> pid, uid, python, torch version, device_error: with ``device``, the
+                                          worker adopts it and tries an allocation there before any candidate
+                                          code loads (None: it works; else why not, e.g. no access to the GPU)
+  load   {track, source: "candidate"|"reference", path}
   map    {tensors: {slot: descriptor}}    map judge-owned input slots (host shared memory)
   build  {config: {...}, weights: {param: slot}, dtype}   Granite: construct the layer, load weights
   prepare {...}                           set up the next call outside the timed region: copy its inputs to the
@@ -126,14 +128,22 @@ class _Worker:
         return handler(request) or {}
 
     def op_hello(self, request: dict) -> dict:
-        return {"pid": os.getpid(), "uid": os.getuid(), "python": sys.version.split()[0], "torch": torch.__version__}
+        device_error = None
+        if "device" in request:
+            try:  # e.g. this user cannot open the GPU device files
+                self.device = torch.device(request["device"])
+                torch.empty(1, device=self.device)
+                self._synchronize()
+            except Exception as err:  # noqa: BLE001 - reported to the judge, which refuses to run
+                device_error = f"{type(err).__name__}: {err}"[:_TRACEBACK_CHARS]
+        return {"pid": os.getpid(), "uid": os.getuid(), "python": sys.version.split()[0], "torch": torch.__version__,
+                "device_error": device_error}
 
     def op_load(self, request: dict) -> None:
         track = request["track"]
         if track not in TRACKS:
             raise ProtocolError(f"unknown track {track!r}")
         self.track = track
-        self.device = torch.device(request["device"])
         self.entry, self.namespace = _load_entry(track, request["source"], request.get("path"))
 
     def op_map(self, request: dict) -> None:
@@ -211,6 +221,7 @@ class _Worker:
         self._synchronize()
 
     def op_fetch(self, request: dict) -> dict:
+        self._synchronize()
         for name, copy in self.staged:
             self.slots[name].copy_(copy)
         peak = torch.cuda.max_memory_allocated(self.device) if self.device.type == "cuda" else None
@@ -392,10 +403,15 @@ class WorkerProcess:
         self.last_peak_mem: int | None = None
         self.last_meta: dict[str, bool] = {}
         try:
-            self.hello = self.request({"op": "hello"}, start_timeout)
+            self.hello = self.request({"op": "hello", "device": device}, start_timeout)
         except WorkerFailure:
             self.close()
             raise
+        if self.hello.get("device_error") is not None:
+            self.close()
+            raise WorkerFailure(f"user {user.name} cannot use the device '{device}': {self.hello['device_error']} "
+                                f"(a judge set-up problem: that user must be able to open the GPU device files, "
+                                f"/dev/nvidia*)")
 
     def put(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
         """Fill the shared input slot ``name`` (created on first use) and return it; ``map_inputs`` before use."""
