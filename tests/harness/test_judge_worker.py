@@ -198,3 +198,22 @@ def test_rewritten_inputs_are_staged_afresh_before_every_call(run_dir):
 def test_a_worker_that_cannot_use_its_device_fails_at_start_with_the_reason(run_dir):
     with pytest.raises(WorkerFailure, match="user test cannot use the device 'cuda'"):
         WorkerProcess("candidate", run_dir, "cuda", SAME_USER, 0, start_timeout=300)
+
+
+def test_the_judge_never_writes_through_links_planted_by_the_worker(run_dir, tmp_path):
+    # The judge may be root: where the worker can create entries, the judge must not follow them.
+    worker = start(run_dir)
+    target = tmp_path / "victim"
+    target.write_bytes(b"keep")
+    target.chmod(0o600)
+    try:
+        (worker.triton_cache / "planted").symlink_to(target)
+        os.mkfifo(worker.triton_cache / "fifo")  # opening it for reading must not block the judge
+        worker.freeze_triton_cache()
+        assert (target.stat().st_mode & 0o777) == 0o600
+        (worker.folder / "candidate.py").symlink_to(target)
+        path = worker.add_file("candidate.py", b"x = 1\n")
+        assert not path.is_symlink() and path.read_bytes() == b"x = 1\n" and target.read_bytes() == b"keep"
+        assert worker.exchange.parent == worker.outdir.parent == run_dir  # not inside the worker's own folder
+    finally:
+        worker.close()

@@ -108,10 +108,18 @@ def recv_message(fd: int, timeout: float | None = None, max_bytes: int = MAX_MES
     return message
 
 
+EXCHANGE_MIN_FREE_BYTES = 4 << 30
+
+
 def exchange_root() -> Path:
-    """Where exchange folders live: /dev/shm (RAM-backed) when it exists, else the temp folder."""
+    """Where exchange folders live: /dev/shm (RAM-backed) when it exists, is writable and has at least
+    EXCHANGE_MIN_FREE_BYTES free (a container's default /dev/shm is 64 MiB), else the temp folder."""
     shm = Path("/dev/shm")
-    return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(os.environ.get("TMPDIR", "/tmp"))
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        fs = os.statvfs(shm)
+        if fs.f_bavail * fs.f_frsize >= EXCHANGE_MIN_FREE_BYTES:
+            return shm
+    return Path(os.environ.get("TMPDIR", "/tmp"))
 
 
 class SharedInputs:
@@ -153,8 +161,11 @@ class SharedInputs:
         path = self.folder / f"{name}_{self._allocations}.bin"
         self._files[name] = path.name
         nbytes = tensor.numel() * tensor.element_size()
-        with open(path, "wb") as handle:
-            handle.truncate(max(nbytes, 1))
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:  # reserve the pages now: a full tmpfs fails here (OSError), not with SIGBUS at a later write
+            os.posix_fallocate(fd, 0, max(nbytes, 1))
+        finally:
+            os.close(fd)
         flat = torch.from_file(str(path), shared=True, size=max(tensor.numel(), 1), dtype=tensor.dtype)
         return flat[: tensor.numel()].view(tensor.shape)
 

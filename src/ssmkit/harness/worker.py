@@ -35,6 +35,7 @@ import os
 import pwd
 import resource
 import signal
+import stat
 import subprocess
 import sys
 import traceback
@@ -362,7 +363,11 @@ def package_root() -> Path:
 
 
 class WorkerProcess:
-    """One worker subprocess, with its own folder under ``run_dir`` (exchange files, outputs, home, Triton cache).
+    """One worker subprocess, with its own folder under ``run_dir`` (home, Triton cache, the candidate's copy).
+
+    Its exchange and output folders are the judge's, beside that folder in ``run_dir`` (the worker could rename
+    anything inside its own folder): the worker cannot plant links where the judge, maybe root, writes, reads or
+    unlinks. Exchange (mode 711): files handed to the worker one by one. Output (mode 733): the worker adds files.
 
     ``memory_cap``: RLIMIT_AS in bytes (0: none). ``request(message, timeout)`` returns the reply or raises
     WorkerFailure; after a timeout, a crash or a protocol violation the worker is killed and stays dead.
@@ -372,11 +377,14 @@ class WorkerProcess:
                  start_timeout: float):
         self.role, self.user = role, user
         self.folder = Path(run_dir) / role
-        self.exchange, self.outdir = self.folder / "exchange", self.folder / "out"
+        self.exchange, self.outdir = Path(run_dir) / f"{role}_exchange", Path(run_dir) / f"{role}_out"
         self.home, self.triton_cache = self.folder / "home", self.folder / "triton_cache"
-        for path in (self.folder, self.exchange, self.outdir, self.home, self.triton_cache):
+        for path in (self.folder, self.home, self.triton_cache):
             path.mkdir(mode=0o700)
             self._give(path)
+        for path, mode in ((self.exchange, 0o711), (self.outdir, 0o733)):
+            path.mkdir()
+            path.chmod(mode)  # not through mkdir: the umask would clear the write bits
         self.log_path = Path(run_dir) / f"{role}.log"
         to_worker_r, self._to_worker = os.pipe()
         self._from_worker, from_worker_w = os.pipe()
@@ -417,9 +425,7 @@ class WorkerProcess:
         """Fill the shared input slot ``name`` (created on first use) and return it; ``map_inputs`` before use."""
         slot, new = self.inputs.put(name, tensor)
         if new:
-            path = self.inputs.file_path(name)
-            path.chmod(0o600)
-            self._give(path)
+            self._give(self.inputs.file_path(name))  # created with mode 600 in the judge's exchange folder
             self._unmapped.add(name)
         return slot
 
@@ -464,16 +470,27 @@ class WorkerProcess:
     def add_file(self, name: str, data: bytes) -> Path:
         """Write a read-only file for the worker into its folder (e.g. the copy of the candidate)."""
         path = self.folder / name
-        path.write_bytes(data)
-        path.chmod(0o444)
-        self._give(path)
+        path.unlink(missing_ok=True)  # an earlier copy, or a link the worker planted (unlink does not follow it)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)  # never through a link
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if self.user.uid is not None:
+                os.fchown(fd, self.user.uid, self.user.gid)
         return path
 
     def freeze_triton_cache(self) -> None:
         """Make the Triton cache read-only after warm-up: compiling during timing then fails (effective only
         when the worker runs as another user; root ignores file modes)."""
         for path in sorted(self.triton_cache.rglob("*"), reverse=True) + [self.triton_cache]:
-            path.chmod(0o555 if path.is_dir() else 0o444)
+            try:  # by a descriptor opened without following links (the worker may plant them; the judge may be
+                # root) and without blocking (a planted FIFO)
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue
+            try:
+                os.fchmod(fd, 0o555 if stat.S_ISDIR(os.fstat(fd).st_mode) else 0o444)
+            finally:
+                os.close(fd)
 
     def log_tail(self, chars: int = 2000) -> str:
         try:
