@@ -266,6 +266,17 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     slots = T // CHUNK + S
     bf16, f32 = torch.bfloat16, torch.float32
 
+    # Host time before the first launch is not hidden behind GPU work: allocate what the first kernel writes, launch
+    # it, then allocate the rest while it runs.
+    dstate = torch.empty((slots, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev)  # per-chunk term, chunk's frame
+    decay = torch.empty((slots, NHEADS), dtype=f32, device=dev)  # Lambda = sum of adt over the chunk
+    angsum = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # sum of theta * dt over the chunk
+    sizes = dict(H=NHEADS, N=DSTATE, P=HEADDIM, NA=NANGLES, CHUNK_=CHUNK)
+    block_s = triton.next_power_of_2(S + 1)
+    _mamba3_fwd_chunk_state_kernel[(slots, NHEADS)](
+        k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, angsum,
+        **sizes, BLOCK_S=block_s, PRECISION=config.input_precision, num_warps=config.chunk_warps,
+    )
     out = torch.empty((T, NHEADS, HEADDIM), dtype=bf16, device=dev)
     final_angle = torch.empty((S, NHEADS, NANGLES), dtype=f32, device=dev)
     final_ssm = torch.empty((S, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev)
@@ -282,17 +293,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     else:
         saved = None
         y_buf = phi_buf = out  # never written: SAVE is False
-    dstate = torch.empty_like(chunk_states)  # per-chunk contribution in the chunk's angle frame
-    decay = torch.empty((slots, NHEADS), dtype=f32, device=dev)  # Lambda = sum of adt over the chunk
-    angsum = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # sum of theta * dt over the chunk
     carry = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # wrapped Phi before the chunk
-
-    sizes = dict(H=NHEADS, N=DSTATE, P=HEADDIM, NA=NANGLES, CHUNK_=CHUNK)
-    block_s = triton.next_power_of_2(S + 1)
-    _mamba3_fwd_chunk_state_kernel[(slots, NHEADS)](
-        k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, angsum,
-        **sizes, BLOCK_S=block_s, PRECISION=config.input_precision, num_warps=config.chunk_warps,
-    )
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
         cu_seqlens, dstate, decay, angsum, chunk_states, carry, final_ssm,
         **sizes, BLOCK_P=config.passing_block_p, num_warps=config.passing_warps,
