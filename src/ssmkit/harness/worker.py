@@ -21,9 +21,8 @@ Requests (JSON objects with an ``op``); each gets one reply ``{"ok": true, ...}`
   noop                                    synchronise and reply (the timing floor)
   fetch                                   copy the call's inputs back into their slots (so the judge sees any
                                           write into them), write the kept outputs to files; reply their
-                                          descriptors, the peak
-                                          CUDA memory and ``meta`` (Granite: ``cache_in_place`` after a call
-                                          that was given a cache)
+                                          descriptors, the peak CUDA memory (staged inputs included) and
+                                          ``meta`` (Granite: ``cache_in_place`` after a call given a cache)
   exit
 Granite ``prepare``: {hidden: slot, mask: slot|null, cache: null | {conv: slot, ssm: slot, seqlen_offset}}; the
 cache is a private copy (not written back). Outputs: out, conv_state, ssm_state.
