@@ -48,7 +48,8 @@ TARGET_FULL_WALL_MS, TARGET_FULL_GPU_MS = 0.45, 0.35  # at T ~ 2100-2450, 3-5 se
 SWEEP = [(DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=8)),
          (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4)),
          (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, dstate_scan=True)),
-         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, dstate_scan=True, scan_block=512)),
+         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, dstate_scan=True, chunk_sides=2)),
+         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=8, dstate_scan=True, chunk_sides=2)),
          (Mamba3FwdConfig(chunk_warps=4), Mamba3BwdConfig(num_warps=4, dstate_scan=True)),
          (Mamba3FwdConfig(passing_block_p=32, passing_warps=8), Mamba3BwdConfig(num_warps=4, dstate_scan=True))]
 BWD_KERNELS = ("_m3b_dstate_kernel", "_m3b_dstate_local_kernel", "_m3b_dstate_scan_kernel", "_m3b_chunk_kernel",
@@ -193,6 +194,7 @@ def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG,
 def _label(r):
     b, f = r["config"], r["fwd_config"]
     return (f"{r['name']} b{b['num_warps']}w{'-scan' + str(b['scan_block']) if b['dstate_scan'] else '-chain'}"
+            f"{'-sides' if b['chunk_sides'] == 2 else ''}"
             f"/d{b['dstate_warps']}w {b['input_precision']} f{f['chunk_warps']}w/p{f['passing_block_p']}")
 
 
