@@ -264,8 +264,13 @@ def main():
     if opts.sweep:
         first = cases[0]
         for fwd_config, config in SWEEP:
-            report["sweep"].append(measure_case(first["name"], first["seqlens"], first["seed"], device,
-                                                not opts.smoke, config, fwd_config))
+            try:  # a config that fails (compile, launch) is recorded and skipped, not fatal
+                report["sweep"].append(measure_case(first["name"], first["seqlens"], first["seed"], device,
+                                                    not opts.smoke, config, fwd_config))
+            except Exception as exc:  # noqa: BLE001 - reported in the json and printed
+                report.setdefault("sweep_failed", []).append(
+                    {"config": config._asdict(), "fwd_config": fwd_config._asdict(), "error": repr(exc)[:2000]})
+                print("sweep config failed:", fwd_config, config, repr(exc)[:500], flush=True)
             dump()
         print(_table(report["sweep"]), flush=True)
         for r in report["sweep"]:
