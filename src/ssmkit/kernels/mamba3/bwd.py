@@ -181,7 +181,7 @@ def _m3b_dstate_scan_kernel(adt_ptr, cu_ptr, dfs_ptr, dstates_ptr,
         tok = bos + c * C + i
         lam = tl.sum(tl.load(adt_ptr + tok * H + h, mask=tok < eos, other=0.0), axis=0)
         ptr = dstates_ptr + ((base + c) * H + h) * PN + e
-        loc = tl.load(ptr)
+        loc = tl.load(ptr, mask=c > 0, other=0.0)  # the first chunk's term is never written (nor needed)
         tl.store(ptr, g)
         g = tl.exp(lam) * g + loc
         ci += 1
