@@ -18,6 +18,11 @@ VPY="$root/.venv/bin/python"
 if ! "$VPY" -c "import torch" 2>/dev/null; then
   "$VPY" -m pip install -q "torch==2.13.0" || "$VPY" -m pip install -q torch
 fi
-"$VPY" -m pip install -q "triton==3.6.0" numpy safetensors pytest "transformers==5.17.0" huggingface_hub matplotlib
-"$VPY" -m pip install -q --no-deps -e .
+# Install only what is missing (a GPU machine's image may already hold all of it and have no network).
+if ! "$VPY" -c "import triton, numpy, safetensors, pytest, transformers, huggingface_hub, matplotlib" 2>/dev/null; then
+  "$VPY" -m pip install -q "triton==3.6.0" numpy safetensors pytest "transformers==5.17.0" huggingface_hub matplotlib
+fi
+if ! "$VPY" -c "import ssmkit" 2>/dev/null; then
+  "$VPY" -m pip install -q --no-deps -e . || export PYTHONPATH="$root/src${PYTHONPATH:+:$PYTHONPATH}"
+fi
 export SSMKIT_PY="$VPY"
