@@ -2,8 +2,9 @@
 # (block sizes are constexprs, so tests run it at tiny P/N/chunk). Three launches (spec §2.1 step 9):
 #   1. _ssd_chunk_state_kernel, grid (H, chunks, b): dt = softplus(dt_raw + dt_bias) with 5.17's bf16 rounding,
 #      the in-chunk cumsum of A*dt (stored, fp32), and the chunk's local state sum_s x_s (B_s w_s)^T, (P, N) fp32,
-#      in one pass over BLOCK_K = 64 token blocks (tl.dot, rescaled per block). Programs of head 0 also store C.B^T
-#      of the chunk (causal blocks only, fp32), shared by all heads in launch 3.
+#      in one pass over BLOCK_K = 64 token blocks (tl.dot, rescaled per block; the fp32 operand as two bf16 terms).
+#      Programs of head 0 (or all heads, cb_spread) also store C.B^T of the chunk (causal blocks only, fp32),
+#      shared by all heads in launch 3.
 #   2. _ssd_state_pass_kernel, grid (P*N / BLOCK_S, H, b): the sequential recurrence over chunks, writing the state
 #      entering each chunk and the final state (fp32).
 #   3. _ssd_chunk_scan_kernel, grid (H / HEADS, chunks * CH / BLOCK_M, b): y = C.state * exp(cs) + (CB o decay o dt) @ x
@@ -94,7 +95,7 @@ def _ssd_chunk_state_kernel(
     seqlen, nheads, nchunks,
     P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_MASK: tl.constexpr, ROUND_DT: tl.constexpr, STORE_CB: tl.constexpr, CB_SPREAD: tl.constexpr,
-    PREC: tl.constexpr,
+    PREC: tl.constexpr, SPLIT_STATE: tl.constexpr,
 ):
     h = tl.program_id(0)  # heads fastest: the programs of one chunk run together and share B (and C) in L2
     c = tl.program_id(1)
@@ -122,7 +123,12 @@ def _ssd_chunk_state_kernel(
             x_t = tl.load(xbc + t[None, :] * stride_xl + (h * P + offs_p)[:, None], mask=valid[None, :], other=0.0)
             b_s = tl.load(xbc + t[:, None] * stride_xl + (nheads * P + offs_n)[None, :], mask=valid[:, None],
                           other=0.0).to(tl.float32)
-            acc = _ssd_dot(x_t, b_s * w[:, None], acc * tl.exp(new_end - cs_end), PREC)
+            bw = b_s * w[:, None]
+            acc = _ssd_dot(x_t, bw, acc * tl.exp(new_end - cs_end), PREC)
+            if SPLIT_STATE:
+                # the bf16 dot rounded B dt exp(..) (x is bf16 already, exact): add the rounding remainder as a
+                # second bf16 term, so the local state carries ~16 significant bits of that operand, not 8
+                acc = tl.dot(x_t, (bw - bw.to(tl.bfloat16).to(tl.float32)).to(tl.bfloat16), acc)
             cs_end = new_end
         st = states_ptr + ((pid_b * nchunks + c) * nheads + h) * (P * N)
         tl.store(st + offs_p[:, None] * N + offs_n[None, :], acc)
@@ -289,6 +295,7 @@ def ssd_chunked_prefill(
     precision: int = PREC_BF16,
     shared_cb: bool = True,
     cb_spread: bool = False,
+    state_split: bool = True,
     block_m: int = 64,
     block_s: int = 512,
     scan_heads: int = 1,
@@ -320,6 +327,10 @@ def ssd_chunked_prefill(
         cb_spread: with shared_cb, spread the chunk's causal C.B^T blocks over the head programs of launch 1
             instead of head 0 alone (which is then the straggler: launch 1 takes 140 us with it and 102 us without
             C.B^T at L = 16384 on an H200). Not yet measured on the GPU, hence off by default.
+        state_split: with PREC_BF16, the local-state dot x (B dt decay)^T adds the bf16 rounding remainder of
+            its fp32 operand as a second bf16 dot, so the final ssm_state is as accurate as with fp32 operands
+            (measured on an H200 at L = 4096: without it the state's max-element error reached 2.1x the 5.17
+            reference's, the judge's bound being 2x; bench/granite/NOTES.md "Session 2"). x is exact in bf16.
         block_m, block_s: token rows per scan program (and per chunk-state dot step); state elements per
             state-passing program.
         scan_heads: heads per scan program (a divisor of H), done one after the other (C, C.B^T reuse in L1).
@@ -398,7 +409,7 @@ def ssd_chunked_prefill(
         seqlen, nheads, nchunks,
         P=head_dim, N=d_state, CH=ch, BLOCK_K=bm,
         HAS_MASK=has_mask, ROUND_DT=dt_raw.dtype == torch.bfloat16, STORE_CB=shared_cb, CB_SPREAD=cb_spread,
-        PREC=precision,
+        PREC=precision, SPLIT_STATE=state_split and precision == PREC_BF16,
         **opts["state"],
     )
     _ssd_state_pass_kernel[(triton.cdiv(head_dim * d_state, bs), nheads, batch)](
