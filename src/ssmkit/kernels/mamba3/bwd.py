@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ssmkit.kernels.mamba3.fwd import _fwd_locate_chunk
+from ssmkit.kernels.mamba3.fwd import _fwd_chunk_scalars, _fwd_locate_chunk
 from ssmkit.mamba3.shapes import CHUNK
 
 _REDUCE_TOKENS = 2  # (32, 2, 128) fp32 tile per tensor: 32 registers a thread at 8 warps
@@ -319,14 +319,153 @@ def _m3b_chunk_kernel(
 
 
 @triton.jit
+def _m3b_take(x, rows, idx):
+    """x[rows] of a (C,) vector x indexed by idx = arange(C): an exact select-and-sum (adds zeros only), so the
+    row block sees the same values as the full chunk."""
+    return tl.sum(tl.where(rows[:, None] == idx[None, :], x[None, :], 0.0), axis=1)
+
+
+@triton.jit
+def _m3b_chunk_rows_kernel(
+    q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, d_ptr, z_ptr, cu_ptr,
+    phi_ptr, states_ptr, dstates_ptr, dout_ptr, dfk_ptr, dfv_ptr,
+    dv_ptr, dl_ptr, dlam_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dsg_ptr, dgam_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr,
+    S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr,
+):
+    """Grid (T//64 + S chunk slots, H, 2): §7.2 for one chunk of one head, restricted to the tokens of row block
+    r = program_id(2) (tokens [32 r, 32 r + 32) of the chunk): the dQ~ side uses the row block of M o G (and of A for
+    dl), the dKs / dV side its column block; each program recomputes the (32 x 64) pieces it needs, so no (C, C)
+    tile is held. Writes dv, dq_hat/dk_hat (per head), dPhi, ds, dgamma of its tokens; dl per token and the chunk's
+    dLambda part (the angle kernel forms dadt = reverse in-chunk cumsum of dl + dLambda), and per (slot, row block)
+    partials of the bias/D sums and of the dPhi column sums. Slots no chunk maps to write zero partials only."""
+    slot = tl.program_id(0)
+    h = tl.program_id(1)
+    r = tl.program_id(2)
+    NH: tl.constexpr = N // 2
+    BR: tl.constexpr = C // 2
+    s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
+    t0 = bos + c * C
+    active = t0 < eos
+    i = tl.arange(0, C)
+    ib = r * BR + tl.arange(0, BR)  # the block's rows, chunk-local
+    pv = tl.arange(0, P)
+    m = tl.arange(0, NA)
+    tok = t0 + i
+    tb = t0 + ib
+    vm = ((tok < eos) & active)[:, None]
+    valid_b = (tb < eos) & active
+    vb = valid_b[:, None]
+    is_last = tb == eos - 1
+
+    # per-token scalars (F5, F6) of the chunk, and of the block taken from them
+    ell, gam_f, sc_f, _ = _fwd_chunk_scalars(adt_ptr, dt_ptr, trap_ptr, tok, h, eos, H)
+    lam = tl.sum(tl.where(i == C - 1, ell, 0.0), axis=0)
+    ell_b = _m3b_take(ell, ib, i)
+    gam = _m3b_take(gam_f, ib, i)
+    sc = _m3b_take(sc_f, ib, i)
+    e_ell = tl.exp(ell_b)
+    e_rev = tl.exp(lam - ell_b)
+    e_lam = tl.exp(lam)
+
+    # gate (F8); G and the decay mask as a row block (BR, C) and a column block (C, BR)
+    hp = tok[:, None] * (H * P) + h * P + pv[None, :]
+    hpb = tb[:, None] * (H * P) + h * P + pv[None, :]
+    dout = tl.load(dout_ptr + hp, mask=vm, other=0.0).to(tl.float32)
+    zz = tl.load(z_ptr + hp, mask=vm, other=0.0).to(tl.float32)
+    dy_f = dout * zz * tl.sigmoid(zz)
+    dout = tl.load(dout_ptr + hpb, mask=vb, other=0.0).to(tl.float32)
+    zz = tl.load(z_ptr + hpb, mask=vb, other=0.0).to(tl.float32)
+    dy = dout * zz * tl.sigmoid(zz)
+    vv = tl.load(v_ptr + hpb, mask=vb, other=0.0).to(tl.float32)
+    e_tok = tl.sum(dy * vv, axis=1)
+    dec_r = tl.where(ib[:, None] > i[None, :], tl.exp(tl.minimum(ell_b[:, None] - ell[None, :], 0.0)), 0.0)
+    dec_c = tl.where(i[:, None] > ib[None, :], tl.exp(tl.minimum(ell[:, None] - ell_b[None, :], 0.0)), 0.0)
+    mg_r = dec_r * tl.dot(dy, tl.trans(tl.load(v_ptr + hp, mask=vm, other=0.0).to(tl.float32)),
+                          input_precision=PREC)
+    mg_c = dec_c * tl.dot(dy_f, tl.trans(vv), input_precision=PREC)
+    # pass 1 over the two state halves: A = Q~ Ks^T as row and column block, and q^.k^ (= q~.k~, spec F7)
+    a_r = tl.zeros([BR, C], dtype=tl.float32)
+    a_c = tl.zeros([C, BR], dtype=tl.float32)
+    qk = tl.zeros([BR], dtype=tl.float32)
+    for half in tl.static_range(2):
+        qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tb, vb, h, half, C, H, N, NA)
+        kt = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tb, vb, h, half, C, H, N, NA)
+        qk += tl.sum(qt * kt, axis=1)
+        kf = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tok, vm, h, half, C, H, N, NA)
+        a_r += tl.dot(qt, tl.trans(kf * sc_f[:, None]), input_precision=PREC)
+        qf = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vm, h, half, C, H, N, NA)
+        a_c += tl.dot(qf, tl.trans(kt * sc[:, None]), input_precision=PREC)
+    dl = tl.sum(mg_r * a_r, axis=1) - tl.sum(mg_c * a_c, axis=0)
+    dvv = (tl.dot(tl.trans(dec_c * a_c), dy_f, input_precision=PREC) + (tl.load(d_ptr + h) + gam * qk)[:, None] * dy
+           + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
+    # pass 2, per state half: the q side (dQ~ of the block's rows) then the k side (dKs, V dS of its columns)
+    dlam = tl.sum(tl.zeros([BR], dtype=tl.float32), axis=0)
+    ds_tok = tl.zeros([BR], dtype=tl.float32)
+    ge = (gam * e_tok)[:, None]
+    st_row = (slot * H + h) * P * N + pv[:, None] * N
+    part_row = (slot * 2 + r) * H + h
+    dphi_q = tl.zeros([BR, NA], dtype=tl.float32)
+    for half in tl.static_range(2):
+        cols = half * NH + tl.arange(0, NH)
+        qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tb, vb, h, half, C, H, N, NA)
+        kt = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tb, vb, h, half, C, H, N, NA)
+        hn = tb[:, None] * (H * N) + h * N + cols[None, :]
+        # q side: dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e k~ (the q^.k^ diagonal, see _m3b_chunk_kernel)
+        x = tl.dot(dy, tl.load(states_ptr + st_row + cols[None, :], mask=active, other=0.0), input_precision=PREC)
+        dl += e_ell * tl.sum(x * qt, axis=1)
+        kf = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tok, vm, h, half, C, H, N, NA)
+        dqt = tl.dot(mg_r, kf * sc_f[:, None], e_ell[:, None] * x + ge * kt, input_precision=PREC)
+        if half == 0:
+            cs, sn = _m3b_pair_angles(phi_ptr, tb, vb, h, True, H, NA)
+            dphi_q = _m3b_dphi(dqt, qt, BR, NA)
+            dqt = _m3b_unrotate(dqt, cs, sn, BR, NA)
+        tl.store(dqp_ptr + hn, dqt, mask=vb)
+        tl.store(dqbp_ptr + part_row * N + cols, tl.sum(dqt, axis=0))
+        # k side: dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS_out; dk~ = s dKs (+ dfinal_k on the last token)
+        ds_out = tl.load(dstates_ptr + st_row + cols[None, :], mask=active, other=0.0)  # grad of the leaving state
+        s_in = tl.load(states_ptr + st_row + cols[None, :], mask=active & (r == half), other=0.0)
+        dlam += e_lam * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)  # <S_in, dS_out>: half r in program r
+        ks = kt * sc[:, None]
+        vds = tl.dot(vv, ds_out, input_precision=PREC)
+        fwd_state = e_rev * tl.sum(vds * ks, axis=1)
+        dl -= fwd_state
+        dlam += tl.sum(fwd_state, axis=0)
+        dvv += e_rev[:, None] * tl.dot(ks, tl.trans(ds_out), input_precision=PREC)
+        qf = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vm, h, half, C, H, N, NA)
+        dks = tl.dot(tl.trans(mg_c), qf, e_rev[:, None] * vds, input_precision=PREC)
+        ds_tok += tl.sum(dks * kt, axis=1)
+        dkt = sc[:, None] * dks + ge * qt + tl.where(is_last[:, None],
+                                                     tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
+        if half == 0:
+            dphi = dphi_q + _m3b_dphi(dkt, kt, BR, NA)
+            tl.store(dphi_ptr + tb[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vb)
+            tl.store(dphis_ptr + part_row * NA + m, tl.sum(tl.where(vb, dphi, 0.0), axis=0))
+            dkt = _m3b_unrotate(dkt, cs, sn, BR, NA)
+        tl.store(dkp_ptr + hn, dkt, mask=vb)
+        tl.store(dkbp_ptr + part_row * N + cols, tl.sum(dkt, axis=0))
+
+    th_ = tb * H + h
+    tl.store(dv_ptr + hpb, dvv.to(dv_ptr.dtype.element_ty), mask=vb)
+    tl.store(dl_ptr + th_, dl, mask=valid_b)
+    tl.store(dlam_ptr + part_row, dlam)
+    tl.store(dsg_ptr + th_, ds_tok, mask=valid_b)
+    tl.store(dgam_ptr + th_, ds_tok + e_tok * qk, mask=valid_b)
+    tl.store(ddp_ptr + part_row, tl.sum(e_tok, axis=0))
+
+
+@triton.jit
 def _m3b_angle_kernel(
     dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dsg_ptr, dgam_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
-    S, H: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, CB: tl.constexpr,
+    dl_ptr, dlam_ptr, dadt_ptr,
+    S, H: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, CB: tl.constexpr, RB: tl.constexpr,
 ):
     """Grid (chunk slots, H): the terms that cross chunk edges, for one chunk. The reverse cumsum of dPhi plus
     dfinal_angle (-> dangles, the angle part of ddt; F1, F2) starts from dfinal_angle plus the per-chunk dPhi sums
-    of the sequence's later chunks (CB slots per tile, fixed order); the shifted-gamma term gamma'_{t-1} =
-    dt_t (1 - p_t) (-> ddt, dtrap; F5) reads ds of the token before (none for the sequence's first token)."""
+    of the sequence's later chunks (CB slots per tile, fixed order; RB partials per slot, (slots, RB, H, NA)); the
+    shifted-gamma term gamma'_{t-1} = dt_t (1 - p_t) (-> ddt, dtrap; F5) reads ds of the token before (none for the
+    sequence's first token). RB == 2 (the row-block chunk body): also dadt = reverse in-chunk cumsum of dl plus the
+    chunk's dLambda (its two partials, (slots, 2, H)); RB == 1: dl_ptr, dlam_ptr, dadt_ptr are unused."""
     slot = tl.program_id(0)
     h = tl.program_id(1)
     PI: tl.constexpr = 3.141592653589793
@@ -341,9 +480,10 @@ def _m3b_angle_kernel(
         c0 = c + 1
         while c0 < nchunks:  # runtime bound: see _m3b_dstate_kernel
             cc = c0 + later
-            blk = tl.load(dphis_ptr + ((slot - c + cc) * H + h)[:, None] * NA + m[None, :],
-                          mask=(cc < nchunks)[:, None], other=0.0)
-            g_carry += tl.sum(blk, axis=0)
+            for rb in tl.static_range(RB):
+                blk = tl.load(dphis_ptr + (((slot - c + cc) * RB + rb) * H + h)[:, None] * NA + m[None, :],
+                              mask=(cc < nchunks)[:, None], other=0.0)
+                g_carry += tl.sum(blk, axis=0)
             c0 += CB
         tok = t0 + i
         valid = tok < eos
@@ -361,6 +501,10 @@ def _m3b_angle_kernel(
         tl.store(ddt_ptr + th_, dgam * p_c + tl.sum(gphi * PI * th, axis=1) + ds_prev * (1.0 - p_c), mask=valid)
         tl.store(dtrap_ptr + th_, ((dt_c * dgam - dt_c * ds_prev) * p_c * (1.0 - p_c)).to(dtrap_ptr.dtype.element_ty),
                  mask=valid)
+        if RB == 2:
+            dl = tl.load(dl_ptr + th_, mask=valid, other=0.0)
+            dlam = tl.load(dlam_ptr + (slot * 2) * H + h) + tl.load(dlam_ptr + (slot * 2 + 1) * H + h)
+            tl.store(dadt_ptr + th_, tl.sum(dl, axis=0) - tl.cumsum(dl, axis=0) + dl + dlam, mask=valid)
 
 
 @triton.jit
@@ -414,7 +558,9 @@ class Mamba3BwdConfig(NamedTuple):
     local-term kernel plus an elementwise reverse scan (not yet measured); dstate_warps: warps of the chain kernel
     or of the local-term kernel; scan_block: state elements (of 64 x 128) per scan program, a power of two;
     chunk_sides: 1 runs the chunk body's q side and k side per state half, 2 the q side of both halves first (ptxas
-    sm_90a, 8 warps: 2.0 KB spill stores vs 2.4 KB, 80 KB shared vs 104 KB; not yet measured).
+    sm_90a, 8 warps: 2.0 KB spill stores vs 2.4 KB, 80 KB shared vs 104 KB; measured 30 % slower); "full" body only;
+    body: "full" runs one chunk-body program per (chunk, head) (`_m3b_chunk_kernel`), "rows2" two, one per 32-token
+    row block (`_m3b_chunk_rows_kernel`, NOTES `## Session 2: chunk body rewrite`).
     """
 
     num_warps: int = 4
@@ -423,6 +569,7 @@ class Mamba3BwdConfig(NamedTuple):
     dstate_warps: int = 8
     scan_block: int = 1024
     chunk_sides: int = 1
+    body: str = "full"
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -469,6 +616,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         x.contiguous() for x in (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
                                  saved.y, saved.phi, saved.chunk_states,
                                  dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
+    if config.body not in ("full", "rows2"):
+        raise ValueError(f"config.body: expected 'full' or 'rows2', got {config.body!r}")
     if config.chunk_sides not in (1, 2):
         raise ValueError(f"config.chunk_sides: expected 1 or 2, got {config.chunk_sides}")
     if P * N % config.scan_block != 0:
@@ -489,29 +638,42 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
             q, q_bias, adt, phi, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz,
             H=H, P=P, N=N, NA=NA, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
         )
+    rb = 2 if config.body == "rows2" else 1  # chunk-body programs per (chunk, head); partial sums per slot
     dv = torch.empty_like(v)
     dadt = torch.empty_like(adt)
     dq_part = torch.empty((T, H, N), device=dev, dtype=f32)
     dk_part = torch.empty((T, H, N), device=dev, dtype=f32)
     dphi = torch.empty((T, H, NA), device=dev, dtype=f32)
-    dphi_sums = torch.empty((nslot, H, NA), device=dev, dtype=f32)
+    dphi_sums = torch.empty((nslot * rb, H, NA), device=dev, dtype=f32)
     ds_tok = torch.empty((T, H), device=dev, dtype=f32)
     dgamma = torch.empty((T, H), device=dev, dtype=f32)
-    dqb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
-    dkb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
-    dd_part = torch.empty((nslot, H), device=dev, dtype=f32)
-    _m3b_chunk_kernel[(nslot, H)](
-        q, k, v, adt, dt, trap, q_bias, k_bias, d, z, cu_seqlens, phi, chunk_states, dstates, dout, dfinal_k,
-        dfinal_v, dv, dadt, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part, dd_part,
-        S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=max(2, triton.next_power_of_2(S)), PREC=config.input_precision,
-        SIDES=config.chunk_sides, num_warps=config.num_warps,
-    )
+    dqb_part = torch.empty((nslot * rb, H, N), device=dev, dtype=f32)
+    dkb_part = torch.empty((nslot * rb, H, N), device=dev, dtype=f32)
+    dd_part = torch.empty((nslot * rb, H), device=dev, dtype=f32)
+    if rb == 2:
+        dl = torch.empty((T, H), device=dev, dtype=f32)
+        dlam_part = torch.empty((nslot * rb, H), device=dev, dtype=f32)
+        _m3b_chunk_rows_kernel[(nslot, H, 2)](
+            q, k, v, adt, dt, trap, q_bias, k_bias, d, z, cu_seqlens, phi, chunk_states, dstates, dout, dfinal_k,
+            dfinal_v, dv, dl, dlam_part, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part,
+            dd_part, S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1),
+            PREC=config.input_precision, num_warps=config.num_warps,
+        )
+    else:
+        dl = dlam_part = dadt  # the angle kernel leaves them alone (RB == 1)
+        _m3b_chunk_kernel[(nslot, H)](
+            q, k, v, adt, dt, trap, q_bias, k_bias, d, z, cu_seqlens, phi, chunk_states, dstates, dout, dfinal_k,
+            dfinal_v, dv, dadt, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part, dd_part,
+            S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=max(2, triton.next_power_of_2(S)), PREC=config.input_precision,
+            SIDES=config.chunk_sides, num_warps=config.num_warps,
+        )
     ddt = torch.empty_like(dt)
     dtrap = torch.empty_like(trap)
     dangles = torch.empty_like(angles)
     _m3b_angle_kernel[(nslot, H)](
         dt, trap, angles, cu_seqlens, dfinal_angle, dphi, dphi_sums, ds_tok, dgamma, ddt, dtrap, dangles,
-        S, H=H, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1), CB=_ANGLE_SLOTS, num_warps=4,
+        dl, dlam_part, dadt,
+        S, H=H, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1), CB=_ANGLE_SLOTS, RB=rb, num_warps=4,
     )
     dq = torch.empty_like(q)
     dk = torch.empty_like(k)
@@ -519,7 +681,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dk_bias = torch.empty_like(k_bias)
     dd = torch.empty_like(d)
     _m3b_reduce_kernel[(triton.cdiv(T, _REDUCE_TOKENS) + H,)](
-        dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd, T, nslot,
+        dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd, T, nslot * rb,
         H=H, N=N, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS, num_warps=8,
     )
     return Mamba3BwdGrads(dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz)
