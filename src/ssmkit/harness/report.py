@@ -39,8 +39,8 @@ def device_name(device: torch.device | str) -> str:
 def run_metadata(command: Sequence[str] | None, device: torch.device | str) -> dict[str, Any]:
     """Provenance of a run: command, git_commit, git_dirty, device, gpu, torch, triton, python, timestamp.
 
-    Where the tree has no git history (the device machine gets a copy without ``.git``), the commit is taken from
-    the ``SSMKIT_GIT_COMMIT`` environment variable, if set.
+    ``SSMKIT_GIT_COMMIT``, when set, names the commit (the device machine's copy of the tree can carry a stale
+    ``.git`` from an earlier call: seen on 2026-11-29, HEAD three commits behind the copied files); otherwise git.
     """
     try:
         import triton
@@ -51,7 +51,7 @@ def run_metadata(command: Sequence[str] | None, device: torch.device | str) -> d
     status = _git("status", "--porcelain", "--untracked-files=no")
     return {
         "command": " ".join(command) if command is not None else " ".join(sys.argv),
-        "git_commit": _git("rev-parse", "HEAD") or os.environ.get("SSMKIT_GIT_COMMIT"),
+        "git_commit": os.environ.get("SSMKIT_GIT_COMMIT") or _git("rev-parse", "HEAD"),
         "git_dirty": None if status is None else bool(status),
         "device": str(device),
         "gpu": device_name(device),

@@ -12,10 +12,8 @@ import os
 
 import torch
 
-from ssmkit.kernels.cuda_graphs import can_capture
 from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, mamba3_siso_bwd
 from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, Mamba3FwdSaved, mamba3_siso_fwd
-from ssmkit.mamba3.graphed_call import run_graphed
 from ssmkit.mamba3.reference import mamba3_siso_reference, mamba3_siso_varlen_joint_states_full_vjp_reference
 from ssmkit.mamba3.validate import validate_inputs
 
@@ -23,11 +21,6 @@ from ssmkit.mamba3.validate import validate_inputs
 def kernels_apply(device: torch.device) -> bool:
     """True when tensors on ``device`` run the Triton kernels (CUDA, or CPU under TRITON_INTERPRET=1)."""
     return device.type == "cuda" or (device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1")
-
-
-# Whether the full-VJP entry replays a CUDA graph of its kernels by default (``cuda_graph=None``); see
-# ssmkit.mamba3.graphed_call and bench/mamba3/NOTES.md "Session 2: host time".
-CUDA_GRAPH_DEFAULT = False
 
 
 def _validate(inputs, cotangents, check_cu_seqlens):
@@ -38,7 +31,7 @@ def _validate(inputs, cotangents, check_cu_seqlens):
 def mamba3_siso_varlen_joint_states_full_vjp(
     q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
     dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, check_cu_seqlens=None,
-    fwd_config=DEFAULT_FWD_CONFIG, bwd_config=DEFAULT_BWD_CONFIG, cuda_graph=None,
+    fwd_config=DEFAULT_FWD_CONFIG, bwd_config=DEFAULT_BWD_CONFIG,
 ):
     """Forward plus full VJP of the operator (spec §3, §7.1); inputs are not modified.
 
@@ -49,24 +42,16 @@ def mamba3_siso_varlen_joint_states_full_vjp(
     fp32, final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, then dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias,
     dangles, dd, dz, each shaped and typed like its input. Raises TypeError/ValueError on invalid arguments
     (cu_seqlens values: see the module docstring). fwd_config / bwd_config: the kernels' launch configurations
-    (Mamba3FwdConfig, Mamba3BwdConfig; the bench sweeps them), unused on the eager path. cuda_graph: on CUDA, run
-    the kernels as one captured CUDA graph per argument shapes (True), launch them directly (False), or follow
-    ``CUDA_GRAPH_DEFAULT`` (None); the results are the same bits either way.
+    (Mamba3FwdConfig, Mamba3BwdConfig; the bench sweeps them), unused on the eager path.
     """
     inputs = (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens)
     cotangents = (dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v)
     _validate(inputs, cotangents, check_cu_seqlens)
     if not kernels_apply(q.device):
         return mamba3_siso_varlen_joint_states_full_vjp_reference(*inputs, *cotangents)
-    args = tuple(x.contiguous() for x in (*inputs, *cotangents))
-
-    def step(*a):
-        *outputs, saved = mamba3_siso_fwd(*a[:12], config=fwd_config)
-        return (*outputs, *mamba3_siso_bwd(*a[:12], saved, *a[12:], config=bwd_config))
-
-    if (CUDA_GRAPH_DEFAULT if cuda_graph is None else cuda_graph) and can_capture(q):
-        return run_graphed(step, args, (fwd_config, bwd_config))
-    return step(*args)
+    inputs = tuple(x.contiguous() for x in inputs)
+    *outputs, saved = mamba3_siso_fwd(*inputs, config=fwd_config)
+    return (*outputs, *mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config))
 
 
 class _Mamba3Siso(torch.autograd.Function):
