@@ -5,9 +5,12 @@ Run on a CUDA machine from the repository root (the device copy has no .git, so 
     python bench/granite_layer_bench.py --variants all --commit "$(git rev-parse HEAD)"
 
 Variants are FastMambaLayer switches (``VARIANTS``; each runs on the workloads of the kinds it names):
-baseline (the defaults); prefill_graphs ("whole": the whole forward in a graph) and prefill_graphs_kernels
-("kernels": the 5 launches between the GEMMs in a graph, GEMMs eager), each alone, with pack_padded_gemms, and with
-both pack_padded_gemms and cb_spread; pack_padded_gemms alone; decode_triton_proj (``decode_projections =
+baseline (every switch off); prefill_graphs ("whole": the whole forward in a graph) and prefill_graphs_kernels
+("kernels": the 5 launches between the GEMMs in a graph, GEMMs eager), each alone, with pack_padded_gemms "rows"
+(Phase 2's per-row GEMMs; the "pack" variants), and with both pack_padded_gemms "rows" and cb_spread;
+pack_padded_gemms "rows" alone; Session 2's forms of the packed projections with "kernels" graphs and cb_spread:
+"scatter" (one GEMM, rows copied into the padded layout) and "packed" (one GEMM, kernels on the packed varlen
+layout; the default), plus "packed" with "whole" graphs and eagerly; decode_triton_proj (``decode_projections =
 "triton"``). On the synthetic slice of the real config
 (seed 0), bf16, for every (variant, workload):
 1. Correctness: the harness's ``verify_workload`` (fast vs bf16 reference vs fp32 truth with calibrated bounds,
@@ -43,6 +46,7 @@ from ssmkit.harness.granite_verify import verify_workload  # noqa: E402
 from ssmkit.harness.report import format_table, run_metadata, write_json  # noqa: E402
 from ssmkit.harness.timing import median_time, peak_memory_bytes, reset_peak_memory  # noqa: E402
 from ssmkit.harness.workloads import DECODE, PREFILL, default_workloads_path, load_workloads, select  # noqa: E402
+from ssmkit.kernels.granite.ssd_decode import granite_decode_step  # noqa: E402
 
 # Issue 5 targets, ms per call including launch.
 TARGETS_MS = {"prefill_b1_l4096": 0.30, "prefill_b1_l16384": 0.90, "prefill_varlen_b8": 0.75,
@@ -50,20 +54,40 @@ TARGETS_MS = {"prefill_b1_l4096": 0.30, "prefill_b1_l16384": 0.90, "prefill_varl
 ROTATIONS = 3
 DEVICE = "cuda"
 # FastMambaLayer attributes per variant (the rest at their defaults) and the workload kinds it runs on.
-DEFAULTS = {"prefill_graphs": False, "pack_padded_gemms": False, "cb_spread": False, "decode_projections": "cublas"}
+DEFAULTS = {"prefill_graphs": False, "pack_padded_gemms": False, "cb_spread": False, "decode_projections": "cublas",
+            "decode_fast_path": False, "decode_fused": False, "decode_evict_first": False}
 VARIANTS = {
     "baseline": ({}, (PREFILL, DECODE)),
     "prefill_graphs": ({"prefill_graphs": "whole"}, (PREFILL,)),
     "prefill_graphs_kernels": ({"prefill_graphs": "kernels"}, (PREFILL,)),
-    "pack_padded_gemms": ({"pack_padded_gemms": True}, (PREFILL,)),
-    "graphs_pack": ({"prefill_graphs": "whole", "pack_padded_gemms": True}, (PREFILL,)),
-    "graphs_kernels_pack": ({"prefill_graphs": "kernels", "pack_padded_gemms": True}, (PREFILL,)),
-    "graphs_pack_cb_spread": ({"prefill_graphs": "whole", "pack_padded_gemms": True, "cb_spread": True},
+    "pack_padded_gemms": ({"pack_padded_gemms": "rows"}, (PREFILL,)),
+    "graphs_pack": ({"prefill_graphs": "whole", "pack_padded_gemms": "rows"}, (PREFILL,)),
+    "graphs_kernels_pack": ({"prefill_graphs": "kernels", "pack_padded_gemms": "rows"}, (PREFILL,)),
+    "graphs_pack_cb_spread": ({"prefill_graphs": "whole", "pack_padded_gemms": "rows", "cb_spread": True},
                               (PREFILL,)),
-    "graphs_kernels_pack_cb_spread": ({"prefill_graphs": "kernels", "pack_padded_gemms": True, "cb_spread": True},
+    "graphs_kernels_pack_cb_spread": ({"prefill_graphs": "kernels", "pack_padded_gemms": "rows", "cb_spread": True},
                                       (PREFILL,)),
+    "graphs_kernels_scatter_cb_spread": ({"prefill_graphs": "kernels", "pack_padded_gemms": "scatter",
+                                          "cb_spread": True}, (PREFILL,)),
+    "graphs_kernels_packed_cb_spread": ({"prefill_graphs": "kernels", "pack_padded_gemms": "packed",
+                                         "cb_spread": True}, (PREFILL,)),
+    "graphs_packed_cb_spread": ({"prefill_graphs": "whole", "pack_padded_gemms": "packed", "cb_spread": True},
+                                (PREFILL,)),
+    "packed_cb_spread": ({"pack_padded_gemms": "packed", "cb_spread": True}, (PREFILL,)),
     "decode_triton_proj": ({"decode_projections": "triton"}, (DECODE,)),
+    # Session 2 decode: forward's fast path (bound cache -> replay), the one-launch kernel, both, both + evict-first
+    "decode_fast_path": ({"decode_fast_path": True}, (DECODE,)),
+    "decode_fused": ({"decode_fused": True}, (DECODE,)),
+    "decode_fast_fused": ({"decode_fast_path": True, "decode_fused": True}, (DECODE,)),
+    "decode_fast_fused_evict": ({"decode_fast_path": True, "decode_fused": True, "decode_evict_first": True},
+                                (DECODE,)),
 }
+# --decode-sweep: granite_decode_step alone per batch, (fused, block_p, num_warps, evict_first); the two-launch
+# kernels at their defaults (block_p None) are the baseline of each batch.
+DECODE_SWEEP = {1: [(False, None, None, False), (True, 8, 8, False), (True, 16, 8, False)],
+                8: [(False, None, None, False), (True, 16, 8, False), (True, 32, 8, False)],
+                64: [(False, None, None, False), (True, 32, 8, False), (True, 32, 8, True), (True, 64, 8, True),
+                     (True, 16, 8, True)]}
 
 
 def log(msg: str) -> None:
@@ -75,6 +99,7 @@ def configure(fast: FastMambaLayer, settings: dict) -> None:
     for name, value in {**DEFAULTS, **settings}.items():
         setattr(fast, name, value)
     fast._decode_graphs.clear()
+    fast._decode_bound.clear()
     fast._prefill_graphs.clear()
     torch.cuda.empty_cache()
 
@@ -120,6 +145,66 @@ def decode_graph_equals_eager(fast, config, device, batch: int) -> bool:
     return all(torch.equal(a, b) for a, b in zip(eager, graph)) and states_equal and torch.equal(first, graph[0])
 
 
+def decode_host_us(layer, w, config, device, reps: int = 200) -> float:
+    """Median host time (us) of one decode forward call: perf_counter around the call, no synchronisation inside
+    (the enqueue cost: Python, checks, dispatch, copy in, replay, clone out launches); synchronised between calls."""
+    with torch.no_grad():
+        sets = [make_inputs(w, config.hidden_size, device, torch.bfloat16, r) for r in range(ROTATIONS)]
+        prepare, call = timed_side(layer, w, sets)
+        times = []
+        for i in range(reps + 3):
+            args = prepare()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            call(args)
+            t1 = time.perf_counter()
+            if i >= 3:
+                times.append((t1 - t0) * 1e6)
+        torch.cuda.synchronize()
+    return sorted(times)[len(times) // 2]
+
+
+def decode_kernel_sweep(config, device) -> list[dict]:
+    """granite_decode_step alone (real config, random inputs) per DECODE_SWEEP entry: bitwise equality with the
+    two-launch kernels over 20 repeated launches from the same inputs (the one-launch kernel's tickets shared by
+    all of them, as in a graph), and the do_bench median (us, L2 flushed) of one launch."""
+    rows = []
+    for batch, configs in DECODE_SWEEP.items():
+        gen = torch.Generator().manual_seed(batch)
+        inter, conv_dim, nh = config.intermediate_size, config.conv_dim, config.num_heads
+        zx = torch.randn(batch, inter + conv_dim + nh, generator=gen).to(device, torch.bfloat16)
+        conv0 = torch.randn(batch, conv_dim, config.d_conv, generator=gen).to(device, torch.bfloat16)
+        ssm0 = torch.randn(batch, nh, config.head_dim, config.d_state, generator=gen).to(device)
+        params = (0.5 * torch.randn(conv_dim, 1, config.d_conv, generator=gen)).to(device, torch.bfloat16), \
+            (0.2 * torch.randn(conv_dim, generator=gen)).to(device, torch.bfloat16), \
+            torch.full((nh,), -3.0).to(device, torch.bfloat16), \
+            torch.log(torch.linspace(1, 16, nh)).to(device, torch.bfloat16), \
+            torch.ones(nh).to(device, torch.bfloat16), torch.ones(inter).to(device, torch.bfloat16), 1e-5
+        tickets = torch.zeros(batch, device=device, dtype=torch.int32)
+        base = None
+        for fused, block_p, warps, evict in configs:
+            row = {"batch": batch, "fused": fused, "block_p": block_p, "num_warps": warps, "evict_first": evict}
+            try:
+                def step(conv, ssm):
+                    return granite_decode_step(zx, conv, ssm, *params, fused=fused, tickets=tickets,
+                                               evict_first=evict, block_p=block_p, num_warps=warps)
+                results = []
+                for _ in range(20):
+                    conv, ssm = conv0.clone(), ssm0.clone()
+                    results.append((step(conv, ssm), conv, ssm))
+                if base is None:
+                    base = results[0]
+                row["equal_to_two_launch"] = all(all(torch.equal(a, b) for a, b in zip(r, base)) for r in results)
+                row["tickets_zero"] = bool((tickets == 0).all())
+                conv, ssm = conv0.clone(), ssm0.clone()
+                row["us"] = 1e3 * do_bench(lambda: step(conv, ssm), return_mode="median")
+            except Exception as exc:
+                row["error"] = describe_failure(exc, "decode sweep")
+            log(f"decode sweep {row}")
+            rows.append(row)
+    return rows
+
+
 def call_ms(layer, w, config, device, reps: int) -> float:
     """Median per-call time (ms) as ``ssmkit granite bench`` measures a side."""
     with torch.no_grad():
@@ -157,6 +242,8 @@ def run_cell(variant, settings, w, fast, ref, truth, readouts, config, device) -
         if w.purpose == "bench":
             reset_peak_memory(device)
             row["ms"] = call_ms(fast, w, config, device, reps=200 if w.kind == DECODE else 30)
+            if w.kind == DECODE:
+                row["host_us"] = decode_host_us(fast, w, config, device)
             # process peak while timing: all layers, the input sets and this variant's captured graphs
             row["peak_mem_bytes"] = peak_memory_bytes(device)
             if w.kind == PREFILL:
@@ -165,7 +252,7 @@ def run_cell(variant, settings, w, fast, ref, truth, readouts, config, device) -
         row["error"] = describe_failure(exc, stage)
         row.setdefault("passed", False)
     row["wall_s"] = time.perf_counter() - t0
-    times = "".join(f", {k} {row[k]:.4f}" for k in ("ms", "do_bench_ms") if k in row)
+    times = "".join(f", {k} {row[k]:.4f}" for k in ("ms", "do_bench_ms", "host_us") if k in row)
     log(f"{variant} / {w.name}: {verdict(row)}{' ' + str(row['failed']) if row.get('failed') else ''}"
         f", graph==eager {row.get('graph_equals_eager', '-')}{times}"
         f"{', ERROR ' + row['error'] if 'error' in row else ''} ({row['wall_s']:.1f} s)")
@@ -213,6 +300,8 @@ def main() -> int:
     ap.add_argument("--variants", default="all", help=f"'all' or a comma list of {', '.join(VARIANTS)}")
     ap.add_argument("--out", default=None, help="JSON path (default: $OUT or bench/results, granite_layer_phase2.json)")
     ap.add_argument("--commit", default=None, help="git commit of the tree (the device copy has no .git)")
+    ap.add_argument("--kinds", default="prefill,decode", help="workload kinds to run (comma list)")
+    ap.add_argument("--decode-sweep", action="store_true", help="also sweep the decode kernels alone (first)")
     args = ap.parse_args()
     variants = list(VARIANTS) if args.variants == "all" else args.variants.split(",")
     unknown = [v for v in variants if v not in VARIANTS]
@@ -233,7 +322,10 @@ def main() -> int:
     ref = build_layer(ReferenceMambaLayer, layer_slice, device, torch.bfloat16)
     truth = build_layer(ReferenceMambaLayer, layer_slice, device, torch.float32)
     readouts = (Readout.from_slice(layer_slice, device), Readout.from_slice(layer_slice, device, torch.float32))
-    workloads = load_workloads(default_workloads_path(device))
+    workloads = [w for w in load_workloads(default_workloads_path(device)) if w.kind in args.kinds.split(",")]
+    if args.decode_sweep:
+        result["decode_sweep"] = decode_kernel_sweep(config, device)
+        write_json(out, result)
     bench, correctness = select(workloads, "bench"), select(workloads, "correctness")
     log(f"{len(variants)} variants x ({len(bench)} bench + {len(correctness)} correctness-only workloads) on "
         f"{result['gpu']}")

@@ -219,11 +219,12 @@ def _poison_new_empty(monkeypatch):
     monkeypatch.setattr(torch.Tensor, "new_empty", poisoned)
 
 
-def test_packed_padded_gemms_equal_unpacked_path(tiny, monkeypatch):
-    """pack_padded_gemms (projections on real tokens only) gives the unpacked path's outputs and caches bit for bit
-    on a left-padded batch with an empty row, rows shorter than d_conv and a row crossing chunks; then through a
-    padded continuation and a decode step. Unwritten buffer memory is NaN, so a pad the kernels read but the layer
-    did not zero would show."""
+@pytest.mark.parametrize("mode", ["rows", "scatter", "packed"])
+def test_packed_padded_gemms_equal_unpacked_path(tiny, monkeypatch, mode):
+    """pack_padded_gemms (projections on real tokens only, each form) gives the unpacked path's outputs and caches
+    bit for bit on a left-padded batch with an empty row, rows shorter than d_conv and a row crossing chunks; then
+    through a padded continuation and a decode step. Unwritten buffer memory is NaN, so a pad the kernels read but
+    the layer did not zero (or an output pad not written) would show."""
     _poison_new_empty(monkeypatch)
     layer = FastMambaLayer(tiny).to(BF16)
     layer.load_state_dict(synthetic_slice(tiny, 41).mamba)
@@ -234,7 +235,7 @@ def test_packed_padded_gemms_equal_unpacked_path(tiny, monkeypatch):
               (torch.randn(5, 5, tiny.hidden_size, generator=g).to(BF16), cont_mask),
               (torch.randn(5, 1, tiny.hidden_size, generator=g).to(BF16), None)]
     results = {}
-    for packed in (False, True):
+    for packed in (False, mode):
         layer.pack_padded_gemms = packed
         cache, outs = None, []
         with torch.no_grad():
@@ -242,11 +243,18 @@ def test_packed_padded_gemms_equal_unpacked_path(tiny, monkeypatch):
                 out, cache = layer(h, cache, mask)
                 outs.append(out)
         results[packed] = (outs, cache)
-    (outs_u, cache_u), (outs_p, cache_p) = results[False], results[True]
+    (outs_u, cache_u), (outs_p, cache_p) = results[False], results[mode]
     for i, (a, b) in enumerate(zip(outs_u, outs_p)):
         assert torch.equal(a, b), f"call {i}: max |diff| {(a.float() - b.float()).abs().max()}"
     assert torch.equal(cache_u.conv_state, cache_p.conv_state) and torch.equal(cache_u.ssm_state, cache_p.ssm_state)
     assert torch.all(outs_p[0][prefill_mask == 0] == 0) and not torch.all(outs_p[0][prefill_mask == 1] == 0)
+
+
+def test_pack_padded_gemms_rejects_unknown_mode(tiny):
+    layer = FastMambaLayer(tiny).to(BF16)
+    layer.pack_padded_gemms = "gather"
+    with pytest.raises(ValueError, match="pack_padded_gemms"):
+        layer(torch.randn(1, 3, tiny.hidden_size).to(BF16), attention_mask=left_pad_mask([3]))
 
 
 def test_packed_lengths_only_for_left_padding():
@@ -259,7 +267,8 @@ def test_packed_lengths_only_for_left_padding():
     assert _left_padded_lengths(torch.tensor([[1, 1, 0]], dtype=torch.bool)) is None
 
 
-ALL_GRAPH_MODES = ((False, "whole"), (True, "whole"), (False, "kernels"), (True, "kernels"))
+ALL_GRAPH_MODES = ((False, "whole"), ("packed", "whole"), (False, "kernels"), ("packed", "kernels"),
+                   ("rows", "kernels"), ("scatter", "kernels"))
 
 
 def _check_prefill_graphs_match_eager(device: str, modes=ALL_GRAPH_MODES, length: int = 21,
@@ -288,13 +297,15 @@ def _check_prefill_graphs_match_eager(device: str, modes=ALL_GRAPH_MODES, length
         assert torch.equal(again[0], graph[0][0]) and again[0].data_ptr() != graph[0][0].data_ptr()
         assert again[1].ssm_state.data_ptr() != graph[0][1].ssm_state.data_ptr()
     assert len(fast._prefill_graphs) == 4  # LRU bound (2-3 keys per mode and packing), the oldest dropped
+    # a graph of a packed key keeps its packing (index tensors built at capture from that key's lengths)
+    assert all((entry.packing is None) == (key[4] is None) for key, entry in fast._prefill_graphs.items())
 
 
 def test_prefill_graph_logic_matches_eager_with_a_stand_in_graph(monkeypatch):
     """The prefill graph path's buffers (copy in, static cache, kernels-mode static in_proj output with its pads
-    zeroed once, clones out) on the CPU: a stand-in for capture whose replay re-runs the captured step into the
-    same static output. (Unpacked "whole", the simplest mode, and an unmasked batch are left to the CUDA test to
-    save interpreter time.)"""
+    zeroed once or packed, packing kept with the graph, clones out) on the CPU: a stand-in for capture whose replay
+    re-runs the captured step into the same static output. (Unpacked "whole", the simplest mode, and an unmasked
+    batch are left to the CUDA test to save interpreter time.)"""
     import ssmkit.granite.layer as layer_module
 
     def stand_in_capture(warm_up, body, device):
@@ -318,7 +329,9 @@ def test_fast_prefill_cuda_graph_matches_eager_and_returns_fresh_outputs():
 
 def test_in_proj_into_given_buffer_equals_allocating_in_proj(tiny):
     """The "kernels" prefill graph writes in_proj into its static buffer (``out=``): same values as the allocating
-    in_proj, with and without a projection bias, packed or not (packed: real rows only)."""
+    in_proj, with and without a projection bias, packed in each form or not (real rows only, where packed)."""
+    from ssmkit.granite.layer import _Packing
+
     g = torch.Generator().manual_seed(45)
     mask = left_pad_mask([7, 3])
     h = torch.randn(2, 7, tiny.hidden_size, generator=g).to(BF16)
@@ -328,9 +341,137 @@ def test_in_proj_into_given_buffer_equals_allocating_in_proj(tiny):
             layer.in_proj.weight.normal_(generator=g)
             if bias:
                 layer.in_proj.bias.normal_(generator=g)
-            for lengths in ((None, (7, 3)) if not bias else (None,)):
-                want = layer._in_proj(h, mask, lengths)
+            modes = (None,) if bias else (None, "rows", "scatter", "packed")
+            for mode in modes:
+                packing = None if mode is None else _Packing(mode, (7, 3), mask)
+                want = layer._in_proj(h, mask, packing)
                 got = torch.full_like(want, float("nan"))
-                assert layer._in_proj(h, mask, lengths, out=got) is got
-                real = mask.bool() if lengths else torch.ones_like(mask, dtype=torch.bool)
+                assert layer._in_proj(h, mask, packing, out=got) is got
+                real = mask.bool() if mode in ("rows", "scatter") else torch.ones(want.shape[:-1], dtype=torch.bool)
                 assert torch.equal(got[real], want[real])
+
+
+def _stand_in_decode_graphs(monkeypatch):
+    """CPU stand-in for CUDA graph capture: the "replay" re-runs the captured step (on the captured cache tensors)
+    into the same static output, as a real replay does. Capture itself must not run the step on the caller's
+    cache (a real capture does not execute): the static output comes from the warm-up (on a scratch cache)."""
+    import ssmkit.granite.layer as layer_module
+
+    def stand_in_capture(warm_up, body, device):
+        static_out = warm_up()
+
+        class Replay:
+            def replay(self):
+                static_out.copy_(body())
+
+        return Replay(), static_out
+
+    monkeypatch.setattr(layer_module, "_capture", stand_in_capture)
+    monkeypatch.setattr(layer_module, "_can_capture", lambda hidden_states: True)
+
+
+def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypatch):
+    """forward's decode fast path (a cache bound to its captured graph skips check_forward_args and the graph key)
+    gives the full path's outputs and states bit for bit, is really taken, and still raises exactly the reference's
+    errors, re-binds when the cache's tensors or the switches change, and falls back for a mask or an empty cache."""
+    _stand_in_decode_graphs(monkeypatch)
+    fast = FastMambaLayer(tiny).to(BF16)
+    fast.load_state_dict(synthetic_slice(tiny, 51).mamba)
+    g = torch.Generator().manual_seed(52)
+    tok = lambda b=2: torch.randn(b, 1, tiny.hidden_size, generator=g).to(BF16)  # noqa: E731
+    with torch.no_grad():
+        _, cache = fast(torch.randn(2, 5, tiny.hidden_size, generator=g).to(BF16))
+    full_cache = cache.clone()
+    checks = []
+    real_check = fast.check_forward_args
+    monkeypatch.setattr(fast, "check_forward_args", lambda *a: checks.append(1) or real_check(*a))
+
+    def both(h, grad=False):
+        """One step through the fast path on ``cache`` and the full path on ``full_cache``: equal bit for bit."""
+        with torch.set_grad_enabled(grad):
+            fast.decode_fast_path = False
+            want, _ = fast(h, full_cache)
+            fast.decode_fast_path = True
+            n = len(checks)
+            got, same = fast(h, cache)
+        assert same is cache and torch.equal(got, want) and not got.requires_grad
+        assert torch.equal(cache.conv_state, full_cache.conv_state)
+        assert torch.equal(cache.ssm_state, full_cache.ssm_state)
+        assert cache.seqlen_offset == full_cache.seqlen_offset
+        return len(checks) == n  # True: the fast path ran (no full argument check)
+
+    assert not both(tok())  # first call on this cache: full path, binds it
+    assert both(tok()) and both(tok(), grad=True)
+    # every check of the reference still fires on a bound cache
+    with pytest.raises(ValueError, match="batch"):
+        fast(tok(3), cache)
+    with pytest.raises(TypeError, match="dtype"):
+        fast(tok().float(), cache)
+    with pytest.raises(ValueError, match="hidden_size"):
+        fast(torch.randn(2, 1, tiny.hidden_size + 1).to(BF16), cache)
+    with pytest.raises(ValueError, match="rank"):
+        fast(tok()[:, 0], cache)
+    with pytest.raises(TypeError, match="hidden_states must be a torch.Tensor"):
+        fast(tok().tolist(), cache)
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        fast(tok(), cache, torch.full((2, 1), 2))
+    ssm = cache.ssm_state
+    cache.ssm_state = ssm.to(BF16)
+    with pytest.raises(TypeError, match="ssm_state must be float32"):
+        fast(tok(), cache)
+    cache.ssm_state = ssm[:, :, :, :-1]
+    with pytest.raises(ValueError, match="does not match the layer config"):
+        fast(tok(), cache)
+    # new state tensors (same shapes) on the same cache object: a new graph, then fast again
+    cache.ssm_state = ssm.clone()
+    assert not both(tok()) and both(tok())
+    # a switch change re-binds (here: the two-launch kernels), then the fast path serves the new graph
+    fast.decode_fused = False
+    assert not both(tok()) and both(tok())
+    fast.decode_fused = True
+    # a valid mask takes the full path (the mask is ignored for L == 1, as in 5.17)
+    n = len(checks)
+    with torch.no_grad():
+        fast(tok(), cache.clone(), torch.ones(2, 1, dtype=torch.long))
+    assert len(checks) == n + 1
+    # an empty cache is a prefill, not a decode, even when bound
+    empty, empty_full = cache.clone(), cache.clone()
+    empty.has_previous_state = empty_full.has_previous_state = False
+    with torch.no_grad():
+        h = tok()
+        want, _ = fast(h, empty_full)
+        got, _ = fast(h, empty)
+    assert torch.equal(got, want) and torch.equal(empty.ssm_state, empty_full.ssm_state)
+
+
+def test_decode_bindings_hold_no_cache_alive_and_follow_the_graph_lru(tiny, monkeypatch):
+    """Bindings keep only weak references (a dropped cache is freed), are cleared with the graphs when the layer
+    moves, and never outnumber the graphs' bound."""
+    import gc
+    import weakref
+
+    from ssmkit.granite import layer as layer_module
+
+    class NoReplay:  # like a CUDA graph, it holds no Python reference to the captured tensors
+        def replay(self):
+            pass
+
+    monkeypatch.setattr(layer_module, "_capture", lambda warm_up, body, device: (NoReplay(), warm_up()))
+    monkeypatch.setattr(layer_module, "_can_capture", lambda hidden_states: True)
+    monkeypatch.setattr(layer_module, "_MAX_DECODE_GRAPHS", 2)
+    fast = FastMambaLayer(tiny).to(BF16)
+    fast.load_state_dict(synthetic_slice(tiny, 53).mamba)
+    h = torch.randn(1, 1, tiny.hidden_size).to(BF16)
+    with torch.no_grad():
+        _, cache = fast(torch.randn(1, 3, tiny.hidden_size).to(BF16))
+        caches = [cache.clone() for _ in range(3)]
+        for c in caches:
+            fast(h, c)
+    assert len(fast._decode_graphs) == 2 and len(fast._decode_bound) == 2
+    assert all(b.graph in fast._decode_graphs.values() for b in fast._decode_bound.values())
+    dead = weakref.ref(caches[-1])
+    del caches[-1], c
+    gc.collect()
+    assert dead() is None
+    fast.float()
+    assert not fast._decode_bound and not fast._decode_graphs

@@ -27,11 +27,16 @@ Paths:
   reads its static output eagerly into a new tensor (no (b, L, hidden) copy in or clone out; two eager cuBLAS
   launches instead). The kernel wrappers decide nothing from device data (fully padded chunks are skipped on the
   device), so a replay with another mask of the same shape is exact.
-  ``pack_padded_gemms``: for a left-padded batch (mask present) and projections without bias, in_proj and
-  out_proj run on each row's real tokens only (row b's last len_b positions: contiguous views, one cuBLAS call
-  per row writing in place into the padded layout); the pad positions the kernels read are zeroed as the
-  reference has them (raw xBC at the d_conv positions before the first real token, dt_raw at every pad)
-  and the output is 0 at pads. The lengths come to the host with one small D2H copy per call.
+  ``pack_padded_gemms``: for a left-padded batch (mask present, a real token) and projections without bias, the
+  projections run on real tokens only; the output is 0 at pads. The lengths come to the host with one small D2H
+  copy per call. "packed" (default; True means the same): the real tokens gathered (index from the mask on the
+  device, kept with the graph), one in_proj GEMM into a packed (T, in_proj_dim) buffer, the kernels read it
+  through the packed varlen layout (conv1d.py: row b's position l at packed row base[b] + l, reads before its
+  first real token give the reference's zeros) and write xBC, y and normed packed (no pad position read or
+  written), one out_proj GEMM, scattered into the output. "rows" (Phase 2's form): one cuBLAS call per row on
+  its last len_b positions in place in the padded layout, the pads the kernels read zeroed as the reference has
+  them (raw xBC at the d_conv positions before the first real token, dt_raw at every pad). "scatter": one GEMM
+  on the gathered tokens, its rows copied into the padded layout, kernels and pad zeroing as "rows".
 - Anything the kernels do not handle: the reference forward, with a warning the first time each reason occurs on
   a layer. That is non-CUDA tensors without TRITON_INTERPRET=1; non-power-of-two head_dim, d_state or d_conv;
   for decode a model dtype other than bf16 / fp32; for prefill a dtype other than bf16, n_groups != 1, a
@@ -42,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
+import weakref
 from collections import OrderedDict
 
 import torch
@@ -50,7 +56,7 @@ import torch.nn.functional as F
 from ssmkit.granite.cache import MambaCache
 from ssmkit.granite.config import GraniteMambaConfig
 from ssmkit.granite.reference import ReferenceMambaLayer, apply_padding_mask
-from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill
+from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
 from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step
 from ssmkit.kernels.granite.ssd_prefill import ssd_chunked_prefill
@@ -65,6 +71,8 @@ _MAX_DECODE_GRAPHS = 16
 _MAX_PREFILL_GRAPHS = 4
 # FastMambaLayer.prefill_graphs: off, the whole forward in the graph, or the kernels between the GEMMs only.
 _PREFILL_GRAPH_MODES = (False, "whole", "kernels")
+# FastMambaLayer.pack_padded_gemms -> _Packing mode (None: projections over every position; True = "packed").
+_PACK_MODES = {False: None, True: "packed", "rows": "rows", "scatter": "scatter", "packed": "packed"}
 
 
 def _pow2(v: int) -> bool:
@@ -72,12 +80,15 @@ def _pow2(v: int) -> bool:
 
 
 class _DecodeGraph:
-    """A decode step captured on one cache: static input (b, 1, hidden) -> static output (b, 1, hidden)."""
+    """A decode step captured on one cache: static input (b, 1, hidden) -> static output (b, 1, hidden).
+    ``tickets``: the one-launch decode kernel's per-row counters the graph uses (kept alive here)."""
 
-    def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_out: torch.Tensor) -> None:
+    def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_out: torch.Tensor,
+                 tickets: torch.Tensor) -> None:
         self.graph = graph
         self.static_in = static_in
         self.static_out = static_out
+        self.tickets = tickets
 
     def run(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """Copy the token in, replay, and return a fresh copy of the output (nothing aliases the graph)."""
@@ -86,14 +97,54 @@ class _DecodeGraph:
         return self.static_out.clone()
 
 
+def _tensor_layout(t: torch.Tensor) -> tuple:
+    """What a captured graph baked in about a tensor: address, shape, strides, dtype."""
+    return t.data_ptr(), t.shape, t.stride(), t.dtype
+
+
+class _DecodeBinding:
+    """One cache object bound to the decode graph captured on its tensors, for ``FastMambaLayer.forward``'s fast
+    path: ``matches`` is true exactly when the reference's ``check_forward_args`` would accept the call (no mask)
+    and the dispatch would choose this graph, so the call can skip both and replay. Weak references only: a
+    binding keeps neither the cache nor its tensors alive (a dead one never matches)."""
+
+    __slots__ = ("graph", "cache", "conv", "ssm", "conv_layout", "ssm_layout", "shape", "dtype", "is_cuda",
+                 "device_index", "switches")
+
+    def __init__(self, graph: _DecodeGraph, hidden_states: torch.Tensor, cache: MambaCache, switches: tuple) -> None:
+        self.graph = graph
+        self.cache = weakref.ref(cache)
+        self.conv, self.ssm = weakref.ref(cache.conv_state), weakref.ref(cache.ssm_state)
+        self.conv_layout, self.ssm_layout = _tensor_layout(cache.conv_state), _tensor_layout(cache.ssm_state)
+        self.shape, self.dtype = hidden_states.shape, hidden_states.dtype
+        self.is_cuda, self.device_index = hidden_states.is_cuda, hidden_states.get_device()
+        self.switches = switches
+
+    def matches(self, hidden_states, cache: MambaCache, switches: tuple) -> bool:
+        """``hidden_states`` is a tensor of the bound shape (b, 1, hidden), dtype and device (those of the weights
+        when the graph was captured; moving or casting the layer drops every binding), ``cache`` is the bound
+        object, still holding the same state tensors with the same layout and a previous state, the layer's
+        decode switches are unchanged, and the caller is not capturing a graph."""
+        if type(hidden_states) is not torch.Tensor or self.cache() is not cache or not cache.has_previous_state:
+            return False
+        conv, ssm = cache.conv_state, cache.ssm_state
+        return (hidden_states.shape == self.shape and hidden_states.dtype is self.dtype
+                and hidden_states.is_cuda is self.is_cuda and hidden_states.get_device() == self.device_index
+                and self.conv() is conv and self.ssm() is ssm and switches == self.switches
+                and _tensor_layout(conv) == self.conv_layout and _tensor_layout(ssm) == self.ssm_layout
+                and _can_capture(hidden_states))
+
+
 class _PrefillGraph:
     """A prefill from the zero state captured for one key. ``static_in`` is what a call fills before the replay
     and ``static_out`` what it reads after: hidden_states and the layer output for a whole-forward graph, the
-    in_proj output and the normed out_proj input for a kernels-only graph."""
+    in_proj output and the normed out_proj input for a kernels-only graph; ``packing`` the key's packed
+    projections (or None)."""
 
     def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_mask: torch.Tensor | None,
-                 static_out: torch.Tensor, static_cache: MambaCache) -> None:
+                 static_out: torch.Tensor, static_cache: MambaCache, packing: _Packing | None) -> None:
         self.graph = graph
+        self.packing = packing
         self.static_in = static_in
         self.static_mask = static_mask
         self.static_out = static_out
@@ -179,6 +230,40 @@ def _zero_read_pads(zxbcdt: torch.Tensor, lengths: tuple[int, ...], config: Gran
             zxbcdt[b, :pad - d_conv, inter + conv_dim:].zero_()
 
 
+class _Packing:
+    """How the projections of a left-padded batch skip its pads (``FastMambaLayer.pack_padded_gemms``).
+
+    mode "rows": one cuBLAS call per row on its real rows, in place in the padded layout. "scatter": the real
+    tokens gathered, one GEMM, its rows copied into the padded layout (kernels unchanged). "packed": one GEMM into
+    a packed (T, in_proj_dim) buffer that the kernels read through the packed varlen layout (``rows``: (b, 2) int64
+    [base, first], conv1d.py), normed written packed, one out_proj GEMM, then scattered into the output.
+    ``index`` / ``pad_index``: flat positions b * L + l of the real tokens in packed order / of the pads, built on
+    the device from the mask (a stable sort, no host sync).
+    """
+
+    def __init__(self, mode: str, lengths: tuple[int, ...], mask: torch.Tensor) -> None:
+        self.mode, self.lengths = mode, lengths
+        self.batch, self.seqlen = mask.shape
+        self.zero_read_pads = mode in ("rows", "scatter")
+        if mode != "rows":
+            order = torch.argsort((mask == 0).reshape(-1).to(torch.int8), stable=True)
+            total = sum(lengths)
+            self.index, self.pad_index = order[:total], order[total:]
+        if mode == "packed":
+            self.rows = packed_layout_rows((mask != 0).sum(1), self.seqlen)
+
+    def gather(self, x: torch.Tensor) -> torch.Tensor:
+        """(b, L, d) -> (T, d): the real positions, row after row."""
+        return x.reshape(-1, x.shape[-1]).index_select(0, self.index)
+
+    def scatter(self, real: torch.Tensor) -> torch.Tensor:
+        """(T, d) -> a new (b, L, d): real rows copied back, pad rows 0."""
+        out = real.new_empty(self.batch * self.seqlen, real.shape[-1])
+        out.index_copy_(0, self.index, real)
+        out.index_fill_(0, self.pad_index, 0)
+        return out.view(self.batch, self.seqlen, real.shape[-1])
+
+
 class FastMambaLayer(ReferenceMambaLayer):
     """Granite Mamba-2 mixer on Triton kernels; drop-in for ``ReferenceMambaLayer`` (same forward contract).
 
@@ -187,7 +272,8 @@ class FastMambaLayer(ReferenceMambaLayer):
     decode in_proj / out_proj as ``granite_decode_linear`` skinny GEMMs, for bf16 layers without projection biases
     and batches <= 64; measured no better than cuBLAS per call: 44 / 56 / 116 vs 46 / 57 / 113 us at B=1/8/64).
     Prefill knobs, defaults from the H200 measurements (module docstring): ``prefill_graphs`` ("kernels"; False or
-    "whole": a CUDA graph per prefill shape), ``pack_padded_gemms`` (True: projections on real tokens only) and
+    "whole": a CUDA graph per prefill shape), ``pack_padded_gemms`` ("packed"; "rows", "scatter" or False:
+    how left-padded batches skip their pads) and
     ``cb_spread`` (True: ``ssd_chunked_prefill``'s option, C.B^T spread over the head programs).
     """
 
@@ -195,10 +281,15 @@ class FastMambaLayer(ReferenceMambaLayer):
         super().__init__(config, layer_idx)
         self.use_cuda_graphs = True
         self.decode_projections = "cublas"
+        self.decode_fast_path = True
+        self.decode_fused = True
+        self.decode_evict_first = False
         self.prefill_graphs = "kernels"
-        self.pack_padded_gemms = True
+        self.pack_padded_gemms = "packed"
         self.cb_spread = True
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
+        # id(cache) -> its binding to a captured decode graph (forward's fast path), at most _MAX_DECODE_GRAPHS
+        self._decode_bound: dict[int, _DecodeBinding] = {}
         self._prefill_graphs: OrderedDict[tuple, _PrefillGraph] = OrderedDict()
         self._warned: set[str] = set()
         c = self.config
@@ -242,7 +333,21 @@ class FastMambaLayer(ReferenceMambaLayer):
 
     def forward(self, hidden_states: torch.Tensor, cache: MambaCache | None = None,
                 attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, MambaCache]:
-        """Same contract as ``ReferenceMambaLayer.forward``: (output (b, L, hidden) model dtype, cache)."""
+        """Same contract as ``ReferenceMambaLayer.forward``: (output (b, L, hidden) model dtype, cache).
+
+        Fast path (``decode_fast_path``): a decode call without a mask on a cache already bound to a captured
+        graph (``_DecodeBinding.matches``: the same checks as ``check_forward_args``, on cached layouts) replays
+        it directly; everything else takes the full checks and dispatch below."""
+        if self.decode_fast_path and attention_mask is None and cache is not None:
+            bound = self._decode_bound.get(id(cache))
+            if bound is not None and bound.matches(hidden_states, cache, self._decode_switches()):
+                if torch.is_grad_enabled():  # (the copy in must not record autograd history)
+                    with torch.no_grad():
+                        out = bound.graph.run(hidden_states)
+                else:
+                    out = bound.graph.run(hidden_states)
+                cache.seqlen_offset += 1
+                return out, cache
         mask = self.check_forward_args(hidden_states, cache, attention_mask)
         decode = cache is not None and cache.has_previous_state and hidden_states.shape[1] == 1
         reason = self._unsupported(hidden_states, decode)
@@ -264,84 +369,114 @@ class FastMambaLayer(ReferenceMambaLayer):
         """Prefill (no previous state) or multi-token continuation; writes the cache, returns (output, cache)."""
         if self.prefill_graphs not in _PREFILL_GRAPH_MODES:
             raise ValueError(f"prefill_graphs must be one of {_PREFILL_GRAPH_MODES}, got {self.prefill_graphs!r}")
+        if self.pack_padded_gemms not in _PACK_MODES:
+            raise ValueError(f"pack_padded_gemms must be one of {list(_PACK_MODES)}, got {self.pack_padded_gemms!r}")
+        mode = _PACK_MODES[self.pack_padded_gemms]
         continuing = cache is not None and cache.has_previous_state
-        lengths = self._packed_lengths(mask)
+        lengths = self._packed_lengths(mask) if mode else None
         if self.prefill_graphs and not continuing and _can_capture(hidden_states):
-            entry = self._prefill_graph(hidden_states, mask, lengths)
+            entry = self._prefill_graph(hidden_states, mask, lengths, mode)
             if self.prefill_graphs == "whole":
                 entry.static_in.copy_(hidden_states)
                 cache = entry.replay(mask, cache)
                 return entry.static_out.clone(), cache
-            self._in_proj(hidden_states, mask, lengths, out=entry.static_in)
+            self._in_proj(hidden_states, mask, entry.packing, out=entry.static_in)
             cache = entry.replay(mask, cache)
-            return self._out_proj(entry.static_out, lengths), cache
+            return self._out_proj(entry.static_out, entry.packing), cache
         if cache is None:
             cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=hidden_states.device,
                                      dtype=hidden_states.dtype)
-        return self._prefill_step(hidden_states, mask, lengths, cache, continuing), cache
+        packing = None if lengths is None else _Packing(mode, lengths, mask)
+        return self._prefill_step(hidden_states, mask, packing, cache, continuing), cache
 
     def _packed_lengths(self, mask: torch.Tensor | None) -> tuple[int, ...] | None:
-        """Real tokens per row when the projections run on real tokens only (``pack_padded_gemms``, a left-padded
-        mask, no projection biases: with a bias the reference's pad rows would not be 0; not while the caller
-        captures a graph: the lengths need a D2H copy), else None."""
-        if (not self.pack_padded_gemms or mask is None or self.in_proj.bias is not None
-                or self.out_proj.bias is not None
+        """Real tokens per row when the projections run on real tokens only (a left-padded mask with a real token,
+        no projection biases: with a bias the reference's pad rows would not be 0; not while the caller captures a
+        graph: the lengths need a D2H copy), else None."""
+        if (mask is None or self.in_proj.bias is not None or self.out_proj.bias is not None
                 or (mask.is_cuda and torch.cuda.is_current_stream_capturing())):
             return None
-        return _left_padded_lengths(mask)
+        lengths = _left_padded_lengths(mask)
+        return lengths if lengths is not None and sum(lengths) else None
 
-    def _prefill_step(self, hidden_states: torch.Tensor, mask: torch.Tensor | None, lengths: tuple[int, ...] | None,
+    def _prefill_step(self, hidden_states: torch.Tensor, mask: torch.Tensor | None, packing: _Packing | None,
                       cache: MambaCache, continuing: bool) -> torch.Tensor:
         """in_proj -> conv -> SSD -> gated norm -> out_proj on (b, L, hidden); writes (and continues from) the
-        cache tensors. ``lengths``: real tokens per left-padded row for the packed projections, or None."""
-        zxbcdt = self._in_proj(hidden_states, mask, lengths)
-        if lengths is not None:
-            _zero_read_pads(zxbcdt, lengths, self.config)
-        return self._out_proj(self._prefill_kernels(zxbcdt, mask, cache, continuing), lengths)
+        cache tensors. ``packing``: how the projections skip the pads of a left-padded batch, or None."""
+        zxbcdt = self._in_proj(hidden_states, mask, packing)
+        if packing is not None and packing.zero_read_pads:
+            _zero_read_pads(zxbcdt, packing.lengths, self.config)
+        return self._out_proj(self._prefill_kernels(zxbcdt, mask, cache, continuing, packing), packing)
 
-    def _in_proj(self, hidden_states: torch.Tensor, mask: torch.Tensor | None, lengths: tuple[int, ...] | None,
+    def _in_proj(self, hidden_states: torch.Tensor, mask: torch.Tensor | None, packing: _Packing | None,
                  out: torch.Tensor | None = None) -> torch.Tensor:
-        """in_proj after padding mask #1 -> (b, L, in_proj_dim), into ``out`` when given. Packed (``lengths``):
-        real rows only, pad positions not written (``_zero_read_pads``)."""
-        if lengths is not None:
-            return _real_rows_linear(hidden_states, self.in_proj.weight, lengths, out)
-        masked = apply_padding_mask(hidden_states, mask)
-        if out is None:
-            return F.linear(masked, self.in_proj.weight, self.in_proj.bias)
-        _linear_into(masked, self.in_proj.weight, self.in_proj.bias, out)
+        """in_proj after padding mask #1 -> (b, L, in_proj_dim) ("packed": (T, in_proj_dim), real tokens only),
+        into ``out`` when given. "rows" / "scatter": real rows only, pad positions not written
+        (``_zero_read_pads``)."""
+        weight = self.in_proj.weight
+        if packing is None:
+            masked = apply_padding_mask(hidden_states, mask)
+            if out is None:
+                return F.linear(masked, weight, self.in_proj.bias)
+            _linear_into(masked, weight, self.in_proj.bias, out)
+            return out
+        if packing.mode == "rows":
+            return _real_rows_linear(hidden_states, weight, packing.lengths, out)
+        real = packing.gather(hidden_states)
+        if packing.mode == "packed":
+            if out is None:
+                return F.linear(real, weight)
+            _linear_into(real, weight, None, out)
+            return out
+        if out is None:  # "scatter": one GEMM, its rows copied into the padded layout
+            out = hidden_states.new_empty(*hidden_states.shape[:2], weight.shape[0])
+        out.view(-1, weight.shape[0]).index_copy_(0, packing.index, F.linear(real, weight))
         return out
 
     def _prefill_kernels(self, zxbcdt: torch.Tensor, mask: torch.Tensor | None, cache: MambaCache,
-                         continuing: bool) -> torch.Tensor:
-        """The 5 Triton launches between the GEMMs: in_proj output (b, L, in_proj_dim) -> normed (b, L, I) bf16;
-        writes (and continues from) the cache tensors."""
+                         continuing: bool, packing: _Packing | None = None) -> torch.Tensor:
+        """The 5 Triton launches between the GEMMs: in_proj output (b, L, in_proj_dim) -> normed (b, L, I) bf16
+        (packing "packed": (T, in_proj_dim) -> (T, I) through the packed varlen layout, no pad position read or
+        written); writes (and continues from) the cache tensors."""
         c = self.config
         inter, conv_dim = c.intermediate_size, c.conv_dim
+        varlen = {}
+        if packing is not None and packing.mode == "packed":
+            mask, varlen = None, {"packed_rows": packing.rows, "seqlen": packing.seqlen}
         xbc = causal_conv1d_silu_prefill(zxbcdt, self.conv1d.weight, self.conv1d.bias,
                                          conv_state_in=cache.conv_state if continuing else None,
-                                         attention_mask=mask, conv_state_out=cache.conv_state, xbc_offset=inter)
+                                         attention_mask=mask, conv_state_out=cache.conv_state, xbc_offset=inter,
+                                         **varlen)
         y = ssd_chunked_prefill(xbc, zxbcdt[..., inter + conv_dim:], self.dt_bias, self.A_log, self.D,
                                 c.chunk_size, initial_state=cache.ssm_state if continuing else None,
-                                ssm_state_out=cache.ssm_state, attention_mask=mask, cb_spread=self.cb_spread)
+                                ssm_state_out=cache.ssm_state, attention_mask=mask, cb_spread=self.cb_spread,
+                                **varlen)
+        if varlen:  # packed rows: a batch of one (T, I) sequence, every row real
+            return gated_rmsnorm(y[None], zxbcdt[None, :, :inter], self.norm.weight, c.rms_norm_eps)[0]
         return gated_rmsnorm(y, zxbcdt[..., :inter], self.norm.weight, c.rms_norm_eps, attention_mask=mask)
 
-    def _out_proj(self, normed: torch.Tensor, lengths: tuple[int, ...] | None) -> torch.Tensor:
+    def _out_proj(self, normed: torch.Tensor, packing: _Packing | None) -> torch.Tensor:
         """out_proj -> (b, L, hidden), a new tensor; packed: real rows only, 0 at pads (out_proj(0) = 0)."""
-        if lengths is None:
-            return F.linear(normed, self.out_proj.weight, self.out_proj.bias)
-        out = _real_rows_linear(normed, self.out_proj.weight, lengths)
-        for b, n in enumerate(lengths):
-            out[b, :out.shape[1] - n].zero_()
-        return out
+        weight = self.out_proj.weight
+        if packing is None:
+            return F.linear(normed, weight, self.out_proj.bias)
+        if packing.mode == "rows":
+            out = _real_rows_linear(normed, weight, packing.lengths)
+            for b, n in enumerate(packing.lengths):
+                out[b, :out.shape[1] - n].zero_()
+            return out
+        real = normed if packing.mode == "packed" else packing.gather(normed)
+        return packing.scatter(F.linear(real, weight))
 
     def _prefill_graph(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
-                       lengths: tuple[int, ...] | None) -> _PrefillGraph:
+                       lengths: tuple[int, ...] | None, mode: str | None) -> _PrefillGraph:
         """The captured prefill for this input shape, mask layout and switches (captured on first use)."""
         key = (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device,
-               None if mask is None else mask.dtype, lengths, self.cb_spread, self.prefill_graphs)
+               None if mask is None else mask.dtype, lengths, None if lengths is None else mode, self.cb_spread, self.prefill_graphs)
         entry = self._prefill_graphs.get(key)
         if entry is None:
-            entry = self._capture_prefill(hidden_states, mask, lengths)
+            entry = self._capture_prefill(hidden_states, mask, None if lengths is None else
+                                          _Packing(mode, lengths, mask))
             self._prefill_graphs[key] = entry
             if len(self._prefill_graphs) > _MAX_PREFILL_GRAPHS:
                 self._prefill_graphs.popitem(last=False)
@@ -350,11 +485,12 @@ class FastMambaLayer(ReferenceMambaLayer):
         return entry
 
     def _capture_prefill(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
-                         lengths: tuple[int, ...] | None) -> _PrefillGraph:
+                         packing: _Packing | None) -> _PrefillGraph:
         """Capture a prefill from the zero state on static inputs and a static cache: the whole forward
-        (``prefill_graphs == "whole"``) or the kernels between the GEMMs ("kernels"; the static in_proj output's
-        pad positions that the kernels read are zeroed once here, packed calls never write them). The warm-up
-        runs on copies of the caller's inputs, which stay untouched."""
+        (``prefill_graphs == "whole"``) or the kernels between the GEMMs ("kernels"; "rows" / "scatter" packing:
+        the static in_proj output's pad positions that the kernels read are zeroed once here, calls never write
+        them). The warm-up runs on copies of the caller's inputs, which stay untouched. ``packing`` (its index
+        tensors) is kept with the graph: the key holds the lengths, so every call of the key has the same one."""
         device = hidden_states.device
         # static buffers, written in place by later (maybe non-inference) calls; inference_mode(False) alone would
         # turn grad mode on (and torch.mm(out=) refuses operands that require grad)
@@ -366,25 +502,27 @@ class FastMambaLayer(ReferenceMambaLayer):
                 static_in = hidden_states.clone(memory_format=torch.contiguous_format)
 
                 def step():
-                    return self._prefill_step(static_in, static_mask, lengths, static_cache, False)
+                    return self._prefill_step(static_in, static_mask, packing, static_cache, False)
             else:
-                static_in = self._in_proj(hidden_states, mask, lengths)
-                if lengths is not None:
-                    _zero_read_pads(static_in, lengths, self.config)
+                static_in = self._in_proj(hidden_states, mask, packing)
+                if packing is not None and packing.zero_read_pads:
+                    _zero_read_pads(static_in, packing.lengths, self.config)
 
                 def step():
-                    return self._prefill_kernels(static_in, static_mask, static_cache, False)
+                    return self._prefill_kernels(static_in, static_mask, static_cache, False, packing)
 
             graph, static_out = _capture(step, step, device)
-        return _PrefillGraph(graph, static_in, static_mask, static_out, static_cache)
+        return _PrefillGraph(graph, static_in, static_mask, static_out, static_cache, packing)
 
     # ----------------------------------------------------------------------------------------- decode
-    def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor,
-                     ssm_state: torch.Tensor) -> torch.Tensor:
-        """in_proj -> fused decode kernels -> out_proj for (b, 1, hidden); updates the two states in place."""
+    def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor, ssm_state: torch.Tensor,
+                     tickets: torch.Tensor | None = None) -> torch.Tensor:
+        """in_proj -> fused decode kernels -> out_proj for (b, 1, hidden); updates the two states in place.
+        ``tickets``: the one-launch kernel's (b,) int32 zero counters (None: new ones)."""
         zxbcdt = self._project(hidden_states[:, 0], self.in_proj)
         y = granite_decode_step(zxbcdt, conv_state, ssm_state, self.conv1d.weight, self.conv1d.bias, self.dt_bias,
-                                self.A_log, self.D, self.norm.weight, self.config.rms_norm_eps)
+                                self.A_log, self.D, self.norm.weight, self.config.rms_norm_eps,
+                                fused=self.decode_fused, tickets=tickets, evict_first=self.decode_evict_first)
         return self._project(y, self.out_proj)[:, None]
 
     def _project(self, x: torch.Tensor, linear: torch.nn.Linear) -> torch.Tensor:
@@ -394,24 +532,39 @@ class FastMambaLayer(ReferenceMambaLayer):
             return granite_decode_linear(x, linear.weight)
         return F.linear(x, linear.weight, linear.bias)
 
+    def _decode_switches(self) -> tuple:
+        """The switches a captured decode graph depends on (a binding is valid only while they are unchanged)."""
+        return self.use_cuda_graphs, self.decode_projections, self.decode_fused, self.decode_evict_first
+
     def _decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> torch.Tensor:
         """One token (b, 1, hidden) -> (b, 1, hidden); cache states updated in place."""
         if not self.use_cuda_graphs or not _can_capture(hidden_states):
             return self._decode_step(hidden_states, cache.conv_state, cache.ssm_state)
-        return self._decode_graph(hidden_states, cache).run(hidden_states)
+        entry = self._decode_graph(hidden_states, cache)
+        self._bind_decode(entry, hidden_states, cache)
+        return entry.run(hidden_states)
 
     def _decode_graph(self, hidden_states: torch.Tensor, cache: MambaCache) -> _DecodeGraph:
         """The captured decode step for ``hidden_states``' shape on ``cache`` (captured on first use)."""
         conv, ssm = cache.conv_state, cache.ssm_state
         key = (hidden_states.shape[0], hidden_states.dtype, hidden_states.device, conv.data_ptr(), conv.stride(),
-               ssm.data_ptr(), ssm.stride(), self.decode_projections)
+               ssm.data_ptr(), ssm.stride(), self._decode_switches())
         entry = self._decode_graphs.get(key)
         if entry is None:
             entry = self._capture_decode(hidden_states, cache)
             self._decode_graphs[key] = entry
             if len(self._decode_graphs) > _MAX_DECODE_GRAPHS:
-                self._decode_graphs.popitem(last=False)
+                _, dropped = self._decode_graphs.popitem(last=False)
+                self._decode_bound = {k: b for k, b in self._decode_bound.items() if b.graph is not dropped}
         return entry
+
+    def _bind_decode(self, entry: _DecodeGraph, hidden_states: torch.Tensor, cache: MambaCache) -> None:
+        """Bind ``cache`` to ``entry`` for the fast path (replacing its old binding; the oldest goes beyond
+        _MAX_DECODE_GRAPHS bindings)."""
+        self._decode_bound.pop(id(cache), None)
+        if len(self._decode_bound) >= _MAX_DECODE_GRAPHS:
+            del self._decode_bound[next(iter(self._decode_bound))]
+        self._decode_bound[id(cache)] = _DecodeBinding(entry, hidden_states, cache, self._decode_switches())
 
     def _capture_decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> _DecodeGraph:
         """Capture the decode step on ``cache``'s tensors. The warm-up (Triton compile, cuBLAS set-up) runs on
@@ -420,21 +573,25 @@ class FastMambaLayer(ReferenceMambaLayer):
         # turn grad mode on (and torch.mm(out=) refuses operands that require grad)
         with torch.inference_mode(False), torch.no_grad():
             static_in = torch.randn_like(hidden_states, memory_format=torch.contiguous_format)
+            tickets = torch.zeros(hidden_states.shape[0], device=hidden_states.device, dtype=torch.int32)
             scratch = cache.clone()
             graph, static_out = _capture(
-                lambda: self._decode_step(static_in, scratch.conv_state, scratch.ssm_state),
-                lambda: self._decode_step(static_in, cache.conv_state, cache.ssm_state), hidden_states.device)
-        return _DecodeGraph(graph, static_in, static_out)
+                lambda: self._decode_step(static_in, scratch.conv_state, scratch.ssm_state, tickets),
+                lambda: self._decode_step(static_in, cache.conv_state, cache.ssm_state, tickets),
+                hidden_states.device)
+        return _DecodeGraph(graph, static_in, static_out, tickets)
 
     def __getstate__(self):
         # Captured graphs are bound to this layer's and the caches' memory: copies and pickles start without them.
         state = super().__getstate__().copy()
         state["_decode_graphs"] = OrderedDict()
+        state["_decode_bound"] = {}
         state["_prefill_graphs"] = OrderedDict()
         return state
 
     def _apply(self, fn, *args, **kwargs):
         # .to()/.cuda()/.half() move the parameters: the captured graphs point at the old ones.
         self._decode_graphs.clear()
+        self._decode_bound.clear()
         self._prefill_graphs.clear()
         return super()._apply(fn, *args, **kwargs)

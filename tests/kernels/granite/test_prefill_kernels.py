@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from ssmkit.kernels.granite import causal_conv1d_silu_prefill, gated_rmsnorm, ssd_chunked_prefill
+from ssmkit.kernels.granite.conv1d import packed_layout_rows
 from ssmkit.kernels.granite.ssd_prefill import PREC_IEEE
 
 U_BF16 = 2.0**-8
@@ -113,6 +114,36 @@ def test_conv_continuation_matches_full_sequence(new_len):
     full = _conv_f64(zxbcdt, weight, bias)[:, prefix:]
     assert ((out.double() - full).abs() <= U_BF16 * full.abs() + 1e-6).all()
     assert torch.equal(state, zxbcdt[:, -4:].transpose(1, 2))
+
+
+def _packed(padded, mask, margin=2):
+    """The real positions of a left-padded (b, L, d) tensor, row after row, as a (T, d) view into a buffer with
+    NaN rows before and after it (a kernel reading outside the real rows would show)."""
+    real = padded[mask.bool()]
+    buf = torch.full((real.shape[0] + 2 * margin, padded.shape[2]), float("nan"), dtype=padded.dtype)
+    buf[margin:margin + real.shape[0]] = real
+    return buf[margin:margin + real.shape[0]]
+
+
+@pytest.mark.parametrize("continuing", [False, True])
+def test_conv_packed_layout_equals_padded_layout(continuing):
+    """Packed varlen layout (real tokens only, rows from packed_layout_rows) == the padded layout with its mask, bit
+    for bit: outputs at real positions and the conv state, for an empty row and rows shorter than the window."""
+    gen = torch.Generator().manual_seed(12)
+    seqlen, conv_dim, lengths = 19, 24, [19, 4, 1, 0, 3]
+    mask = _left_pad_mask(lengths, seqlen)
+    zxbcdt, weight, bias = _conv_inputs(gen, len(lengths), seqlen, conv_dim)
+    zxbcdt = zxbcdt * mask[:, :, None].to(zxbcdt.dtype)
+    state_in = torch.randn(len(lengths), conv_dim, 4, generator=gen).to(torch.bfloat16) if continuing else None
+    states = [torch.full((len(lengths), conv_dim, 4), float("nan"), dtype=torch.bfloat16) for _ in range(2)]
+    out = causal_conv1d_silu_prefill(zxbcdt, weight, bias, conv_state_in=state_in, attention_mask=mask,
+                                     conv_state_out=states[0], xbc_offset=5, block_l=8, block_c=16)
+    rows = packed_layout_rows(mask.sum(1), seqlen)
+    packed = causal_conv1d_silu_prefill(_packed(zxbcdt, mask), weight, bias, conv_state_in=state_in,
+                                        conv_state_out=states[1], xbc_offset=5, packed_rows=rows, seqlen=seqlen,
+                                        block_l=8, block_c=16)
+    assert packed.shape == (sum(lengths), conv_dim)
+    assert torch.equal(packed, out[mask.bool()]) and torch.equal(states[0], states[1])
 
 
 # ---------------------------------------------------------------- chunked SSD
@@ -238,6 +269,26 @@ def test_ssd_left_padding_skips_pad_chunks_exactly():
     final_all = torch.full((3, H, P, N), float("nan"))
     y_all = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final_all)
     assert torch.equal(y, y_all) and torch.equal(final, final_all)
+
+
+@pytest.mark.parametrize("continuing", [False, True])
+def test_ssd_packed_layout_equals_padded_layout(continuing):
+    """Packed varlen layout == the padded layout with its mask, bit for bit (y at real positions, final state),
+    for rows crossing chunks, a single token and an empty row; continuing: the initial state decays through the
+    pads as in the padded layout (dt_raw = 0 there)."""
+    gen = torch.Generator().manual_seed(13)
+    seqlen, lengths = 3 * CH + 3, [3 * CH + 3, CH + 2, 1, 0]
+    mask = _left_pad_mask(lengths, seqlen)
+    xbc, dt_raw, *params = _ssd_inputs(gen, len(lengths), seqlen, H, P, N, mask=mask)
+    init = torch.randn(len(lengths), H, P, N, generator=gen) if continuing else None
+    finals = [torch.full((len(lengths), H, P, N), float("nan")) for _ in range(2)]
+    y = ssd_chunked_prefill(xbc, dt_raw, *params, chunk_size=CH, initial_state=init, ssm_state_out=finals[0],
+                            attention_mask=mask, cb_spread=continuing)
+    packed = ssd_chunked_prefill(_packed(xbc, mask), _packed(dt_raw, mask), *params, chunk_size=CH,
+                                 initial_state=init, ssm_state_out=finals[1], cb_spread=continuing,
+                                 packed_rows=packed_layout_rows(mask.sum(1), seqlen), seqlen=seqlen)
+    assert packed.shape == (sum(lengths), H * P)
+    assert torch.equal(packed, y[mask.bool()]) and torch.equal(finals[0], finals[1])
 
 
 def test_ssd_initial_state_continuation_matches_one_pass():

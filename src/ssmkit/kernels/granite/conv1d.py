@@ -4,11 +4,24 @@
 # Grid: (cdiv(conv_dim, BLOCK_C), cdiv(L, BLOCK_L), batch), channel blocks fastest so that programs running
 # together read and write whole rows; tiles BLOCK_L x BLOCK_C = 32 x 256 by default (measured on an H200 against
 # 64 x 128: 91 vs 136 us at L = 16384, bench/results/granite_prefill_v2.json).
+# Packed varlen layout (PACKED): a left-padded batch's real tokens only, rows one after another; position l of row
+# b lives at packed row base[b] + l and is real from first[b] = L - len_b on. Loads before first[b] return 0 (the
+# reference's masked values) and pad positions are not written (they do not exist in the packed output).
 import torch
 import triton
 import triton.language as tl
 
 from ssmkit.kernels.granite.checks import check_shape_device
+
+
+@triton.jit
+def _varlen_row(rows_ptr, pid_b, stride_b, stride_l, PACKED: tl.constexpr):
+    """(element offset of row pid_b's position 0, first real position) of a tensor: pid_b * stride_b and 0 in the
+    padded layout; base[b] * stride_l and first[b] in the packed one (rows_ptr: (b, 2) int64 [base, first])."""
+    if PACKED:
+        return tl.load(rows_ptr + 2 * pid_b) * stride_l, tl.load(rows_ptr + 2 * pid_b + 1)
+    else:
+        return pid_b * stride_b, pid_b * 0
 
 
 @triton.jit
@@ -20,10 +33,11 @@ def _conv1d_silu_kernel(
     state_out_ptr, stride_ob, stride_oc, stride_ok,  # conv state written with the last K raw columns, or unused
     mask_ptr, stride_mb, stride_ml,  # attention mask (b, L), nonzero = real token, or unused
     out_ptr, stride_yb, stride_yl,  # output (b, L, conv_dim), channel stride 1
+    rows_ptr,  # (b, 2) int64 [base, first] of the packed layout (PACKED), or unused
     seqlen, conv_dim,
     K: tl.constexpr,
     HAS_BIAS: tl.constexpr, HAS_STATE_IN: tl.constexpr, HAS_STATE_OUT: tl.constexpr, HAS_MASK: tl.constexpr,
-    BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
+    PACKED: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
     pid_c = tl.program_id(0)
     pid_l = tl.program_id(1)
@@ -32,16 +46,21 @@ def _conv1d_silu_kernel(
     offs_c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
     valid_l = offs_l < seqlen
     valid_c = offs_c < conv_dim
-    src = src_ptr + pid_b * stride_sb
-    out_ptrs = out_ptr + pid_b * stride_yb + offs_l[:, None] * stride_yl + offs_c[None, :]
+    src_row, first = _varlen_row(rows_ptr, pid_b, stride_sb, stride_sl, PACKED)
+    out_row, _ = _varlen_row(rows_ptr, pid_b, stride_yb, stride_yl, PACKED)
+    src = src_ptr + src_row
+    out_ptrs = out_ptr + out_row + offs_l[:, None] * stride_yl + offs_c[None, :]
     out_mask = valid_l[:, None] & valid_c[None, :]
 
-    real = valid_l
+    real = valid_l & (offs_l >= first)
     if HAS_MASK:
         real = tl.load(mask_ptr + pid_b * stride_mb + offs_l * stride_ml, mask=valid_l, other=0) != 0
+    if PACKED:
+        out_mask = out_mask & real[:, None]  # pad positions do not exist in the packed output
     if tl.max(real.to(tl.int32), axis=0) == 0:
         # Only pad positions in this tile: the output is exactly 0 (mask #2) and the raw input need not be read.
-        tl.store(out_ptrs, tl.zeros((BLOCK_L, BLOCK_C), dtype=out_ptr.dtype.element_ty), mask=out_mask)
+        if not PACKED:
+            tl.store(out_ptrs, tl.zeros((BLOCK_L, BLOCK_C), dtype=out_ptr.dtype.element_ty), mask=out_mask)
     else:
         acc = tl.zeros((BLOCK_L, BLOCK_C), dtype=tl.float32)
         if HAS_BIAS:
@@ -51,7 +70,7 @@ def _conv1d_silu_kernel(
             t_in = offs_l - (K - 1) + k
             w_k = tl.load(w_ptr + offs_c * stride_wc + k * stride_wk, mask=valid_c, other=0.0).to(tl.float32)
             x = tl.load(src + t_in[:, None] * stride_sl + offs_c[None, :],
-                        mask=(t_in[:, None] >= 0) & out_mask, other=0.0).to(tl.float32)
+                        mask=(t_in[:, None] >= first) & out_mask, other=0.0).to(tl.float32)
             if HAS_STATE_IN:
                 # continuation: t < 0 reads the cached columns K + t of the conv state
                 x += tl.load(state_in_ptr + pid_b * stride_ib + offs_c[None, :] * stride_ic
@@ -69,7 +88,7 @@ def _conv1d_silu_kernel(
             t_st = seqlen - K + offs_k
             st_mask = valid_c[:, None] & (offs_k[None, :] >= 0)
             col = tl.load(src + t_st[None, :] * stride_sl + offs_c[:, None],
-                          mask=st_mask & (t_st[None, :] >= 0), other=0.0).to(tl.float32)
+                          mask=st_mask & (t_st[None, :] >= first), other=0.0).to(tl.float32)
             if HAS_STATE_IN:
                 col += tl.load(state_in_ptr + pid_b * stride_ib + offs_c[:, None] * stride_ic
                                + (t_st[None, :] + K) * stride_ik,
@@ -78,6 +97,30 @@ def _conv1d_silu_kernel(
             tl.debug_barrier()
             tl.store(state_out_ptr + pid_b * stride_ob + offs_c[:, None] * stride_oc + offs_k[None, :] * stride_ok,
                      col.to(state_out_ptr.dtype.element_ty), mask=st_mask)
+
+
+def packed_layout_rows(lengths: torch.Tensor, seqlen: int) -> torch.Tensor:
+    """The packed varlen layout of a left-padded batch: (b, 2) int64 [base, first] per row, where position l of
+    row b (real from first = L - len_b on) is packed row base + l, base = (len_0 + ... + len_b) - L.
+
+    Args:
+        lengths: (b,) integer tensor of real tokens per row (on the kernels' device; no host sync).
+        seqlen: L, the padded length.
+    """
+    lengths = lengths.to(torch.int64)
+    return torch.stack([lengths.cumsum(0) - seqlen, seqlen - lengths], dim=1)
+
+
+def check_packed_rows(packed_rows: torch.Tensor, seqlen: int | None, device: torch.device) -> None:
+    """Raise unless ``packed_rows`` is a contiguous (b, 2) int64 tensor on ``device`` and seqlen an int >= 1.
+    (Its values are not checked: that would need a device sync.)"""
+    if packed_rows.dim() != 2 or packed_rows.shape[1] != 2 or packed_rows.dtype != torch.int64:
+        raise ValueError(f"packed_rows: expected (b, 2) int64, got {tuple(packed_rows.shape)} {packed_rows.dtype}")
+    if not packed_rows.is_contiguous() or packed_rows.device != device:
+        raise ValueError(f"packed_rows: expected a contiguous tensor on {device}, got {packed_rows.device} "
+                         f"strides {packed_rows.stride()}")
+    if not isinstance(seqlen, int) or seqlen < 1:
+        raise ValueError(f"seqlen: expected the padded length (int >= 1) with packed_rows, got {seqlen!r}")
 
 
 def causal_conv1d_silu_prefill(
@@ -89,6 +132,8 @@ def causal_conv1d_silu_prefill(
     conv_state_out: torch.Tensor | None = None,
     *,
     xbc_offset: int | None = None,
+    packed_rows: torch.Tensor | None = None,
+    seqlen: int | None = None,
     block_l: int = 32,
     block_c: int = 256,
     num_warps: int = 4,
@@ -107,16 +152,28 @@ def causal_conv1d_silu_prefill(
         attention_mask: (b, L), nonzero for real tokens; pad positions of the output are exactly 0 (mask #2).
         conv_state_out: (b, conv_dim, K), written with the last K raw (pre-conv) columns of concat(state, xBC)
             (zero-padded on the left when L < K and no state is given). May be the same tensor as conv_state_in.
+        packed_rows: the packed varlen layout (``packed_layout_rows``), or None. Then zxbcdt is (T, d), the real
+            tokens of a left-padded batch of ``seqlen`` positions per row, row after row; the attention mask is
+            implied (must be None) and the output is packed the same way.
+        seqlen: L, the padded length (only with packed_rows).
         block_l, block_c, num_warps: tile (time x channels) and warps per program.
 
     Returns:
-        xBC: (b, L, conv_dim), dtype of zxbcdt, contiguous.
+        xBC: (b, L, conv_dim) (packed: (T, conv_dim)), dtype of zxbcdt, contiguous.
 
     Numerics: conv + bias + SiLU in fp32, rounded once to the output dtype (the causal_conv1d kernel path, spec §4
     item 4). The 5.17 reference instead rounds the conv output to bf16 and takes SiLU in bf16; computing in fp32 and
     rounding once is closer to a float32 run of the same math than the reference is.
     """
-    if zxbcdt.dim() != 3:
+    packed = packed_rows is not None
+    if packed:
+        if attention_mask is not None:
+            raise ValueError("attention_mask must be None with packed_rows (the packed layout implies it)")
+        if zxbcdt.dim() != 2:
+            raise ValueError(f"zxbcdt: expected packed (T, d) with packed_rows, got shape {tuple(zxbcdt.shape)}")
+        check_packed_rows(packed_rows, seqlen, zxbcdt.device)
+        zxbcdt = zxbcdt[None]  # (1, T, d): the row stride is not used, rows come from packed_rows
+    elif zxbcdt.dim() != 3:
         raise ValueError(f"zxbcdt: expected (b, L, d), got shape {tuple(zxbcdt.shape)}")
     if zxbcdt.dtype not in (torch.bfloat16, torch.float16, torch.float32):
         raise TypeError(f"zxbcdt: expected a float tensor, got {zxbcdt.dtype}")
@@ -126,7 +183,10 @@ def causal_conv1d_silu_prefill(
     if w.dim() != 2:
         raise ValueError(f"weight: expected (conv_dim, 1, K) or (conv_dim, K), got {tuple(weight.shape)}")
     conv_dim, k = w.shape
-    batch, seqlen, d = zxbcdt.shape
+    if packed:
+        batch, d = packed_rows.shape[0], zxbcdt.shape[2]
+    else:
+        batch, seqlen, d = zxbcdt.shape
     if seqlen < 1:
         raise ValueError("zxbcdt: expected at least one time step, got L = 0")
     offset = 0 if xbc_offset is None else xbc_offset
@@ -146,7 +206,8 @@ def causal_conv1d_silu_prefill(
             attention_mask = attention_mask.view(torch.uint8)
 
     src = zxbcdt[:, :, offset:offset + conv_dim]
-    out = torch.empty((batch, seqlen, conv_dim), device=zxbcdt.device, dtype=zxbcdt.dtype)
+    rows = zxbcdt.shape[:2] if packed else (batch, seqlen)  # (1, T) packed
+    out = torch.empty((*rows, conv_dim), device=zxbcdt.device, dtype=zxbcdt.dtype)
     dummy = out
     si = conv_state_in if conv_state_in is not None else dummy.new_empty((1, 1, 1))
     so = conv_state_out if conv_state_out is not None else dummy.new_empty((1, 1, 1))
@@ -160,9 +221,10 @@ def causal_conv1d_silu_prefill(
         so, so.stride(0), so.stride(1), so.stride(2),
         m, m.stride(0), m.stride(1),
         out, out.stride(0), out.stride(1),
+        packed_rows if packed else w,
         seqlen, conv_dim,
         K=k, HAS_BIAS=bias is not None, HAS_STATE_IN=conv_state_in is not None,
-        HAS_STATE_OUT=conv_state_out is not None, HAS_MASK=attention_mask is not None,
+        HAS_STATE_OUT=conv_state_out is not None, HAS_MASK=attention_mask is not None, PACKED=packed,
         BLOCK_L=block_l, BLOCK_C=block_c, num_warps=num_warps,
     )
-    return out
+    return out[0] if packed else out

@@ -11,11 +11,15 @@
 #      + D x, BLOCK_M = 64 rows per program, causal column blocks only.
 # Fully padded chunks (no real token in the attention mask) skip the matrix work: x = B = C = 0 there (mask #2), so
 # their local state and outputs are exactly 0 whatever the entering state; the decay through them is still applied.
+# Packed varlen layout (PACKED, see conv1d.py): xBC, dt_raw and y hold a left-padded batch's real tokens only, row
+# b's position l at packed row base[b] + l; loads before the row's first real token return 0 (the reference's
+# masked values; dt_raw = 0 gives the pads' decay softplus(dt_bias)) and y is not written there.
 import torch
 import triton
 import triton.language as tl
 
 from ssmkit.kernels.granite.checks import check_shape_device
+from ssmkit.kernels.granite.conv1d import _varlen_row, check_packed_rows
 
 # dot precision codes (PREC constexpr): operands rounded to bf16, or fp32 operands through tf32 / 3xtf32 / ieee
 PREC_BF16, PREC_TF32, PREC_TF32X3, PREC_IEEE = 0, 1, 2, 3
@@ -56,25 +60,26 @@ def _granite_softplus_dt(dt_raw, dt_bias, ROUND_BF16: tl.constexpr):
 
 
 @triton.jit
-def _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen,
+def _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, first,
                       HAS_MASK: tl.constexpr, CH: tl.constexpr):
-    """Whether chunk [chunk_start, chunk_start + CH) of row pid_b holds a real token (always, without a mask)."""
+    """Whether chunk [chunk_start, chunk_start + CH) of row pid_b holds a real token: per the mask, or at or after
+    position ``first`` (the packed layout's first real token; 0 otherwise)."""
     if HAS_MASK:
         t = chunk_start + tl.arange(0, CH)
         m = tl.load(mask_ptr + pid_b * stride_mb + t * stride_ml, mask=t < seqlen, other=0)
         return tl.max((m != 0).to(tl.int32), axis=0) > 0
     else:
-        return chunk_start < seqlen
+        return (chunk_start < seqlen) & (chunk_start + CH > first)
 
 
 @triton.jit
-def _dt_cumsum_block(dt_ptr, stride_db, stride_dl, pid_b, h, t, seqlen, dt_bias, A, offset, out_ptr,
+def _dt_cumsum_block(dt_row, stride_dl, h, t, seqlen, first, dt_bias, A, offset, out_ptr,
                      ROUND_DT: tl.constexpr, BLOCK_K: tl.constexpr):
     """dt and the running in-chunk cumsum of A*dt over token block t (offset = cumsum before the block; dt = 0 past
-    L), both stored at out_ptr (dt) and out_ptr + STRIDE (cs) for launches 2 and 3. Returns dt, cs, cs at the
-    block's last position."""
+    L; dt_raw = 0 before ``first``), both stored at out_ptr (dt) and out_ptr + STRIDE (cs) for launches 2 and 3.
+    dt_row: dt_raw of the row's position 0. Returns dt, cs, cs at the block's last position."""
     valid = t < seqlen
-    raw = tl.load(dt_ptr + pid_b * stride_db + t * stride_dl + h, mask=valid, other=0.0).to(tl.float32)
+    raw = tl.load(dt_row + t * stride_dl + h, mask=valid & (t >= first), other=0.0).to(tl.float32)
     dt = tl.where(valid, _granite_softplus_dt(raw, dt_bias, ROUND_DT), 0.0)
     cs = tl.cumsum(dt * A, axis=0) + offset
     offs = tl.arange(0, BLOCK_K)
@@ -92,10 +97,11 @@ def _ssd_chunk_state_kernel(
     dtcs_ptr,  # (b, H, chunks * CH, 2) fp32: dt, in-chunk cumsum of A*dt
     states_ptr,  # (b, chunks, H, P, N) fp32
     cb_ptr,  # (b, chunks, CH, CH) fp32 (STORE_CB)
+    rows_ptr,  # (b, 2) int64 [base, first] of the packed layout (PACKED), or unused
     seqlen, nheads, nchunks,
     P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_MASK: tl.constexpr, ROUND_DT: tl.constexpr, STORE_CB: tl.constexpr, CB_SPREAD: tl.constexpr,
-    PREC: tl.constexpr, SPLIT_STATE: tl.constexpr,
+    PREC: tl.constexpr, SPLIT_STATE: tl.constexpr, PACKED: tl.constexpr,
 ):
     h = tl.program_id(0)  # heads fastest: the programs of one chunk run together and share B (and C) in L2
     c = tl.program_id(1)
@@ -106,9 +112,12 @@ def _ssd_chunk_state_kernel(
     aux = dtcs_ptr + (((pid_b * nheads + h) * nchunks + c) * CH) * 2
     offs_k = tl.arange(0, BLOCK_K)
     cs_end = A * 0.0  # cumsum at the end of the previous block
+    xbc_row, first = _varlen_row(rows_ptr, pid_b, stride_xb, stride_xl, PACKED)
+    dt_row, _ = _varlen_row(rows_ptr, pid_b, stride_db, stride_dl, PACKED)
+    dt_row = dt_ptr + dt_row
 
-    if _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, HAS_MASK, CH):
-        xbc = xbc_ptr + pid_b * stride_xb
+    if _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, first, HAS_MASK, CH):
+        xbc = xbc_ptr + xbc_row
         offs_p = tl.arange(0, P)
         offs_n = tl.arange(0, N)
         # One pass, rescaled as it goes: after block k, acc = sum_{s <= end_k} x_s (B_s dt_s exp(cs_end_k - cs_s))^T,
@@ -116,9 +125,9 @@ def _ssd_chunk_state_kernel(
         acc = tl.zeros((P, N), dtype=tl.float32)
         for k in range(0, CH, BLOCK_K):
             t = chunk_start + k + offs_k
-            valid = t < seqlen
-            dt, cs, new_end = _dt_cumsum_block(dt_ptr, stride_db, stride_dl, pid_b, h, t, seqlen, dt_bias, A,
-                                               cs_end, aux + 2 * k, ROUND_DT, BLOCK_K)
+            valid = (t < seqlen) & (t >= first)
+            dt, cs, new_end = _dt_cumsum_block(dt_row, stride_dl, h, t, seqlen, first, dt_bias, A, cs_end,
+                                               aux + 2 * k, ROUND_DT, BLOCK_K)
             w = tl.exp(new_end - cs) * dt
             x_t = tl.load(xbc + t[None, :] * stride_xl + (h * P + offs_p)[:, None], mask=valid[None, :], other=0.0)
             b_s = tl.load(xbc + t[:, None] * stride_xl + (nheads * P + offs_n)[None, :], mask=valid[:, None],
@@ -145,9 +154,9 @@ def _ssd_chunk_state_kernel(
                             ti = chunk_start + i + offs_k
                             tj = chunk_start + j + offs_k
                             c_i = tl.load(xbc + ti[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :],
-                                          mask=(ti < seqlen)[:, None], other=0.0)
+                                          mask=((ti < seqlen) & (ti >= first))[:, None], other=0.0)
                             b_t = tl.load(xbc + tj[None, :] * stride_xl + (nheads * P + offs_n)[:, None],
-                                          mask=(tj < seqlen)[None, :], other=0.0)
+                                          mask=((tj < seqlen) & (tj >= first))[None, :], other=0.0)
                             blk = tl.dot(c_i, b_t, tl.zeros((BLOCK_K, BLOCK_K), dtype=tl.float32))
                             tl.store(cb + (i + offs_k)[:, None] * CH + (j + offs_k)[None, :], blk)
                         q += 1
@@ -155,18 +164,18 @@ def _ssd_chunk_state_kernel(
                 for i in range(0, CH, BLOCK_K):
                     ti = chunk_start + i + offs_k
                     c_i = tl.load(xbc + ti[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :],
-                                  mask=(ti < seqlen)[:, None], other=0.0)
+                                  mask=((ti < seqlen) & (ti >= first))[:, None], other=0.0)
                     for j in range(0, i + BLOCK_K, BLOCK_K):
                         tj = chunk_start + j + offs_k
                         b_t = tl.load(xbc + tj[None, :] * stride_xl + (nheads * P + offs_n)[:, None],
-                                      mask=(tj < seqlen)[None, :], other=0.0)
+                                      mask=((tj < seqlen) & (tj >= first))[None, :], other=0.0)
                         blk = tl.dot(c_i, b_t, tl.zeros((BLOCK_K, BLOCK_K), dtype=tl.float32))
                         tl.store(cb + (i + offs_k)[:, None] * CH + (j + offs_k)[None, :], blk)
     else:
         # no real token: only dt and the cumsum (the decay through the chunk) are needed
         for k in range(0, CH, BLOCK_K):
-            _, _, cs_end = _dt_cumsum_block(dt_ptr, stride_db, stride_dl, pid_b, h, chunk_start + k + offs_k,
-                                            seqlen, dt_bias, A, cs_end, aux + 2 * k, ROUND_DT, BLOCK_K)
+            _, _, cs_end = _dt_cumsum_block(dt_row, stride_dl, h, chunk_start + k + offs_k, seqlen, first, dt_bias,
+                                            A, cs_end, aux + 2 * k, ROUND_DT, BLOCK_K)
 
 
 @triton.jit
@@ -177,9 +186,10 @@ def _ssd_state_pass_kernel(
     init_ptr,  # (b, H, P*N) fp32 initial state (HAS_INIT)
     final_ptr,  # (b, H, P*N) fp32 final state (HAS_FINAL)
     mask_ptr, stride_mb, stride_ml,
+    rows_ptr,  # (b, 2) int64 [base, first] of the packed layout (PACKED), or unused
     seqlen, nheads, nchunks,
     PN: tl.constexpr, CH: tl.constexpr, BLOCK_S: tl.constexpr,
-    HAS_INIT: tl.constexpr, HAS_FINAL: tl.constexpr, HAS_MASK: tl.constexpr,
+    HAS_INIT: tl.constexpr, HAS_FINAL: tl.constexpr, HAS_MASK: tl.constexpr, PACKED: tl.constexpr,
 ):
     pid_s = tl.program_id(0)
     h = tl.program_id(1)
@@ -191,15 +201,17 @@ def _ssd_state_pass_kernel(
         s = tl.zeros((BLOCK_S,), dtype=tl.float32)
     cs_row = dtcs_ptr + (pid_b * nheads + h) * nchunks * CH * 2 + 1  # cs of position i at cs_row + 2 * i
     row = pid_b * nchunks * nheads * PN + h * PN + offs  # chunk c's slot is row + c * nheads * PN
+    _, first = _varlen_row(rows_ptr, pid_b, 0, 0, PACKED)
     # The local state of chunk c + 1 is loaded one iteration ahead (two loads in flight per program); chunks with
     # no real token (and c = nchunks) load 0, which adds exactly nothing. `while`, not `for c in range(nchunks)`:
     # the interpreter (numpy 2) rejects a run-time range bound.
-    has_next = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, 0, seqlen, HAS_MASK, CH)
+    has_next = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, 0, seqlen, first, HAS_MASK, CH)
     nxt = tl.load(states_ptr + row, mask=(offs >= 0) & has_next, other=0.0)
     c = 0
     while c < nchunks:
         cur = nxt
-        has_next = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, (c + 1) * CH, seqlen, HAS_MASK, CH)
+        has_next = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, (c + 1) * CH, seqlen, first, HAS_MASK,
+                                     CH)
         nxt = tl.load(states_ptr + row + (c + 1) * nheads * PN, mask=(offs >= 0) & has_next, other=0.0)
         tl.store(ent_ptr + row + c * nheads * PN, s.to(ent_ptr.dtype.element_ty))
         s = s * tl.exp(tl.load(cs_row + 2 * (c * CH + CH - 1))) + cur
@@ -217,9 +229,10 @@ def _ssd_chunk_scan_kernel(
     d_ptr,  # (H,)
     mask_ptr, stride_mb, stride_ml,
     y_ptr, stride_yb, stride_yl,  # y (b, L, H*P), channel stride 1
+    rows_ptr,  # (b, 2) int64 [base, first] of the packed layout (PACKED), or unused
     seqlen, nheads, nchunks,
     P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_M: tl.constexpr,
-    HAS_MASK: tl.constexpr, LOAD_CB: tl.constexpr, PREC: tl.constexpr, HEADS: tl.constexpr,
+    HAS_MASK: tl.constexpr, LOAD_CB: tl.constexpr, PREC: tl.constexpr, HEADS: tl.constexpr, PACKED: tl.constexpr,
 ):
     NUM_M: tl.constexpr = CH // BLOCK_M
     pid_g = tl.program_id(0)  # head groups fastest: the programs of one row block share C and C.B^T in L2
@@ -232,13 +245,15 @@ def _ssd_chunk_scan_kernel(
     offs_p = tl.arange(0, P)
     offs_n = tl.arange(0, N)
     t_l = chunk_start + m * BLOCK_M + offs_i
-    valid_l = t_l < seqlen
-    has_tokens = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, HAS_MASK, CH)
-    xbc = xbc_ptr + pid_b * stride_xb
+    xbc_row, first = _varlen_row(rows_ptr, pid_b, stride_xb, stride_xl, PACKED)
+    y_row, _ = _varlen_row(rows_ptr, pid_b, stride_yb, stride_yl, PACKED)
+    valid_l = (t_l < seqlen) & (t_l >= first)  # packed: pad rows are neither read nor written
+    has_tokens = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, first, HAS_MASK, CH)
+    xbc = xbc_ptr + xbc_row
     # HEADS heads per program, one after the other: their C and C.B^T loads repeat and hit L1
     for hh in range(HEADS):
         h = pid_g * HEADS + hh
-        y_ptrs = y_ptr + pid_b * stride_yb + t_l[:, None] * stride_yl + (h * P + offs_p)[None, :]
+        y_ptrs = y_ptr + y_row + t_l[:, None] * stride_yl + (h * P + offs_p)[None, :]
         if has_tokens:
             aux = dtcs_ptr + ((pid_b * nheads + h) * nchunks + c) * CH * 2
             cs_l = tl.load(aux + 2 * (m * BLOCK_M + offs_i) + 1)
@@ -253,7 +268,7 @@ def _ssd_chunk_scan_kernel(
             k = 0
             while k <= m:  # not `for k in range(m + 1)`: the interpreter (numpy 2) rejects a run-time range bound
                 t_s = chunk_start + k * BLOCK_M + offs_i
-                valid_s = t_s < seqlen
+                valid_s = (t_s < seqlen) & (t_s >= first)
                 cs_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i) + 1)
                 dt_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i))
                 if LOAD_CB:
@@ -300,6 +315,8 @@ def ssd_chunked_prefill(
     block_s: int = 512,
     scan_heads: int = 1,
     launch: dict[str, dict] | None = None,
+    packed_rows: torch.Tensor | None = None,
+    seqlen: int | None = None,
 ) -> torch.Tensor:
     """Chunked SSD scan of the Granite mixer, G = 1 (spec §2.1 step 9), with D skip.
 
@@ -335,10 +352,24 @@ def ssd_chunked_prefill(
             state-passing program.
         scan_heads: heads per scan program (a divisor of H), done one after the other (C, C.B^T reuse in L1).
         launch: optional Triton launch options per kernel, keys "state", "pass", "scan" (e.g. num_warps).
+        packed_rows: the packed varlen layout (``packed_layout_rows`` of conv1d.py), or None. Then xBC (T, H*P + 2N)
+            and dt_raw (T, H) hold the real tokens of a left-padded batch of ``seqlen`` positions per row, row after
+            row (the pads read as 0, as the reference has them after the masks); attention_mask must be None
+            (implied) and y is packed the same way.
+        seqlen: L, the padded length (only with packed_rows).
 
     Returns:
-        y: (b, L, H*P) of y_dtype, contiguous: Y_diag + Y_off + D*x.
+        y: (b, L, H*P) (packed: (T, H*P)) of y_dtype, contiguous: Y_diag + Y_off + D*x.
     """
+    packed = packed_rows is not None
+    if packed:
+        if attention_mask is not None:
+            raise ValueError("attention_mask must be None with packed_rows (the packed layout implies it)")
+        if xBC.dim() != 2 or dt_raw.dim() != 2 or xBC.shape[0] != dt_raw.shape[0]:
+            raise ValueError(f"xBC and dt_raw: expected packed (T, C) and (T, H) with packed_rows, got "
+                             f"{tuple(xBC.shape)} and {tuple(dt_raw.shape)}")
+        check_packed_rows(packed_rows, seqlen, xBC.device)
+        xBC, dt_raw = xBC[None], dt_raw[None]  # (1, T, .): the row stride is not used, rows come from packed_rows
     if xBC.dim() != 3 or dt_raw.dim() != 3:
         raise ValueError(f"xBC and dt_raw must be 3-D, got {tuple(xBC.shape)} and {tuple(dt_raw.shape)}")
     if xBC.dtype != torch.bfloat16:
@@ -347,10 +378,13 @@ def ssd_chunked_prefill(
         raise TypeError(f"dt_raw: expected bf16 or fp32, got {dt_raw.dtype}")
     if xBC.stride(-1) != 1 or dt_raw.stride(-1) != 1:
         raise ValueError(f"xBC and dt_raw need a contiguous last dim, got strides {xBC.stride()}, {dt_raw.stride()}")
-    batch, seqlen, conv_dim = xBC.shape
-    nheads = dt_raw.shape[2]
-    if dt_raw.shape[:2] != (batch, seqlen):
-        raise ValueError(f"dt_raw: expected shape {(batch, seqlen, nheads)}, got {tuple(dt_raw.shape)}")
+    conv_dim, nheads = xBC.shape[2], dt_raw.shape[2]
+    if packed:
+        batch = packed_rows.shape[0]
+    else:
+        batch, seqlen = xBC.shape[:2]
+        if dt_raw.shape[:2] != (batch, seqlen):
+            raise ValueError(f"dt_raw: expected shape {(batch, seqlen, nheads)}, got {tuple(dt_raw.shape)}")
     if seqlen < 1:
         raise ValueError("xBC: expected at least one time step, got L = 0")
     device = xBC.device
@@ -396,37 +430,39 @@ def ssd_chunked_prefill(
     dtcs, states = work[:n_dtcs], work[n_dtcs:n_dtcs + n_states]
     cb = work[n_dtcs + n_states:] if shared_cb else work
     entering = torch.empty(n_states, device=device, dtype=state_dtype)
-    y = torch.empty((batch, seqlen, nheads * head_dim), device=device, dtype=y_dtype)
+    y = torch.empty((*(xBC.shape[:2] if packed else (batch, seqlen)), nheads * head_dim), device=device,
+                    dtype=y_dtype)  # (1, T, H*P) packed
     mask = attention_mask if attention_mask is not None else work
     m_strides = (mask.stride(0), mask.stride(1)) if attention_mask is not None else (0, 0)
     has_mask = attention_mask is not None
+    rows = packed_rows if packed else work
     opts = {"state": {}, "pass": {}, "scan": {}}
     opts.update(launch or {})
 
     _ssd_chunk_state_kernel[(nheads, nchunks, batch)](
         xBC, xBC.stride(0), xBC.stride(1), dt_raw, dt_raw.stride(0), dt_raw.stride(1),
-        dt_bias, A_log, mask, *m_strides, dtcs, states, cb,
+        dt_bias, A_log, mask, *m_strides, dtcs, states, cb, rows,
         seqlen, nheads, nchunks,
         P=head_dim, N=d_state, CH=ch, BLOCK_K=bm,
         HAS_MASK=has_mask, ROUND_DT=dt_raw.dtype == torch.bfloat16, STORE_CB=shared_cb, CB_SPREAD=cb_spread,
-        PREC=precision, SPLIT_STATE=state_split and precision == PREC_BF16,
+        PREC=precision, SPLIT_STATE=state_split and precision == PREC_BF16, PACKED=packed,
         **opts["state"],
     )
     _ssd_state_pass_kernel[(triton.cdiv(head_dim * d_state, bs), nheads, batch)](
         states, entering, dtcs,
         initial_state if initial_state is not None else states,
         ssm_state_out if ssm_state_out is not None else states,
-        mask, *m_strides, seqlen, nheads, nchunks,
+        mask, *m_strides, rows, seqlen, nheads, nchunks,
         PN=head_dim * d_state, CH=ch, BLOCK_S=bs,
-        HAS_INIT=initial_state is not None, HAS_FINAL=ssm_state_out is not None, HAS_MASK=has_mask,
+        HAS_INIT=initial_state is not None, HAS_FINAL=ssm_state_out is not None, HAS_MASK=has_mask, PACKED=packed,
         **opts["pass"],
     )
     _ssd_chunk_scan_kernel[(nheads // scan_heads, nchunks * (ch // bm), batch)](
         xBC, xBC.stride(0), xBC.stride(1), dtcs, entering, cb, D,
-        mask, *m_strides, y, y.stride(0), y.stride(1),
+        mask, *m_strides, y, y.stride(0), y.stride(1), rows,
         seqlen, nheads, nchunks,
         P=head_dim, N=d_state, CH=ch, BLOCK_M=bm,
-        HAS_MASK=has_mask, LOAD_CB=shared_cb, PREC=precision, HEADS=scan_heads,
+        HAS_MASK=has_mask, LOAD_CB=shared_cb, PREC=precision, HEADS=scan_heads, PACKED=packed,
         **opts["scan"],
     )
-    return y
+    return y[0] if packed else y
