@@ -38,6 +38,9 @@ import torch
 from triton.testing import do_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from granite_prefill_bench import profile_kernels  # noqa: E402
 
 from ssmkit.granite import FastMambaLayer, GraniteMambaConfig, ReferenceMambaLayer  # noqa: E402
 from ssmkit.harness.granite_bench import describe_failure, timed_side  # noqa: E402
@@ -226,7 +229,16 @@ def prefill_do_bench_ms(layer, w, config, device) -> float:
         return do_bench(call, return_mode="median")
 
 
-def run_cell(variant, settings, w, fast, ref, truth, readouts, config, device) -> dict:
+def prefill_kernel_us(layer, w, config, device) -> dict[str, float]:
+    """Device time per call (us) of each CUDA kernel one prefill call launches (torch.profiler over 5 calls after
+    a warm-up), largest first: where a variant's time goes."""
+    with torch.no_grad():
+        s = make_inputs(w, config.hidden_size, device, torch.bfloat16, 0)
+        times = profile_kernels(lambda: layer(s.hidden, attention_mask=s.mask))
+    return {k[:80]: round(v, 1) for k, v in sorted(times.items(), key=lambda kv: -kv[1])}
+
+
+def run_cell(variant, settings, w, fast, ref, truth, readouts, config, device, profile_names=()) -> dict:
     """Checks of one (variant, workload), and times for bench workloads; any exception is recorded, not raised."""
     row = {"variant": variant, "workload": w.name, "purpose": w.purpose, "settings": settings}
     stage = "checks"
@@ -248,6 +260,10 @@ def run_cell(variant, settings, w, fast, ref, truth, readouts, config, device) -
             row["peak_mem_bytes"] = peak_memory_bytes(device)
             if w.kind == PREFILL:
                 row["do_bench_ms"] = prefill_do_bench_ms(fast, w, config, device)
+                if w.name in profile_names:
+                    stage = "profile"
+                    row["kernel_us"] = prefill_kernel_us(fast, w, config, device)
+                    log(f"  kernels (us/call): " + ", ".join(f"{k} {v}" for k, v in list(row["kernel_us"].items())[:12]))
     except Exception as exc:  # OOM included: one cell fails, the run goes on
         row["error"] = describe_failure(exc, stage)
         row.setdefault("passed", False)
@@ -300,6 +316,8 @@ def main() -> int:
     ap.add_argument("--variants", default="all", help=f"'all' or a comma list of {', '.join(VARIANTS)}")
     ap.add_argument("--out", default=None, help="JSON path (default: $OUT or bench/results, granite_layer_phase2.json)")
     ap.add_argument("--commit", default=None, help="git commit of the tree (the device copy has no .git)")
+    ap.add_argument("--profile", default="", help="comma list of prefill bench workloads to profile per variant "
+                    "(per-kernel device us per call)")
     ap.add_argument("--kinds", default="prefill,decode", help="workload kinds to run (comma list)")
     ap.add_argument("--decode-sweep", action="store_true", help="also sweep the decode kernels alone (first)")
     args = ap.parse_args()
@@ -341,7 +359,8 @@ def main() -> int:
         configure(fast, settings)
         for w in correctness + bench:
             if w.kind in kinds:
-                cells.append(run_cell(variant, settings, w, fast, ref, truth, readouts, config, device))
+                cells.append(run_cell(variant, settings, w, fast, ref, truth, readouts, config, device,
+                                      profile_names=args.profile.split(",")))
         result["cells"] = cells
         write_json(out, result)  # partial results survive a time-out of later variants
     configure(fast, {})
