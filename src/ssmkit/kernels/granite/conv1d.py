@@ -47,7 +47,7 @@ def _conv1d_silu_kernel(
     valid_l = offs_l < seqlen
     valid_c = offs_c < conv_dim
     src_row, first = _varlen_row(rows_ptr, pid_b, stride_sb, stride_sl, PACKED)
-    out_row, _ = _varlen_row(rows_ptr, pid_b, stride_yb, stride_yl, PACKED)
+    out_row, out_first = _varlen_row(rows_ptr, pid_b, stride_yb, stride_yl, PACKED)
     src = src_ptr + src_row
     out_ptrs = out_ptr + out_row + offs_l[:, None] * stride_yl + offs_c[None, :]
     out_mask = valid_l[:, None] & valid_c[None, :]

@@ -112,9 +112,10 @@ def _ssd_chunk_state_kernel(
     aux = dtcs_ptr + (((pid_b * nheads + h) * nchunks + c) * CH) * 2
     offs_k = tl.arange(0, BLOCK_K)
     cs_end = A * 0.0  # cumsum at the end of the previous block
+    # (no `_` for the unused first: the pad-chunk loop below assigns `_`, and Triton's loop-carried types must match)
     xbc_row, first = _varlen_row(rows_ptr, pid_b, stride_xb, stride_xl, PACKED)
-    dt_row, _ = _varlen_row(rows_ptr, pid_b, stride_db, stride_dl, PACKED)
-    dt_row = dt_ptr + dt_row
+    dt_off, dt_first = _varlen_row(rows_ptr, pid_b, stride_db, stride_dl, PACKED)
+    dt_row = dt_ptr + dt_off
 
     if _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, first, HAS_MASK, CH):
         xbc = xbc_ptr + xbc_row
@@ -201,19 +202,20 @@ def _ssd_state_pass_kernel(
         s = tl.zeros((BLOCK_S,), dtype=tl.float32)
     cs_row = dtcs_ptr + (pid_b * nheads + h) * nchunks * CH * 2 + 1  # cs of position i at cs_row + 2 * i
     row = pid_b * nchunks * nheads * PN + h * PN + offs  # chunk c's slot is row + c * nheads * PN
-    _, first = _varlen_row(rows_ptr, pid_b, 0, 0, PACKED)
+    row_off, first = _varlen_row(rows_ptr, pid_b, 0, 0, PACKED)
     # The local state of chunk c + 1 is loaded one iteration ahead (two loads in flight per program); chunks with
-    # no real token (and c = nchunks) load 0, which adds exactly nothing. `while`, not `for c in range(nchunks)`:
-    # the interpreter (numpy 2) rejects a run-time range bound.
+    # no real token (and c = nchunks) load 0, which adds exactly nothing, and get no entering state (the scan does
+    # not read it there). `while`, not `for c in range(nchunks)`: the interpreter (numpy 2) rejects a run-time
+    # range bound.
     has_next = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, 0, seqlen, first, HAS_MASK, CH)
     nxt = tl.load(states_ptr + row, mask=(offs >= 0) & has_next, other=0.0)
     c = 0
     while c < nchunks:
-        cur = nxt
+        cur, has_cur = nxt, has_next
         has_next = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, (c + 1) * CH, seqlen, first, HAS_MASK,
                                      CH)
         nxt = tl.load(states_ptr + row + (c + 1) * nheads * PN, mask=(offs >= 0) & has_next, other=0.0)
-        tl.store(ent_ptr + row + c * nheads * PN, s.to(ent_ptr.dtype.element_ty))
+        tl.store(ent_ptr + row + c * nheads * PN, s.to(ent_ptr.dtype.element_ty), mask=(offs >= 0) & has_cur)
         s = s * tl.exp(tl.load(cs_row + 2 * (c * CH + CH - 1))) + cur
         c += 1
     if HAS_FINAL:
@@ -246,7 +248,7 @@ def _ssd_chunk_scan_kernel(
     offs_n = tl.arange(0, N)
     t_l = chunk_start + m * BLOCK_M + offs_i
     xbc_row, first = _varlen_row(rows_ptr, pid_b, stride_xb, stride_xl, PACKED)
-    y_row, _ = _varlen_row(rows_ptr, pid_b, stride_yb, stride_yl, PACKED)
+    y_row, y_first = _varlen_row(rows_ptr, pid_b, stride_yb, stride_yl, PACKED)
     valid_l = (t_l < seqlen) & (t_l >= first)  # packed: pad rows are neither read nor written
     has_tokens = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, first, HAS_MASK, CH)
     xbc = xbc_ptr + xbc_row
