@@ -425,10 +425,13 @@ def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypat
     # new state tensors (same shapes) on the same cache object: a new graph, then fast again
     cache.ssm_state = ssm.clone()
     assert not both(tok()) and both(tok())
-    # a switch change re-binds (here: the two-launch kernels), then the fast path serves the new graph
-    fast.decode_fused = False
+    # a switch change re-binds (the other decode kernel form; then the evict hint), then the fast path serves the
+    # new graph
+    fast.decode_fused = not fast.decode_fused
     assert not both(tok()) and both(tok())
-    fast.decode_fused = True
+    fast.decode_fused = not fast.decode_fused
+    fast.decode_evict_first = not fast.decode_evict_first
+    assert not both(tok()) and both(tok())
     # a valid mask takes the full path (the mask is ignored for L == 1, as in 5.17)
     n = len(checks)
     with torch.no_grad():

@@ -271,6 +271,12 @@ class FastMambaLayer(ReferenceMambaLayer):
     ``decode_projections``: "cublas" (default, measured) or "triton" (opt-in: the
     decode in_proj / out_proj as ``granite_decode_linear`` skinny GEMMs, for bf16 layers without projection biases
     and batches <= 64; measured no better than cuBLAS per call: 44 / 56 / 116 vs 46 / 57 / 113 us at B=1/8/64).
+    Session 2 decode knobs (bench/granite/NOTES.md "Session 2: decode"; H200,
+    bench/results/session2/granite_decode_s2.json): ``decode_fast_path`` (True: a decode call on a cache bound to
+    its graph replays it without the full checks and key, see ``forward``), ``decode_evict_first`` (True: the
+    state's evict-first L2 hint in the decode kernel; 71.5 -> 59.9 us per step at B=64 in a graph) and
+    ``decode_fused`` (False; True: ``granite_decode_step``'s one-launch kernel, measured slower in a graph at
+    every batch: 5.1 -> 5.7, 10.3 -> 11.7, 71.5 -> 74.1 us at B=1/8/64).
     Prefill knobs, defaults from the H200 measurements (module docstring): ``prefill_graphs`` ("kernels"; False or
     "whole": a CUDA graph per prefill shape), ``pack_padded_gemms`` ("packed"; "rows", "scatter" or False:
     how left-padded batches skip their pads) and
@@ -282,8 +288,8 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.use_cuda_graphs = True
         self.decode_projections = "cublas"
         self.decode_fast_path = True
-        self.decode_fused = True
-        self.decode_evict_first = False
+        self.decode_fused = False
+        self.decode_evict_first = True
         self.prefill_graphs = "kernels"
         self.pack_padded_gemms = "packed"
         self.cb_spread = True

@@ -158,38 +158,45 @@ def _granite_decode_ssm_kernel(
     decay = tl.exp(dt * a)
 
     state = state * decay + (dt * x)[:, None] * b_vec[None, :]
-    if EVICT_FIRST:
-        tl.store(s_ptrs, state, eviction_policy="evict_first")
-    else:
-        tl.store(s_ptrs, state)
-
     y = tl.sum(state * c_vec[None, :], axis=1) + tl.load(d_ptr + head).to(tl.float32) * x
     z = tl.load(zx_row + x_ch).to(tl.float32)
     tl.store(gated_ptr + row * stride_g_b + x_ch, y * (z * tl.sigmoid(z)))
 
     if FUSED:
-        _decode_fused_tail(x_win, x_ch, xbc_row, cs_row, gated_ptr + row * stride_g_b, norm_weight_ptr,
+        # Ticket first: its release then waits only for the gated stores above, not for the 4-16 KB state tile
+        # (stored after it; the last program does not read it).
+        last = _decode_ticket(ticket_ptr + row)
+    if EVICT_FIRST:
+        tl.store(s_ptrs, state, eviction_policy="evict_first")
+    else:
+        tl.store(s_ptrs, state)
+    if FUSED:
+        _decode_fused_tail(last, x_win, x_ch, xbc_row, cs_row, gated_ptr + row * stride_g_b, norm_weight_ptr,
                            out_ptr + row * stride_out_b, ticket_ptr + row, eps, offs_n, stride_cs_c, stride_cs_k,
                            INTERMEDIATE, CONV_DIM, NGROUPS, DSTATE, D_CONV, BLOCK_I)
 
 
 @triton.jit
-def _decode_fused_tail(x_win, x_ch, xbc_row, cs_row, gated_row, norm_weight_ptr, out_row, ticket, eps, offs_n,
-                       stride_cs_c, stride_cs_k, INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr,
-                       NGROUPS: tl.constexpr, DSTATE: tl.constexpr, D_CONV: tl.constexpr, BLOCK_I: tl.constexpr):
-    """The one-launch step's end of a program (kernel 2's work without a second launch)."""
-    # This program's x channels are read by no other program: roll them now (the window is in registers; every
-    # thread's loads of it have been consumed above the barrier).
-    k = tl.arange(0, D_CONV)
+def _decode_ticket(ticket):
+    """Whether this program is the last of its row to get here: every thread's gated stores and conv_state reads
+    above are complete (barrier) and released with one acq_rel atomic on the row's counter (the CUTLASS semaphore
+    pattern); the last program's acquire makes the whole row's stores visible to it."""
     tl.debug_barrier()
-    tl.store(cs_row + x_ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, x_win.to(cs_row.dtype.element_ty))
+    return tl.atomic_add(ticket, 1, sem="acq_rel") == tl.num_programs(0) * tl.num_programs(1) - 1
 
-    # Ticket: the last program of the row to finish (all others have stored their gated channels and read the
-    # shared B/C window) normalises the row, rolls the B/C channels and resets the counter for the next launch.
-    # Barrier then one acq_rel atomic: every thread's stores above are released with it (the CUTLASS semaphore
-    # pattern); the last program acquires them.
-    tl.debug_barrier()
-    if tl.atomic_add(ticket, 1, sem="acq_rel") == tl.num_programs(0) * tl.num_programs(1) - 1:
+
+@triton.jit
+def _decode_fused_tail(last, x_win, x_ch, xbc_row, cs_row, gated_row, norm_weight_ptr, out_row, ticket, eps,
+                       offs_n, stride_cs_c, stride_cs_k, INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr,
+                       NGROUPS: tl.constexpr, DSTATE: tl.constexpr, D_CONV: tl.constexpr, BLOCK_I: tl.constexpr):
+    """The one-launch step's end of a program (kernel 2's work without a second launch), after the ticket."""
+    # This program's x channels are read by no other program: roll them now (the window is in registers; every
+    # thread's loads of it were performed before the ticket's barrier).
+    k = tl.arange(0, D_CONV)
+    tl.store(cs_row + x_ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, x_win.to(cs_row.dtype.element_ty))
+    # The last program of the row (all others have stored their gated channels and read the shared B/C window)
+    # normalises the row, rolls the B/C channels and resets the counter for the next launch.
+    if last:
         _decode_row_norm(gated_row, norm_weight_ptr, out_row, eps, INTERMEDIATE, BLOCK_I)
         for j in range(2 * NGROUPS):
             _decode_roll(xbc_row, cs_row, INTERMEDIATE + j * DSTATE + offs_n, stride_cs_c, stride_cs_k, CONV_DIM,
@@ -289,7 +296,7 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
             does the row's RMSNorm and B/C conv roll) instead of two. Same arithmetic either way.
         tickets: the fused kernel's (b,) int32 per-row counters, zero before the launch and left zero by it (so a
             CUDA graph can replay it); None allocates zeros. Never share one between launches in flight.
-        evict_first: the fused kernel loads and stores the state with an evict-first L2 hint.
+        evict_first: kernel 1 loads and stores the state with an evict-first L2 hint.
         block_p, num_warps: kernel 1's tile rows (a power of two dividing headdim) and warps; None takes them
             from ``decode_launch_config``. For tuning; the result does not depend on them.
 
