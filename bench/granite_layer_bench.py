@@ -8,11 +8,11 @@ Variants are FastMambaLayer switches (``VARIANTS``; each runs on the workloads o
 baseline (every switch off); prefill_graphs ("whole": the whole forward in a graph) and prefill_graphs_kernels
 ("kernels": the 5 launches between the GEMMs in a graph, GEMMs eager), each alone, with pack_padded_gemms "rows"
 (Phase 2's per-row GEMMs; the "pack" variants), and with both pack_padded_gemms "rows" and cb_spread;
-pack_padded_gemms "rows" alone; Session 2's forms of the packed projections with "kernels" graphs and cb_spread:
-"scatter" (one GEMM, rows copied into the padded layout) and "packed" (one GEMM, kernels on the packed varlen
-layout; the default), plus "packed" with "whole" graphs and eagerly; decode_triton_proj (``decode_projections =
-"triton"``). On the synthetic slice of the real config
-(seed 0), bf16, for every (variant, workload):
+pack_padded_gemms "rows" alone; Session 2's pack_padded_gemms "packed" (one GEMM per projection, kernels on the
+packed varlen layout; the default) with cb_spread and "kernels" graphs, "whole" graphs or none (a "scatter" form
+was measured and removed, bench/results/session2/granite_varlen_v2.json); decode_triton_proj
+(``decode_projections = "triton"``). On the synthetic slice of the real config (seed 0), bf16, for every
+(variant, workload):
 1. Correctness: the harness's ``verify_workload`` (fast vs bf16 reference vs fp32 truth with calibrated bounds,
    readout logits and KL, cache in place, inputs untouched), as ``ssmkit granite verify`` runs it. Graph variants
    add a bitwise check: a second input set through the graph equals the same call eager (outputs and caches);
@@ -70,8 +70,6 @@ VARIANTS = {
                               (PREFILL,)),
     "graphs_kernels_pack_cb_spread": ({"prefill_graphs": "kernels", "pack_padded_gemms": "rows", "cb_spread": True},
                                       (PREFILL,)),
-    "graphs_kernels_scatter_cb_spread": ({"prefill_graphs": "kernels", "pack_padded_gemms": "scatter",
-                                          "cb_spread": True}, (PREFILL,)),
     "graphs_kernels_packed_cb_spread": ({"prefill_graphs": "kernels", "pack_padded_gemms": "packed",
                                          "cb_spread": True}, (PREFILL,)),
     "graphs_packed_cb_spread": ({"prefill_graphs": "whole", "pack_padded_gemms": "packed", "cb_spread": True},
