@@ -219,7 +219,7 @@ def _poison_new_empty(monkeypatch):
     monkeypatch.setattr(torch.Tensor, "new_empty", poisoned)
 
 
-@pytest.mark.parametrize("mode", ["rows", "scatter", "packed"])
+@pytest.mark.parametrize("mode", ["rows", "packed"])
 def test_packed_padded_gemms_equal_unpacked_path(tiny, monkeypatch, mode):
     """pack_padded_gemms (projections on real tokens only, each form) gives the unpacked path's outputs and caches
     bit for bit on a left-padded batch with an empty row, rows shorter than d_conv and a row crossing chunks; then
@@ -252,7 +252,7 @@ def test_packed_padded_gemms_equal_unpacked_path(tiny, monkeypatch, mode):
 
 def test_pack_padded_gemms_rejects_unknown_mode(tiny):
     layer = FastMambaLayer(tiny).to(BF16)
-    layer.pack_padded_gemms = "gather"
+    layer.pack_padded_gemms = "scatter"
     with pytest.raises(ValueError, match="pack_padded_gemms"):
         layer(torch.randn(1, 3, tiny.hidden_size).to(BF16), attention_mask=left_pad_mask([3]))
 
@@ -268,7 +268,7 @@ def test_packed_lengths_only_for_left_padding():
 
 
 ALL_GRAPH_MODES = ((False, "whole"), ("packed", "whole"), (False, "kernels"), ("packed", "kernels"),
-                   ("rows", "kernels"), ("scatter", "kernels"))
+                   ("rows", "kernels"))
 
 
 def _check_prefill_graphs_match_eager(device: str, modes=ALL_GRAPH_MODES, length: int = 21,
@@ -341,13 +341,13 @@ def test_in_proj_into_given_buffer_equals_allocating_in_proj(tiny):
             layer.in_proj.weight.normal_(generator=g)
             if bias:
                 layer.in_proj.bias.normal_(generator=g)
-            modes = (None,) if bias else (None, "rows", "scatter", "packed")
+            modes = (None,) if bias else (None, "rows", "packed")
             for mode in modes:
                 packing = None if mode is None else _Packing(mode, (7, 3), mask)
                 want = layer._in_proj(h, mask, packing)
                 got = torch.full_like(want, float("nan"))
                 assert layer._in_proj(h, mask, packing, out=got) is got
-                real = mask.bool() if mode in ("rows", "scatter") else torch.ones(want.shape[:-1], dtype=torch.bool)
+                real = mask.bool() if mode == "rows" else torch.ones(want.shape[:-1], dtype=torch.bool)
                 assert torch.equal(got[real], want[real])
 
 

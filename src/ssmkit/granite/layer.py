@@ -33,10 +33,11 @@ Paths:
   device, kept with the graph), one in_proj GEMM into a packed (T, in_proj_dim) buffer, the kernels read it
   through the packed varlen layout (conv1d.py: row b's position l at packed row base[b] + l, reads before its
   first real token give the reference's zeros) and write xBC, y and normed packed (no pad position read or
-  written), one out_proj GEMM, scattered into the output. "rows" (Phase 2's form): one cuBLAS call per row on
-  its last len_b positions in place in the padded layout, the pads the kernels read zeroed as the reference has
-  them (raw xBC at the d_conv positions before the first real token, dt_raw at every pad). "scatter": one GEMM
-  on the gathered tokens, its rows copied into the padded layout, kernels and pad zeroing as "rows".
+  written), one out_proj GEMM, unpacked into the output (``unpack_varlen_rows``, pads 0). "rows" (Phase 2's
+  form): one cuBLAS call per row on its last len_b positions in place in the padded layout, the pads the kernels
+  read zeroed as the reference has them (raw xBC at the d_conv positions before the first real token, dt_raw at
+  every pad). (A third form, one GEMM on the gathered tokens scattered into the padded layout for the unchanged
+  kernels, measured 2.25 vs 1.79 ms on the B=8 varlen bench and was removed: bench/granite/NOTES.md "Session 2".)
 - Anything the kernels do not handle: the reference forward, with a warning the first time each reason occurs on
   a layer. That is non-CUDA tensors without TRITON_INTERPRET=1; non-power-of-two head_dim, d_state or d_conv;
   for decode a model dtype other than bf16 / fp32; for prefill a dtype other than bf16, n_groups != 1, a
@@ -56,7 +57,7 @@ import torch.nn.functional as F
 from ssmkit.granite.cache import MambaCache
 from ssmkit.granite.config import GraniteMambaConfig
 from ssmkit.granite.reference import ReferenceMambaLayer, apply_padding_mask
-from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows
+from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
 from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step
 from ssmkit.kernels.granite.ssd_prefill import ssd_chunked_prefill
@@ -72,7 +73,7 @@ _MAX_PREFILL_GRAPHS = 4
 # FastMambaLayer.prefill_graphs: off, the whole forward in the graph, or the kernels between the GEMMs only.
 _PREFILL_GRAPH_MODES = (False, "whole", "kernels")
 # FastMambaLayer.pack_padded_gemms -> _Packing mode (None: projections over every position; True = "packed").
-_PACK_MODES = {False: None, True: "packed", "rows": "rows", "scatter": "scatter", "packed": "packed"}
+_PACK_MODES = {False: None, True: "packed", "rows": "rows", "packed": "packed"}
 
 
 def _pow2(v: int) -> bool:
@@ -233,35 +234,29 @@ def _zero_read_pads(zxbcdt: torch.Tensor, lengths: tuple[int, ...], config: Gran
 class _Packing:
     """How the projections of a left-padded batch skip its pads (``FastMambaLayer.pack_padded_gemms``).
 
-    mode "rows": one cuBLAS call per row on its real rows, in place in the padded layout. "scatter": the real
-    tokens gathered, one GEMM, its rows copied into the padded layout (kernels unchanged). "packed": one GEMM into
-    a packed (T, in_proj_dim) buffer that the kernels read through the packed varlen layout (``rows``: (b, 2) int64
-    [base, first], conv1d.py), normed written packed, one out_proj GEMM, then scattered into the output.
-    ``index`` / ``pad_index``: flat positions b * L + l of the real tokens in packed order / of the pads, built on
-    the device from the mask (a stable sort, no host sync).
+    mode "rows": one cuBLAS call per row on its real rows, in place in the padded layout. "packed": the real
+    tokens gathered (``index``: their flat positions b * L + l in packed order, built on the device from the mask
+    by a stable sort, no host sync), one GEMM into a packed (T, in_proj_dim) buffer that the kernels read through
+    the packed varlen layout (``rows``: (b, 2) int64 [base, first], conv1d.py), normed written packed, one
+    out_proj GEMM, then unpacked into the output.
     """
 
     def __init__(self, mode: str, lengths: tuple[int, ...], mask: torch.Tensor) -> None:
         self.mode, self.lengths = mode, lengths
-        self.batch, self.seqlen = mask.shape
-        self.zero_read_pads = mode in ("rows", "scatter")
-        if mode != "rows":
-            order = torch.argsort((mask == 0).reshape(-1).to(torch.int8), stable=True)
-            total = sum(lengths)
-            self.index, self.pad_index = order[:total], order[total:]
+        self.seqlen = mask.shape[1]
+        self.zero_read_pads = mode == "rows"
         if mode == "packed":
+            order = torch.argsort((mask == 0).reshape(-1).to(torch.int8), stable=True)
+            self.index = order[:sum(lengths)]
             self.rows = packed_layout_rows((mask != 0).sum(1), self.seqlen)
 
     def gather(self, x: torch.Tensor) -> torch.Tensor:
         """(b, L, d) -> (T, d): the real positions, row after row."""
         return x.reshape(-1, x.shape[-1]).index_select(0, self.index)
 
-    def scatter(self, real: torch.Tensor) -> torch.Tensor:
-        """(T, d) -> a new (b, L, d): real rows copied back, pad rows 0."""
-        out = real.new_empty(self.batch * self.seqlen, real.shape[-1])
-        out.index_copy_(0, self.index, real)
-        out.index_fill_(0, self.pad_index, 0)
-        return out.view(self.batch, self.seqlen, real.shape[-1])
+    def unpack(self, real: torch.Tensor) -> torch.Tensor:
+        """(T, d) -> a new (b, L, d): real rows back in place, pad rows 0."""
+        return unpack_varlen_rows(real, self.rows, self.seqlen)
 
 
 class FastMambaLayer(ReferenceMambaLayer):
@@ -278,7 +273,7 @@ class FastMambaLayer(ReferenceMambaLayer):
     ``decode_fused`` (False; True: ``granite_decode_step``'s one-launch kernel, measured slower in a graph at
     every batch: 5.1 -> 5.7, 10.3 -> 11.7, 71.5 -> 74.1 us at B=1/8/64).
     Prefill knobs, defaults from the H200 measurements (module docstring): ``prefill_graphs`` ("kernels"; False or
-    "whole": a CUDA graph per prefill shape), ``pack_padded_gemms`` ("packed"; "rows", "scatter" or False:
+    "whole": a CUDA graph per prefill shape), ``pack_padded_gemms`` ("packed"; "rows" or False:
     how left-padded batches skip their pads) and
     ``cb_spread`` (True: ``ssd_chunked_prefill``'s option, C.B^T spread over the head programs).
     """
@@ -417,8 +412,7 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _in_proj(self, hidden_states: torch.Tensor, mask: torch.Tensor | None, packing: _Packing | None,
                  out: torch.Tensor | None = None) -> torch.Tensor:
         """in_proj after padding mask #1 -> (b, L, in_proj_dim) ("packed": (T, in_proj_dim), real tokens only),
-        into ``out`` when given. "rows" / "scatter": real rows only, pad positions not written
-        (``_zero_read_pads``)."""
+        into ``out`` when given. "rows": real rows only, pad positions not written (``_zero_read_pads``)."""
         weight = self.in_proj.weight
         if packing is None:
             masked = apply_padding_mask(hidden_states, mask)
@@ -429,14 +423,9 @@ class FastMambaLayer(ReferenceMambaLayer):
         if packing.mode == "rows":
             return _real_rows_linear(hidden_states, weight, packing.lengths, out)
         real = packing.gather(hidden_states)
-        if packing.mode == "packed":
-            if out is None:
-                return F.linear(real, weight)
-            _linear_into(real, weight, None, out)
-            return out
-        if out is None:  # "scatter": one GEMM, its rows copied into the padded layout
-            out = hidden_states.new_empty(*hidden_states.shape[:2], weight.shape[0])
-        out.view(-1, weight.shape[0]).index_copy_(0, packing.index, F.linear(real, weight))
+        if out is None:
+            return F.linear(real, weight)
+        _linear_into(real, weight, None, out)
         return out
 
     def _prefill_kernels(self, zxbcdt: torch.Tensor, mask: torch.Tensor | None, cache: MambaCache,
@@ -471,8 +460,7 @@ class FastMambaLayer(ReferenceMambaLayer):
             for b, n in enumerate(packing.lengths):
                 out[b, :out.shape[1] - n].zero_()
             return out
-        real = normed if packing.mode == "packed" else packing.gather(normed)
-        return packing.scatter(F.linear(real, weight))
+        return packing.unpack(F.linear(normed, weight))
 
     def _prefill_graph(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
                        lengths: tuple[int, ...] | None, mode: str | None) -> _PrefillGraph:
@@ -493,8 +481,8 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _capture_prefill(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
                          packing: _Packing | None) -> _PrefillGraph:
         """Capture a prefill from the zero state on static inputs and a static cache: the whole forward
-        (``prefill_graphs == "whole"``) or the kernels between the GEMMs ("kernels"; "rows" / "scatter" packing:
-        the static in_proj output's pad positions that the kernels read are zeroed once here, calls never write
+        (``prefill_graphs == "whole"``) or the kernels between the GEMMs ("kernels"; "rows" packing: the static
+        in_proj output's pad positions that the kernels read are zeroed once here, calls never write
         them). The warm-up runs on copies of the caller's inputs, which stay untouched. ``packing`` (its index
         tensors) is kept with the graph: the key holds the lengths, so every call of the key has the same one."""
         device = hidden_states.device

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from ssmkit.kernels.granite import causal_conv1d_silu_prefill, gated_rmsnorm, ssd_chunked_prefill
-from ssmkit.kernels.granite.conv1d import packed_layout_rows
+from ssmkit.kernels.granite.conv1d import packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.ssd_prefill import PREC_IEEE
 
 U_BF16 = 2.0**-8
@@ -144,6 +144,18 @@ def test_conv_packed_layout_equals_padded_layout(continuing):
                                         block_l=8, block_c=16)
     assert packed.shape == (sum(lengths), conv_dim)
     assert torch.equal(packed, out[mask.bool()]) and torch.equal(states[0], states[1])
+
+
+def test_unpack_varlen_rows_restores_padded_layout_with_zero_pads():
+    """unpack_varlen_rows(packed) == the padded tensor with exact zeros at pads (an empty row, a full row, a
+    strided packed view inside NaN margins); every output element written (torch.empty is NaN-poisoned)."""
+    gen = torch.Generator().manual_seed(14)
+    seqlen, lengths = 21, [21, 0, 5, 1, 17]
+    mask = _left_pad_mask(lengths, seqlen)
+    padded = torch.randn(len(lengths), seqlen, 40, generator=gen).to(torch.bfloat16) * mask[:, :, None]
+    packed = _packed(torch.cat([padded, torch.randn_like(padded.float()).to(torch.bfloat16)], -1), mask)[:, :40]
+    out = unpack_varlen_rows(packed, packed_layout_rows(mask.sum(1), seqlen), seqlen, block_l=8, block_d=16)
+    assert out.shape == padded.shape and out.is_contiguous() and torch.equal(out, padded)
 
 
 # ---------------------------------------------------------------- chunked SSD
@@ -393,12 +405,13 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
               PREC=0, HEADS=1, PACKED=packed))
         build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
               HAS_MASK=mask, PACKED=packed, BLOCK_L=32, BLOCK_C=256))
+build(conv1d._varlen_unpack_kernel, dict(WIDTH=1536, BLOCK_L=16, BLOCK_D=256))
 """
 
 
 def test_prefill_kernels_compile_for_sm90():
-    """The conv and SSD kernels compile for an H100/H200 (sm_90) in every layout the layer uses (padded with and
-    without a mask, packed; cb_spread, continuation). The interpreter does not type-check like the compiler (a
+    """The conv, SSD and unpack kernels compile for an H100/H200 (sm_90) in every layout the layer uses (padded
+    with and without a mask, packed; cb_spread, continuation). The interpreter does not type-check like the compiler (a
     loop-carried variable changing type passed here and failed on the GPU), so this runs Triton's real compiler
     (frontend, LLVM, ptxas) on the CPU, in a subprocess without TRITON_INTERPRET."""
     import os

@@ -7,6 +7,8 @@
 # Packed varlen layout (PACKED): a left-padded batch's real tokens only, rows one after another; position l of row
 # b lives at packed row base[b] + l and is real from first[b] = L - len_b on. Loads before first[b] return 0 (the
 # reference's masked values) and pad positions are not written (they do not exist in the packed output).
+# Also here, as the layout's other half: _varlen_unpack_kernel, packed (T, d) -> padded (b, L, d) with 0 at pads,
+# grid (cdiv(L, BLOCK_L), b), tiles BLOCK_L x BLOCK_D = 16 x 256 (the layer's out_proj output to its return value).
 import torch
 import triton
 import triton.language as tl
@@ -97,6 +99,47 @@ def _conv1d_silu_kernel(
             tl.debug_barrier()
             tl.store(state_out_ptr + pid_b * stride_ob + offs_c[:, None] * stride_oc + offs_k[None, :] * stride_ok,
                      col.to(state_out_ptr.dtype.element_ty), mask=st_mask)
+
+
+@triton.jit
+def _varlen_unpack_kernel(
+    src_ptr, stride_s,  # packed (T, d), row stride stride_s, channel stride 1
+    rows_ptr,  # (b, 2) int64 [base, first] of the packed layout
+    out_ptr,  # (b, L, d) contiguous
+    seqlen,
+    WIDTH: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    pid_l = tl.program_id(0)
+    pid_b = tl.program_id(1).to(tl.int64)
+    src_row, first = _varlen_row(rows_ptr, pid_b, 0, stride_s, True)
+    offs_l = pid_l * BLOCK_L + tl.arange(0, BLOCK_L)
+    valid_l = offs_l < seqlen
+    real = valid_l & (offs_l >= first)  # pad rows: no load (other=0), zeros stored
+    src = src_ptr + src_row + offs_l[:, None] * stride_s
+    dst = out_ptr + (pid_b * seqlen + offs_l)[:, None] * WIDTH
+    for d0 in tl.static_range(0, WIDTH, BLOCK_D):
+        offs_d = d0 + tl.arange(0, BLOCK_D)
+        valid_d = (offs_d < WIDTH)[None, :]
+        v = tl.load(src + offs_d[None, :], mask=real[:, None] & valid_d, other=0.0)
+        tl.store(dst + offs_d[None, :], v, mask=valid_l[:, None] & valid_d)
+
+
+def unpack_varlen_rows(packed: torch.Tensor, packed_rows: torch.Tensor, seqlen: int, *, block_l: int = 16,
+                       block_d: int = 256, num_warps: int = 4) -> torch.Tensor:
+    """The packed varlen layout back to the padded one: packed (T, d) (last dim contiguous) -> a new contiguous
+    (b, L, d) of packed's dtype, row b's position l = packed[base[b] + l] from first[b] on and exactly 0 before.
+    One pass: reads T rows, writes b * L rows (pads without reading)."""
+    if packed.dim() != 2 or packed.stride(-1) != 1:
+        raise ValueError(f"packed: expected (T, d) with a contiguous last dim, got shape {tuple(packed.shape)} "
+                         f"strides {packed.stride()}")
+    check_packed_rows(packed_rows, seqlen, packed.device)
+    batch, width = packed_rows.shape[0], packed.shape[1]
+    out = torch.empty((batch, seqlen, width), device=packed.device, dtype=packed.dtype)
+    _varlen_unpack_kernel[(triton.cdiv(seqlen, block_l), batch)](
+        packed, packed.stride(0), packed_rows, out, seqlen,
+        WIDTH=width, BLOCK_L=block_l, BLOCK_D=block_d, num_warps=num_warps,
+    )
+    return out
 
 
 def packed_layout_rows(lengths: torch.Tensor, seqlen: int) -> torch.Tensor:
