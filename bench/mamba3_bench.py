@@ -44,16 +44,17 @@ OFFICIAL_ERROR = {"out": 4.7e-3, "final_ssm": 5.0e-3, "dq": 6.3e-3, "dk": 6.3e-3
                   "dtrap": 6.4e-3, "dq_bias": 6.1e-3, "dk_bias": 6.1e-3, "dangles": 2.1e-2, "dd": 2.2e-3}
 TARGET_ERROR = {name: err / 2 for name, err in OFFICIAL_ERROR.items()}
 TARGET_FULL_WALL_MS, TARGET_FULL_GPU_MS = 0.45, 0.35  # at T ~ 2100-2450, 3-5 sequences
-# (forward, backward) configs; eb75334 measured 16 warps (2.0 ms) and tf32x3 (2.0 ms) slower than 8 warps tf32 (1.3).
-SWEEP = [(DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=8)),
-         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4)),
-         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, dstate_scan=True)),
-         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, dstate_scan=True, chunk_sides=2)),
-         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=8, dstate_scan=True, chunk_sides=2)),
-         (Mamba3FwdConfig(chunk_warps=4), Mamba3BwdConfig(num_warps=4, dstate_scan=True)),
-         (Mamba3FwdConfig(passing_block_p=32, passing_warps=8), Mamba3BwdConfig(num_warps=4, dstate_scan=True))]
+# (forward, backward) configs. Dropped after the final speed-pass run (NOTES `### Speed pass outcome`), all slower
+# than the 4-warp "full" body with the chain: 8 warps (old default), the dstate scan form, chunk_sides 2, forward
+# chunk_warps 4 and passing_block_p 32. Session 2 adds the row-block chunk body at 4 / 8 warps and 32 / 16-wide
+# state blocks.
+SWEEP = [(DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4)),
+         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, body="rows2", rows_block_n=32)),
+         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=8, body="rows2", rows_block_n=32)),
+         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, body="rows2", rows_block_n=16)),
+         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=8, body="rows2", rows_block_n=16))]
 BWD_KERNELS = ("_m3b_dstate_kernel", "_m3b_dstate_local_kernel", "_m3b_dstate_scan_kernel", "_m3b_chunk_kernel",
-               "_m3b_angle_kernel", "_m3b_reduce_kernel")
+               "_m3b_chunk_rows_kernel", "_m3b_angle_kernel", "_m3b_reduce_kernel")
 FWD_KERNELS = ("_mamba3_fwd_chunk_state_kernel", "_mamba3_fwd_state_passing_kernel", "_mamba3_fwd_chunk_scan_kernel")
 ROTATE, WALL_CALLS, PROFILED_CALLS = 3, 30, 10
 
@@ -195,6 +196,7 @@ def _label(r):
     b, f = r["config"], r["fwd_config"]
     return (f"{r['name']} b{b['num_warps']}w{'-scan' + str(b['scan_block']) if b['dstate_scan'] else '-chain'}"
             f"{'-sides' if b['chunk_sides'] == 2 else ''}"
+            f"{'-rows2n' + str(b['rows_block_n']) if b.get('body') == 'rows2' else ''}"
             f"/d{b['dstate_warps']}w {b['input_precision']} f{f['chunk_warps']}w/p{f['passing_block_p']}")
 
 

@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ssmkit.kernels.mamba3.fwd import _fwd_chunk_scalars, _fwd_locate_chunk
+from ssmkit.kernels.mamba3.fwd import _fwd_chunk_scalars, _fwd_locate_chunk, _fwd_rotate_pairs
 from ssmkit.mamba3.shapes import CHUNK
 
 _REDUCE_TOKENS = 2  # (32, 2, 128) fp32 tile per tensor: 32 registers a thread at 8 warps
@@ -326,23 +326,142 @@ def _m3b_take(x, rows, idx):
 
 
 @triton.jit
+def _m3b_qk_block(x_ptr, b_ptr, phi_ptr, tok, vmask, h, nb, ROT: tl.constexpr,
+                  H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, NB: tl.constexpr):
+    """Biased, rotated q or k (F3, F4) on the state dims [nb*NB, nb*NB + NB) of the rows tok: (rows, NB) fp32, zero on
+    invalid rows. ROT (blocks inside the first 2 NA dims): the adjacent pairs rotate by Phi (split/join on the pairs,
+    as the forward); else the block passes through."""
+    cols = nb * NB + tl.arange(0, NB)
+    x = tl.load(x_ptr + tok[:, None] * N + cols[None, :], mask=vmask, other=0.0).to(tl.float32)
+    x = tl.where(vmask, x + tl.load(b_ptr + h * N + cols)[None, :], 0.0)
+    if ROT:
+        phi = _m3b_phi_block(phi_ptr, tok, vmask, h, nb, H, NA, NB)
+        x = _fwd_rotate_pairs(x, tl.cos(phi), tl.sin(phi), tok.shape[0], NB // 2)
+    return x
+
+
+@triton.jit
+def _m3b_phi_block(phi_ptr, tok, vmask, h, nb, H: tl.constexpr, NA: tl.constexpr, NB: tl.constexpr):
+    """Phi (rows, NB / 2) of the pairs of state block nb (pairs [nb*NB/2, nb*NB/2 + NB/2)), zero on invalid rows."""
+    pairs = nb * (NB // 2) + tl.arange(0, NB // 2)
+    return tl.load(phi_ptr + tok[:, None] * (H * NA) + h * NA + pairs[None, :], mask=vmask, other=0.0)
+
+
+@triton.jit
+def _m3b_take(x, rows, idx):
+    """x[rows] of a (C,) vector x indexed by idx = arange(C): an exact select-and-sum (adds zeros only), so the
+    row block sees the same values as the full chunk."""
+    return tl.sum(tl.where(rows[:, None] == idx[None, :], x[None, :], 0.0), axis=1)
+
+
+@triton.jit
+def _m3b_rows_mg(dout_ptr, z_ptr, v_ptr, hp, hpb, vm, vb, i, ib, ell, ell_b, PREC: tl.constexpr):
+    """dY (BR, P) of the block's rows (gate, F8) and the row block (BR, C) of M o G = decay o (dY V^T)."""
+    dout = tl.load(dout_ptr + hpb, mask=vb, other=0.0).to(tl.float32)
+    zz = tl.load(z_ptr + hpb, mask=vb, other=0.0).to(tl.float32)
+    dy = dout * zz * tl.sigmoid(zz)
+    mg = tl.where(ib[:, None] > i[None, :], tl.exp(tl.minimum(ell_b[:, None] - ell[None, :], 0.0)), 0.0)
+    return dy, mg * tl.dot(dy, tl.trans(tl.load(v_ptr + hp, mask=vm, other=0.0).to(tl.float32)), input_precision=PREC)
+
+
+@triton.jit
+def _m3b_rows_qside(
+    q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dqp_ptr, dqbp_ptr, dphi_ptr, dphis_ptr, nb, ROT: tl.constexpr,
+    h, tok, vm, tb, vb, active, dy, mg_r, e_ell, sc_f, ge, st_row, part_row, dl,
+    BR: tl.constexpr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, NB: tl.constexpr, PREC: tl.constexpr,
+):
+    """q side of `_m3b_chunk_rows_kernel` on state block nb (dims [nb*NB, nb*NB + NB)) for the block's rows:
+    dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e k~ (the q^.k^ diagonal, see _m3b_chunk_kernel); stores dq_hat
+    and its bias partial, and on a rotated block (ROT) dPhi (the k side's part, stored before, plus dQ~'s) and its
+    column-sum partial. Returns dl."""
+    NPB: tl.constexpr = NB // 2  # rotation pairs per state block
+    cols = nb * NB + tl.arange(0, NB)
+    qt = _m3b_qk_block(q_ptr, qb_ptr, phi_ptr, tb, vb, h, nb, ROT, H, N, NA, NB)
+    x = tl.dot(dy, tl.load(states_ptr + st_row + cols[None, :], mask=active, other=0.0), input_precision=PREC)
+    dl += e_ell * tl.sum(x * qt, axis=1)
+    acc = e_ell[:, None] * x + ge * _m3b_qk_block(k_ptr, kb_ptr, phi_ptr, tb, vb, h, nb, ROT, H, N, NA, NB)
+    dqt = tl.dot(mg_r, _m3b_qk_block(k_ptr, kb_ptr, phi_ptr, tok, vm, h, nb, ROT, H, N, NA, NB) * sc_f[:, None],
+                 acc, input_precision=PREC)
+    if ROT:  # dPhi (adding the k side's part), its column-sum partial, then R(Phi)^T back to q^
+        pairs = nb * NPB + tl.arange(0, NPB)
+        dphi_ptrs = dphi_ptr + tb[:, None] * (H * NA) + h * NA + pairs[None, :]
+        dphi = tl.load(dphi_ptrs, mask=vb, other=0.0) + _m3b_dphi(dqt, qt, BR, NPB)
+        tl.store(dphi_ptrs, dphi, mask=vb)
+        tl.store(dphis_ptr + part_row * NA + pairs, tl.sum(tl.where(vb, dphi, 0.0), axis=0))
+        phi = _m3b_phi_block(phi_ptr, tb, vb, h, nb, H, NA, NB)
+        dqt = _fwd_rotate_pairs(dqt, tl.cos(phi), -tl.sin(phi), BR, NPB)
+    tl.store(dqp_ptr + tb[:, None] * (H * N) + h * N + cols[None, :], dqt, mask=vb)
+    tl.store(dqbp_ptr + part_row * N + cols, tl.sum(dqt, axis=0))
+    return dl
+
+
+@triton.jit
+def _m3b_rows_kside(
+    q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dstates_ptr, dfk_ptr, dkp_ptr, dkbp_ptr, dphi_ptr, dphis_ptr,
+    nb, ROT: tl.constexpr, h, s, r, tok, vm, tb, vb, active, is_last, vv, mg_c, e_rev, e_lam, sc, ge, st_row,
+    part_row, dl, dlam, ds_tok,
+    BR: tl.constexpr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, NB: tl.constexpr, PREC: tl.constexpr,
+):
+    """k side of `_m3b_chunk_rows_kernel` on state block nb for the block's columns: dKs = (M o G)^T Q~ +
+    diag(e^{L-l}) V dS_out, dk~ = s dKs + gamma e q~ (+ dfinal_k on the last token), ds, dLambda (its <S_in, dS_out>
+    part on the blocks of parity r);
+    stores dk_hat and its bias partial, on a rotated block (ROT) dk~'s part of dPhi (the q side adds its own).
+    Returns the updated (dl, dlam, ds)."""
+    NPB: tl.constexpr = NB // 2
+    cols = nb * NB + tl.arange(0, NB)
+    kt = _m3b_qk_block(k_ptr, kb_ptr, phi_ptr, tb, vb, h, nb, ROT, H, N, NA, NB)
+    ks = kt * sc[:, None]
+    ds_ptrs = dstates_ptr + st_row + cols[None, :]  # gradient of the state leaving the chunk, (P, NB)
+    vds = tl.dot(vv, tl.load(ds_ptrs, mask=active, other=0.0), input_precision=PREC)
+    fwd_state = e_rev * tl.sum(vds * ks, axis=1)
+    dl -= fwd_state
+    dlam += tl.sum(fwd_state, axis=0)
+    s_in = tl.load(states_ptr + st_row + cols[None, :], mask=active & (r == nb % 2), other=0.0)
+    dlam += e_lam * tl.sum(tl.sum(s_in * tl.load(ds_ptrs, mask=active, other=0.0), axis=1), axis=0)  # <S_in, dS_out>
+    dks = tl.dot(tl.trans(mg_c), _m3b_qk_block(q_ptr, qb_ptr, phi_ptr, tok, vm, h, nb, ROT, H, N, NA, NB),
+                 e_rev[:, None] * vds, input_precision=PREC)
+    ds_tok += tl.sum(dks * kt, axis=1)
+    dkt = (sc[:, None] * dks + ge * _m3b_qk_block(q_ptr, qb_ptr, phi_ptr, tb, vb, h, nb, ROT, H, N, NA, NB)
+           + tl.where(is_last[:, None], tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0))
+    if ROT:  # dPhi (k part; the q side adds its own), then R(Phi)^T back to k^
+        pairs = nb * NPB + tl.arange(0, NPB)
+        tl.store(dphi_ptr + tb[:, None] * (H * NA) + h * NA + pairs[None, :], _m3b_dphi(dkt, kt, BR, NPB), mask=vb)
+        phi = _m3b_phi_block(phi_ptr, tb, vb, h, nb, H, NA, NB)
+        dkt = _fwd_rotate_pairs(dkt, tl.cos(phi), -tl.sin(phi), BR, NPB)
+    tl.store(dkp_ptr + tb[:, None] * (H * N) + h * N + cols[None, :], dkt, mask=vb)
+    tl.store(dkbp_ptr + part_row * N + cols, tl.sum(dkt, axis=0))
+    return dl, dlam, ds_tok
+
+
+@triton.jit
+def _m3b_rows_vstate(k_ptr, kb_ptr, phi_ptr, dstates_ptr, nb, ROT: tl.constexpr, h, tb, vb, active, e_rev, sc, st_row,
+                     dvv, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, NB: tl.constexpr, PREC: tl.constexpr):
+    """dV's state term on state block nb for the block's rows: dvv + diag(e^{L-l}) Ks dS_out^T (its own loop: inside
+    the k side's, the extra accumulator made the k side spill)."""
+    ks = _m3b_qk_block(k_ptr, kb_ptr, phi_ptr, tb, vb, h, nb, ROT, H, N, NA, NB) * (e_rev * sc)[:, None]
+    ds_out = tl.load(dstates_ptr + st_row + (nb * NB + tl.arange(0, NB))[None, :], mask=active, other=0.0)
+    return tl.dot(ks, tl.trans(ds_out), dvv, input_precision=PREC)
+
+
+@triton.jit
 def _m3b_chunk_rows_kernel(
     q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, d_ptr, z_ptr, cu_ptr,
     phi_ptr, states_ptr, dstates_ptr, dout_ptr, dfk_ptr, dfv_ptr,
     dv_ptr, dl_ptr, dlam_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dsg_ptr, dgam_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr,
+    SB: tl.constexpr, NB: tl.constexpr, PREC: tl.constexpr,
 ):
     """Grid (T//64 + S chunk slots, H, 2): §7.2 for one chunk of one head, restricted to the tokens of row block
     r = program_id(2) (tokens [32 r, 32 r + 32) of the chunk): the dQ~ side uses the row block of M o G (and of A for
-    dl), the dKs / dV side its column block; each program recomputes the (32 x 64) pieces it needs, so no (C, C)
-    tile is held. Writes dv, dq_hat/dk_hat (per head), dPhi, ds, dgamma of its tokens; dl per token and the chunk's
-    dLambda part (the angle kernel forms dadt = reverse in-chunk cumsum of dl + dLambda), and per (slot, row block)
-    partials of the bias/D sums and of the dPhi column sums. Slots no chunk maps to write zero partials only."""
+    dl), the dKs / dV side the column block; each program recomputes the (32 x 64) pieces it needs, so no (C, C)
+    tile is held, and walks the 128 state dims in blocks of NB (rotation per block, nothing held across blocks but
+    the (32 x 64) row/column pieces, dv and per-token sums). Writes dv, dq_hat/dk_hat (per head), dPhi, ds, dgamma
+    of its tokens; dl per token and its part of the chunk's dLambda (the angle kernel forms dadt = reverse in-chunk
+    cumsum of dl + dLambda); per (slot, row block) partials of the bias/D sums and of the dPhi column sums. Slots no
+    chunk maps to write zero partials only."""
     slot = tl.program_id(0)
     h = tl.program_id(1)
     r = tl.program_id(2)
-    NH: tl.constexpr = N // 2
     BR: tl.constexpr = C // 2
     s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
     t0 = bos + c * C
@@ -350,7 +469,6 @@ def _m3b_chunk_rows_kernel(
     i = tl.arange(0, C)
     ib = r * BR + tl.arange(0, BR)  # the block's rows, chunk-local
     pv = tl.arange(0, P)
-    m = tl.arange(0, NA)
     tok = t0 + i
     tb = t0 + ib
     vm = ((tok < eos) & active)[:, None]
@@ -368,85 +486,74 @@ def _m3b_chunk_rows_kernel(
     e_rev = tl.exp(lam - ell_b)
     e_lam = tl.exp(lam)
 
-    # gate (F8); G and the decay mask as a row block (BR, C) and a column block (C, BR)
-    hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-    hpb = tb[:, None] * (H * P) + h * P + pv[None, :]
-    dout = tl.load(dout_ptr + hp, mask=vm, other=0.0).to(tl.float32)
-    zz = tl.load(z_ptr + hp, mask=vm, other=0.0).to(tl.float32)
-    dy_f = dout * zz * tl.sigmoid(zz)
-    dout = tl.load(dout_ptr + hpb, mask=vb, other=0.0).to(tl.float32)
-    zz = tl.load(z_ptr + hpb, mask=vb, other=0.0).to(tl.float32)
-    dy = dout * zz * tl.sigmoid(zz)
-    vv = tl.load(v_ptr + hpb, mask=vb, other=0.0).to(tl.float32)
-    e_tok = tl.sum(dy * vv, axis=1)
-    dec_r = tl.where(ib[:, None] > i[None, :], tl.exp(tl.minimum(ell_b[:, None] - ell[None, :], 0.0)), 0.0)
-    dec_c = tl.where(i[:, None] > ib[None, :], tl.exp(tl.minimum(ell[:, None] - ell_b[None, :], 0.0)), 0.0)
-    mg_r = dec_r * tl.dot(dy, tl.trans(tl.load(v_ptr + hp, mask=vm, other=0.0).to(tl.float32)),
-                          input_precision=PREC)
-    mg_c = dec_c * tl.dot(dy_f, tl.trans(vv), input_precision=PREC)
-    # pass 1 over the two state halves: A = Q~ Ks^T as row and column block, and q^.k^ (= q~.k~, spec F7)
+    # pass 1 over the state blocks: A = Q~ Ks^T as row block (BR, C) and column block (C, BR); q^.k^ (= q~.k~, F7)
     a_r = tl.zeros([BR, C], dtype=tl.float32)
     a_c = tl.zeros([C, BR], dtype=tl.float32)
     qk = tl.zeros([BR], dtype=tl.float32)
-    for half in tl.static_range(2):
-        qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tb, vb, h, half, C, H, N, NA)
-        kt = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tb, vb, h, half, C, H, N, NA)
+    for nb in tl.static_range(N // NB):
+        qt = _m3b_qk_block(q_ptr, qb_ptr, phi_ptr, tb, vb, h, nb, nb * NB < 2 * NA, H, N, NA, NB)
+        kt = _m3b_qk_block(k_ptr, kb_ptr, phi_ptr, tb, vb, h, nb, nb * NB < 2 * NA, H, N, NA, NB)
         qk += tl.sum(qt * kt, axis=1)
-        kf = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tok, vm, h, half, C, H, N, NA)
-        a_r += tl.dot(qt, tl.trans(kf * sc_f[:, None]), input_precision=PREC)
-        qf = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vm, h, half, C, H, N, NA)
-        a_c += tl.dot(qf, tl.trans(kt * sc[:, None]), input_precision=PREC)
-    dl = tl.sum(mg_r * a_r, axis=1) - tl.sum(mg_c * a_c, axis=0)
-    dvv = (tl.dot(tl.trans(dec_c * a_c), dy_f, input_precision=PREC) + (tl.load(d_ptr + h) + gam * qk)[:, None] * dy
+        a_c = tl.dot(_m3b_qk_block(q_ptr, qb_ptr, phi_ptr, tok, vm, h, nb, nb * NB < 2 * NA, H, N, NA, NB),
+                     tl.trans(kt * sc[:, None]), a_c, input_precision=PREC)
+        a_r = tl.dot(qt, tl.trans(_m3b_qk_block(k_ptr, kb_ptr, phi_ptr, tok, vm, h, nb, nb * NB < 2 * NA, H, N, NA, NB)
+                                  * sc_f[:, None]), a_r, input_precision=PREC)
+
+    # gate (F8); M o G (decay o dY V^T) as row and column block; dl's M sums; dV's (decay o A)^T dY term
+    hp = tok[:, None] * (H * P) + h * P + pv[None, :]
+    hpb = tb[:, None] * (H * P) + h * P + pv[None, :]
+    dy, mg_r = _m3b_rows_mg(dout_ptr, z_ptr, v_ptr, hp, hpb, vm, vb, i, ib, ell, ell_b, PREC)
+    dl = tl.sum(mg_r * a_r, axis=1)
+    vv = tl.load(v_ptr + hpb, mask=vb, other=0.0).to(tl.float32)
+    e_tok = tl.sum(dy * vv, axis=1)
+    dvv = ((tl.load(d_ptr + h) + gam * qk)[:, None] * dy
            + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
-    # pass 2, per state half: the q side (dQ~ of the block's rows) then the k side (dKs, V dS of its columns)
+    dec_c = tl.where(i[:, None] > ib[None, :], tl.exp(tl.minimum(ell[:, None] - ell_b[None, :], 0.0)), 0.0)
+    dout = tl.load(dout_ptr + hp, mask=vm, other=0.0).to(tl.float32)
+    zz = tl.load(z_ptr + hp, mask=vm, other=0.0).to(tl.float32)
+    dy_f = dout * zz * tl.sigmoid(zz)
+    mg_c = dec_c * tl.dot(dy_f, tl.trans(vv), input_precision=PREC)
+    dl -= tl.sum(mg_c * a_c, axis=0)
+    dvv = tl.dot(tl.trans(dec_c * a_c), dy_f, dvv, input_precision=PREC)
+
+    # pass 2 over the state blocks: the k side (dKs, V dS of the block's columns) of all blocks, then dv is final;
+    # then the q side (dQ~ of its rows) with M o G's row block recomputed (not held through the k side). Runtime
+    # loops: unrolled, the compiler hoists the blocks' loads together and spills. The q side adds its dPhi part to
+    # the k side's in memory (same program; the barrier orders those global stores and loads across its threads).
     dlam = tl.sum(tl.zeros([BR], dtype=tl.float32), axis=0)
     ds_tok = tl.zeros([BR], dtype=tl.float32)
     ge = (gam * e_tok)[:, None]
     st_row = (slot * H + h) * P * N + pv[:, None] * N
     part_row = (slot * 2 + r) * H + h
-    dphi_q = tl.zeros([BR, NA], dtype=tl.float32)
-    for half in tl.static_range(2):
-        cols = half * NH + tl.arange(0, NH)
-        qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tb, vb, h, half, C, H, N, NA)
-        kt = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tb, vb, h, half, C, H, N, NA)
-        hn = tb[:, None] * (H * N) + h * N + cols[None, :]
-        # q side: dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e k~ (the q^.k^ diagonal, see _m3b_chunk_kernel)
-        x = tl.dot(dy, tl.load(states_ptr + st_row + cols[None, :], mask=active, other=0.0), input_precision=PREC)
-        dl += e_ell * tl.sum(x * qt, axis=1)
-        kf = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tok, vm, h, half, C, H, N, NA)
-        dqt = tl.dot(mg_r, kf * sc_f[:, None], e_ell[:, None] * x + ge * kt, input_precision=PREC)
-        if half == 0:
-            cs, sn = _m3b_pair_angles(phi_ptr, tb, vb, h, True, H, NA)
-            dphi_q = _m3b_dphi(dqt, qt, BR, NA)
-            dqt = _m3b_unrotate(dqt, cs, sn, BR, NA)
-        tl.store(dqp_ptr + hn, dqt, mask=vb)
-        tl.store(dqbp_ptr + part_row * N + cols, tl.sum(dqt, axis=0))
-        # k side: dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS_out; dk~ = s dKs (+ dfinal_k on the last token)
-        ds_out = tl.load(dstates_ptr + st_row + cols[None, :], mask=active, other=0.0)  # grad of the leaving state
-        s_in = tl.load(states_ptr + st_row + cols[None, :], mask=active & (r == half), other=0.0)
-        dlam += e_lam * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)  # <S_in, dS_out>: half r in program r
-        ks = kt * sc[:, None]
-        vds = tl.dot(vv, ds_out, input_precision=PREC)
-        fwd_state = e_rev * tl.sum(vds * ks, axis=1)
-        dl -= fwd_state
-        dlam += tl.sum(fwd_state, axis=0)
-        dvv += e_rev[:, None] * tl.dot(ks, tl.trans(ds_out), input_precision=PREC)
-        qf = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vm, h, half, C, H, N, NA)
-        dks = tl.dot(tl.trans(mg_c), qf, e_rev[:, None] * vds, input_precision=PREC)
-        ds_tok += tl.sum(dks * kt, axis=1)
-        dkt = sc[:, None] * dks + ge * qt + tl.where(is_last[:, None],
-                                                     tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
-        if half == 0:
-            dphi = dphi_q + _m3b_dphi(dkt, kt, BR, NA)
-            tl.store(dphi_ptr + tb[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vb)
-            tl.store(dphis_ptr + part_row * NA + m, tl.sum(tl.where(vb, dphi, 0.0), axis=0))
-            dkt = _m3b_unrotate(dkt, cs, sn, BR, NA)
-        tl.store(dkp_ptr + hn, dkt, mask=vb)
-        tl.store(dkbp_ptr + part_row * N + cols, tl.sum(dkt, axis=0))
+    for nb in range(0, 2 * NA // NB):
+        dl, dlam, ds_tok = _m3b_rows_kside(
+            q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dstates_ptr, dfk_ptr, dkp_ptr, dkbp_ptr, dphi_ptr,
+            dphis_ptr, nb, True, h, s, r, tok, vm, tb, vb, active, is_last, vv, mg_c, e_rev, e_lam, sc, ge, st_row,
+            part_row, dl, dlam, ds_tok, BR, H, N, NA, NB, PREC)
+    for nb in range(2 * NA // NB, N // NB):
+        dl, dlam, ds_tok = _m3b_rows_kside(
+            q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dstates_ptr, dfk_ptr, dkp_ptr, dkbp_ptr, dphi_ptr,
+            dphis_ptr, nb, False, h, s, r, tok, vm, tb, vb, active, is_last, vv, mg_c, e_rev, e_lam, sc, ge, st_row,
+            part_row, dl, dlam, ds_tok, BR, H, N, NA, NB, PREC)
+    for nb in range(0, 2 * NA // NB):
+        dvv = _m3b_rows_vstate(k_ptr, kb_ptr, phi_ptr, dstates_ptr, nb, True, h, tb, vb, active, e_rev, sc, st_row, dvv,
+                               H, N, NA, NB, PREC)
+    for nb in range(2 * NA // NB, N // NB):
+        dvv = _m3b_rows_vstate(k_ptr, kb_ptr, phi_ptr, dstates_ptr, nb, False, h, tb, vb, active, e_rev, sc, st_row,
+                               dvv, H, N, NA, NB, PREC)
+    tl.store(dv_ptr + hpb, dvv.to(dv_ptr.dtype.element_ty), mask=vb)
+    dy, mg_r = _m3b_rows_mg(dout_ptr, z_ptr, v_ptr, hp, hpb, vm, vb, i, ib, ell, ell_b, PREC)
+    tl.debug_barrier()
+    for nb in range(0, 2 * NA // NB):
+        dl = _m3b_rows_qside(q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dqp_ptr, dqbp_ptr, dphi_ptr,
+                             dphis_ptr, nb, True, h, tok, vm, tb, vb, active, dy, mg_r, e_ell, sc_f, ge, st_row,
+                             part_row, dl, BR, H, N, NA, NB, PREC)
+    for nb in range(2 * NA // NB, N // NB):
+        dl = _m3b_rows_qside(q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dqp_ptr, dqbp_ptr, dphi_ptr,
+                             dphis_ptr, nb, False, h, tok, vm, tb, vb, active, dy, mg_r, e_ell, sc_f, ge, st_row,
+                             part_row, dl, BR, H, N, NA, NB, PREC)
 
     th_ = tb * H + h
-    tl.store(dv_ptr + hpb, dvv.to(dv_ptr.dtype.element_ty), mask=vb)
     tl.store(dl_ptr + th_, dl, mask=valid_b)
     tl.store(dlam_ptr + part_row, dlam)
     tl.store(dsg_ptr + th_, ds_tok, mask=valid_b)
@@ -560,7 +667,8 @@ class Mamba3BwdConfig(NamedTuple):
     chunk_sides: 1 runs the chunk body's q side and k side per state half, 2 the q side of both halves first (ptxas
     sm_90a, 8 warps: 2.0 KB spill stores vs 2.4 KB, 80 KB shared vs 104 KB; measured 30 % slower); "full" body only;
     body: "full" runs one chunk-body program per (chunk, head) (`_m3b_chunk_kernel`), "rows2" two, one per 32-token
-    row block (`_m3b_chunk_rows_kernel`, NOTES `## Session 2: chunk body rewrite`).
+    row block (`_m3b_chunk_rows_kernel`, NOTES `## Session 2: chunk body rewrite`); rows_block_n: width of the
+    state blocks the "rows2" body walks (16, 32 or 64: a divisor of the 64 rotated dims).
     """
 
     num_warps: int = 4
@@ -570,6 +678,7 @@ class Mamba3BwdConfig(NamedTuple):
     scan_block: int = 1024
     chunk_sides: int = 1
     body: str = "full"
+    rows_block_n: int = 32
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -618,6 +727,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
                                  dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
     if config.body not in ("full", "rows2"):
         raise ValueError(f"config.body: expected 'full' or 'rows2', got {config.body!r}")
+    if config.rows_block_n not in (16, 32, 64):
+        raise ValueError(f"config.rows_block_n: expected 16, 32 or 64, got {config.rows_block_n}")
     if config.chunk_sides not in (1, 2):
         raise ValueError(f"config.chunk_sides: expected 1 or 2, got {config.chunk_sides}")
     if P * N % config.scan_block != 0:
@@ -656,7 +767,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         _m3b_chunk_rows_kernel[(nslot, H, 2)](
             q, k, v, adt, dt, trap, q_bias, k_bias, d, z, cu_seqlens, phi, chunk_states, dstates, dout, dfinal_k,
             dfinal_v, dv, dl, dlam_part, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part,
-            dd_part, S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1),
+            dd_part, S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1), NB=config.rows_block_n,
             PREC=config.input_precision, num_warps=config.num_warps,
         )
     else:
