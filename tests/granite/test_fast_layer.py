@@ -265,6 +265,9 @@ def test_packed_lengths_only_for_left_padding():
     assert _left_padded_lengths(left_pad_mask([4, 0, 1, 3])) == (4, 0, 1, 3)
     assert _left_padded_lengths(torch.tensor([[1, 0, 1], [0, 1, 1]])) is None
     assert _left_padded_lengths(torch.tensor([[1, 1, 0]], dtype=torch.bool)) is None
+    assert _left_padded_lengths(torch.tensor([[0, 1, 0, 1], [0, 0, 1, 1]])) is None
+    assert _left_padded_lengths(torch.tensor([[1], [0]])) == (1, 0)
+    assert _left_padded_lengths(torch.tensor([[0, 0, 1], [0, 0, 0]], dtype=torch.bool)) == (1, 0)
 
 
 ALL_GRAPH_MODES = ((False, "whole"), ("packed", "whole"), (False, "kernels"), ("packed", "kernels"),
