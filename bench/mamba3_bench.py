@@ -1,7 +1,7 @@
 """Mamba-3 SISO operator on CUDA: errors of the 16 results vs float64, fwd / bwd / full-call times, eager baseline.
 
 Usage (GPU machine, repository root): PYTHONPATH=src python bench/mamba3_bench.py --out DIR [--commit SHA]
-  [--scales 1,2,4] [--sweep] [--smoke]
+  [--scales 1,2,4] [--sweep] [--smoke] [--cases-bwd-config '{"body": "halves2"}']
 Per visible case of src/ssmkit/mamba3/cases.json, at each scale (every sequence length times the scale):
   * errors: norm-relative error (ssmkit.mamba3.tolerances.result_error; circular for final_angle) of the 16
     results of the public entry against a float64 full VJP computed on the GPU: autograd through the quadratic
@@ -12,6 +12,8 @@ Per visible case of src/ssmkit/mamba3/cases.json, at each scale (every sequence 
     (sum of the CUDA kernel durations torch.profiler records, over 10 calls); the eager fp32 reference's wall ms.
 --sweep first times (forward, backward) launch configs on the first case (errors, determinism, fwd / bwd / full-call
 times each) and prints the fastest correct one per stage (bench/mamba3/NOTES.md `## Speed pass`).
+--cases-bwd-config: Mamba3BwdConfig fields (JSON) for the per-case rows instead of the defaults (the eager baseline
+is timed only at the defaults).
 JSON goes to DIR/mamba3_bench_<utc>.json after every case (partial results survive a timeout); a table is printed.
 --smoke: the same code on the CPU interpreter with a tiny case and no timing, to check the script cheaply.
 """
@@ -46,15 +48,13 @@ TARGET_ERROR = {name: err / 2 for name, err in OFFICIAL_ERROR.items()}
 TARGET_FULL_WALL_MS, TARGET_FULL_GPU_MS = 0.45, 0.35  # at T ~ 2100-2450, 3-5 sequences
 # (forward, backward) configs. Dropped after the final speed-pass run (NOTES `### Speed pass outcome`), all slower
 # than the 4-warp "full" body with the chain: 8 warps (old default), the dstate scan form, chunk_sides 2, forward
-# chunk_warps 4 and passing_block_p 32. Session 2 adds the row-block chunk body at 4 / 8 warps and 32 / 16-wide
-# state blocks.
+# chunk_warps 4 and passing_block_p 32. Session 2 adds the state-half chunk body at 4 / 8 warps (the row-block body
+# of commit 564739f measured 1.9x slower and was dropped; NOTES `## Session 2: chunk body rewrite`).
 SWEEP = [(DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4)),
-         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, body="rows2", rows_block_n=32)),
-         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=8, body="rows2", rows_block_n=32)),
-         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, body="rows2", rows_block_n=16)),
-         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=8, body="rows2", rows_block_n=16))]
+         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, body="halves2")),
+         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=8, body="halves2"))]
 BWD_KERNELS = ("_m3b_dstate_kernel", "_m3b_dstate_local_kernel", "_m3b_dstate_scan_kernel", "_m3b_chunk_kernel",
-               "_m3b_chunk_rows_kernel", "_m3b_angle_kernel", "_m3b_reduce_kernel")
+               "_m3b_chunk_halves_kernel", "_m3b_angle_kernel", "_m3b_reduce_kernel")
 FWD_KERNELS = ("_mamba3_fwd_chunk_state_kernel", "_mamba3_fwd_state_passing_kernel", "_mamba3_fwd_chunk_scan_kernel")
 ROTATE, WALL_CALLS, PROFILED_CALLS = 3, 30, 10
 
@@ -196,7 +196,7 @@ def _label(r):
     b, f = r["config"], r["fwd_config"]
     return (f"{r['name']} b{b['num_warps']}w{'-scan' + str(b['scan_block']) if b['dstate_scan'] else '-chain'}"
             f"{'-sides' if b['chunk_sides'] == 2 else ''}"
-            f"{'-rows2n' + str(b['rows_block_n']) if b.get('body') == 'rows2' else ''}"
+            f"{'-' + b['body'] if b.get('body', 'full') != 'full' else ''}"
             f"/d{b['dstate_warps']}w {b['input_precision']} f{f['chunk_warps']}w/p{f['passing_block_p']}")
 
 
@@ -244,6 +244,9 @@ def main():
     parser.add_argument("--scales", default="1,2,4")
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--cases-bwd-config", default="{}",
+                        help='JSON of Mamba3BwdConfig fields for the case rows, e.g. \'{"body": "halves2"}\' '
+                             '(default: the committed defaults)')
     opts = parser.parse_args()
     device = "cpu" if opts.smoke else "cuda"
     with open(CASES_PATH) as fh:
@@ -282,11 +285,12 @@ def main():
                                                                                        {}).items()}), flush=True)
         report["sweep_fastest"] = _fastest(report["sweep"])
         print(report["sweep_fastest"], flush=True)
+    cases_config = DEFAULT_BWD_CONFIG._replace(**json.loads(opts.cases_bwd_config))
     for scale in [int(s) for s in opts.scales.split(",")]:
         for case in cases:
             seqlens = [n * scale for n in case["seqlens"]]
             name = case["name"] + (f" x{scale}" if scale > 1 else "")
-            report["cases"].append(measure_case(name, seqlens, case["seed"], device, not opts.smoke))
+            report["cases"].append(measure_case(name, seqlens, case["seed"], device, not opts.smoke, cases_config))
             dump()
             print(_table(report["cases"][-1:]).splitlines()[1], flush=True)
     report["bwd_chunk_kernel_resources"] = compiled_resources()
