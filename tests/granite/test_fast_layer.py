@@ -257,17 +257,30 @@ def test_pack_padded_gemms_rejects_unknown_mode(tiny):
         layer(torch.randn(1, 3, tiny.hidden_size).to(BF16), attention_mask=left_pad_mask([3]))
 
 
-def test_packed_lengths_only_for_left_padding():
-    """Packing needs left padding (real tokens = each row's last positions); any other mask keeps the unpacked
-    path (None)."""
-    from ssmkit.granite.layer import _left_padded_lengths
+def test_mask_facts_read_lengths_left_padding_and_values_in_one_copy(monkeypatch):
+    """Packing needs left padding (real tokens = each row's last positions): ``mask_facts`` says so, with the
+    lengths and the 0/1 check, from one device-to-host copy (``tolist`` once)."""
+    from ssmkit.granite.reference import mask_facts
 
-    assert _left_padded_lengths(left_pad_mask([4, 0, 1, 3])) == (4, 0, 1, 3)
-    assert _left_padded_lengths(torch.tensor([[1, 0, 1], [0, 1, 1]])) is None
-    assert _left_padded_lengths(torch.tensor([[1, 1, 0]], dtype=torch.bool)) is None
-    assert _left_padded_lengths(torch.tensor([[0, 1, 0, 1], [0, 0, 1, 1]])) is None
-    assert _left_padded_lengths(torch.tensor([[1], [0]])) == (1, 0)
-    assert _left_padded_lengths(torch.tensor([[0, 0, 1], [0, 0, 0]], dtype=torch.bool)) == (1, 0)
+    copies = []
+    real_tolist = torch.Tensor.tolist
+    monkeypatch.setattr(torch.Tensor, "tolist", lambda t: copies.append(1) or real_tolist(t))
+
+    def facts(m):
+        f = mask_facts(m)
+        return f.binary, f.lengths, f.left_padded
+
+    assert facts(left_pad_mask([4, 0, 1, 3])) == (True, (4, 0, 1, 3), True)
+    assert facts(torch.tensor([[1, 0, 1], [0, 1, 1]])) == (True, (2, 2), False)
+    assert facts(torch.tensor([[1, 1, 0]], dtype=torch.bool)) == (True, (2,), False)
+    assert facts(torch.tensor([[0, 1, 0, 1], [0, 0, 1, 1]])) == (True, (2, 2), False)
+    assert facts(torch.tensor([[1], [0]])) == (True, (1, 0), True)
+    assert facts(torch.tensor([[0, 0, 1], [0, 0, 0]], dtype=torch.bool)) == (True, (1, 0), True)
+    assert facts(torch.tensor([[0, 2, 1]]))[0] is False
+    assert facts(torch.tensor([[0.0, 0.5, 1.0]]))[0] is False
+    assert facts(torch.tensor([[0.0, 1.0, float("nan")]]))[0] is False
+    assert len(copies) == 9
+    assert mask_facts(left_pad_mask([3, 3])).all_ones(3) and not mask_facts(left_pad_mask([3, 2])).all_ones(3)
 
 
 ALL_GRAPH_MODES = ((False, "whole"), ("packed", "whole"), (False, "kernels"), ("packed", "kernels"),
@@ -386,8 +399,8 @@ def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypat
         _, cache = fast(torch.randn(2, 5, tiny.hidden_size, generator=g).to(BF16))
     full_cache = cache.clone()
     checks = []
-    real_check = fast.check_forward_args
-    monkeypatch.setattr(fast, "check_forward_args", lambda *a: checks.append(1) or real_check(*a))
+    real_check = fast.check_forward_args_with_facts
+    monkeypatch.setattr(fast, "check_forward_args_with_facts", lambda *a: checks.append(1) or real_check(*a))
 
     def both(h, grad=False):
         """One step through the fast path on ``cache`` and the full path on ``full_cache``: equal bit for bit."""

@@ -56,7 +56,7 @@ import torch.nn.functional as F
 
 from ssmkit.granite.cache import MambaCache
 from ssmkit.granite.config import GraniteMambaConfig
-from ssmkit.granite.reference import ReferenceMambaLayer, apply_padding_mask
+from ssmkit.granite.reference import MaskFacts, ReferenceMambaLayer, apply_padding_mask
 from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
 from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step
@@ -181,15 +181,6 @@ def _capture(warm_up, body, device: torch.device) -> tuple[torch.cuda.CUDAGraph,
 def _can_capture(hidden_states: torch.Tensor) -> bool:
     """Whether a call on ``hidden_states`` may use a captured graph: CUDA, and the caller is not capturing."""
     return hidden_states.device.type == "cuda" and not torch.cuda.is_current_stream_capturing()
-
-
-def _left_padded_lengths(mask: torch.Tensor) -> tuple[int, ...] | None:
-    """Real-token count per row of a (b, L) 0/1 mask if every row is left padding (zeros, then ones), else None.
-    One D2H copy of b + 1 integers after 5 small launches (the GPU idles while the host issues them: few ops)."""
-    real = mask != 0
-    not_left = (real[:, :-1] > real[:, 1:]).any()  # a real token followed by a pad somewhere
-    host = torch.cat([real.sum(1), not_left[None]]).tolist()
-    return None if host[-1] else tuple(host[:-1])
 
 
 def _linear_into(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor) -> None:
@@ -348,7 +339,7 @@ class FastMambaLayer(ReferenceMambaLayer):
                     out = bound.graph.run(hidden_states)
                 cache.seqlen_offset += 1
                 return out, cache
-        mask = self.check_forward_args(hidden_states, cache, attention_mask)
+        mask, facts = self.check_forward_args_with_facts(hidden_states, cache, attention_mask)
         decode = cache is not None and cache.has_previous_state and hidden_states.shape[1] == 1
         reason = self._unsupported(hidden_states, decode)
         if reason is not None:
@@ -358,22 +349,23 @@ class FastMambaLayer(ReferenceMambaLayer):
             if decode:
                 out = self._decode(hidden_states, cache)
             else:
-                out, cache = self._prefill(hidden_states, cache, mask)
+                out, cache = self._prefill(hidden_states, cache, mask, facts)
         cache.has_previous_state = True
         cache.seqlen_offset += hidden_states.shape[1]
         return out, cache
 
     # ----------------------------------------------------------------------------------------- prefill
-    def _prefill(self, hidden_states: torch.Tensor, cache: MambaCache | None,
-                 mask: torch.Tensor | None) -> tuple[torch.Tensor, MambaCache]:
-        """Prefill (no previous state) or multi-token continuation; writes the cache, returns (output, cache)."""
+    def _prefill(self, hidden_states: torch.Tensor, cache: MambaCache | None, mask: torch.Tensor | None,
+                 facts: MaskFacts | None) -> tuple[torch.Tensor, MambaCache]:
+        """Prefill (no previous state) or multi-token continuation; writes the cache, returns (output, cache).
+        ``facts``: the mask's ``MaskFacts`` from the argument check (its lengths decide the packing)."""
         if self.prefill_graphs not in _PREFILL_GRAPH_MODES:
             raise ValueError(f"prefill_graphs must be one of {_PREFILL_GRAPH_MODES}, got {self.prefill_graphs!r}")
         if self.pack_padded_gemms not in _PACK_MODES:
             raise ValueError(f"pack_padded_gemms must be one of {list(_PACK_MODES)}, got {self.pack_padded_gemms!r}")
         mode = _PACK_MODES[self.pack_padded_gemms]
         continuing = cache is not None and cache.has_previous_state
-        lengths = self._packed_lengths(mask) if mode else None
+        lengths = self._packed_lengths(mask, facts) if mode else None
         if self.prefill_graphs and not continuing and _can_capture(hidden_states):
             entry = self._prefill_graph(hidden_states, mask, lengths, mode)
             if self.prefill_graphs == "whole":
@@ -389,15 +381,13 @@ class FastMambaLayer(ReferenceMambaLayer):
         packing = None if lengths is None else _Packing(mode, lengths, mask)
         return self._prefill_step(hidden_states, mask, packing, cache, continuing), cache
 
-    def _packed_lengths(self, mask: torch.Tensor | None) -> tuple[int, ...] | None:
+    def _packed_lengths(self, mask: torch.Tensor | None, facts: MaskFacts | None) -> tuple[int, ...] | None:
         """Real tokens per row when the projections run on real tokens only (a left-padded mask with a real token,
-        no projection biases: with a bias the reference's pad rows would not be 0; not while the caller captures a
-        graph: the lengths need a D2H copy), else None."""
-        if (mask is None or self.in_proj.bias is not None or self.out_proj.bias is not None
-                or (mask.is_cuda and torch.cuda.is_current_stream_capturing())):
+        no projection biases: with a bias the reference's pad rows would not be 0), else None. The lengths come
+        with the argument check's one D2H copy (``facts``), no further sync."""
+        if mask is None or facts is None or self.in_proj.bias is not None or self.out_proj.bias is not None:
             return None
-        lengths = _left_padded_lengths(mask)
-        return lengths if lengths is not None and sum(lengths) else None
+        return facts.lengths if facts.left_padded and sum(facts.lengths) else None
 
     def _prefill_step(self, hidden_states: torch.Tensor, mask: torch.Tensor | None, packing: _Packing | None,
                       cache: MambaCache, continuing: bool) -> torch.Tensor:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -30,6 +31,8 @@ __all__ = [
     "GatedRMSNorm",
     "ieee_fp32",
     "recurrent_mask",
+    "MaskFacts",
+    "mask_facts",
     "apply_padding_mask",
     "causal_conv1d_silu",
     "causal_conv1d_silu_update",
@@ -42,13 +45,42 @@ __all__ = [
 _SSD_BLOCK_BYTES = 256 * 1024 * 1024
 
 
-def recurrent_mask(attention_mask: torch.Tensor | None, seq_len: int) -> torch.Tensor | None:
+@dataclass(frozen=True)
+class MaskFacts:
+    """What the forward needs to know of a (b, L) attention mask, read with one device-to-host copy.
+
+    binary: every entry is 0 or 1. lengths: nonzero entries per row. left_padded: every row is zeros, then nonzeros.
+    """
+
+    binary: bool
+    lengths: tuple[int, ...]
+    left_padded: bool
+
+    def all_ones(self, seq_len: int) -> bool:
+        return self.binary and all(n == seq_len for n in self.lengths)
+
+
+def mask_facts(attention_mask: torch.Tensor) -> MaskFacts:
+    """``MaskFacts`` of a real (not complex) (b, L) mask: a few small device ops, then ONE device-to-host copy of
+    b + 2 integers (each extra sync in a forward leaves the GPU idle while the host catches up; measured ~0.4 ms
+    over the device time for a left-padded B=8 prefill with three of them, bench/granite/NOTES.md)."""
+    real = attention_mask != 0
+    flags = torch.stack([(attention_mask != real).any(), (real[:, :-1] > real[:, 1:]).any()])
+    host = torch.cat([real.sum(1), flags.to(torch.int64)]).tolist()
+    return MaskFacts(binary=not host[-2], lengths=tuple(host[:-2]), left_padded=not host[-1])
+
+
+def recurrent_mask(attention_mask: torch.Tensor | None, seq_len: int,
+                   facts: MaskFacts | None = None) -> torch.Tensor | None:
     """The padding mask the mixer sees, as transformers 5.17's ``create_recurrent_attention_mask`` (spec §3.3).
 
-    ``attention_mask``: (b, seq_len) 0/1 or None. Returns None when there is no mask, when ``seq_len == 1`` (a
-    single-token step is never padding) or when the mask is all ones; otherwise the mask itself.
+    ``attention_mask``: (b, seq_len) 0/1 or None; ``facts``: its ``mask_facts`` if already read (saves a sync).
+    Returns None when there is no mask, when ``seq_len == 1`` (a single-token step is never padding) or when the
+    mask is all ones; otherwise the mask itself.
     """
-    if attention_mask is None or seq_len == 1 or bool(torch.all(attention_mask == 1)):
+    if attention_mask is None or seq_len == 1:
+        return None
+    if facts.all_ones(seq_len) if facts is not None else bool(torch.all(attention_mask == 1)):
         return None
     return attention_mask
 
@@ -269,6 +301,13 @@ class ReferenceMambaLayer(nn.Module):
         Raises TypeError/ValueError naming what was expected and what was got: rank, hidden size, dtype or device
         different from the weights, mask shape/values/device, cache batch/config/dtype/device mismatch.
         """
+        return self.check_forward_args_with_facts(hidden_states, cache, attention_mask)[0]
+
+    def check_forward_args_with_facts(self, hidden_states: torch.Tensor, cache: MambaCache | None,
+                                      attention_mask: torch.Tensor | None
+                                      ) -> tuple[torch.Tensor | None, MaskFacts | None]:
+        """``check_forward_args`` that also returns the mask's ``MaskFacts`` (None without a mask), read with the
+        one device-to-host copy the value check needs, for callers that use the lengths too."""
         weight = self.in_proj.weight
         if not isinstance(hidden_states, torch.Tensor):
             raise TypeError(f"hidden_states must be a torch.Tensor, got {type(hidden_states).__name__}")
@@ -285,6 +324,7 @@ class ReferenceMambaLayer(nn.Module):
                             f"({weight.dtype})")
         if hidden_states.device != weight.device:
             raise ValueError(f"hidden_states is on {hidden_states.device}, the layer weights on {weight.device}")
+        facts = None
         if attention_mask is not None:
             if not isinstance(attention_mask, torch.Tensor):
                 raise TypeError(f"attention_mask must be a torch.Tensor or None, got {type(attention_mask).__name__}")
@@ -293,13 +333,14 @@ class ReferenceMambaLayer(nn.Module):
                                  f"got {tuple(attention_mask.shape)}")
             if attention_mask.device != weight.device:
                 raise ValueError(f"attention_mask is on {attention_mask.device}, the layer on {weight.device}")
-            if attention_mask.is_complex() or not bool(torch.all((attention_mask == 0) | (attention_mask == 1))):
+            facts = None if attention_mask.is_complex() else mask_facts(attention_mask)
+            if facts is None or not facts.binary:
                 raise ValueError("attention_mask must contain only 0 and 1 (1 = real token, 0 = left padding)")
         if cache is not None:
             if not isinstance(cache, MambaCache):
                 raise TypeError(f"cache must be a MambaCache or None, got {type(cache).__name__}")
             cache.check_matches(self.config, batch, weight.device, weight.dtype)
-        return recurrent_mask(attention_mask, seq_len)
+        return recurrent_mask(attention_mask, seq_len, facts), facts
 
     # ----------------------------------------------------------------------------------------- forward
     def forward(self, hidden_states: torch.Tensor, cache: MambaCache | None = None,
