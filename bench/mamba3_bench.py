@@ -1,7 +1,7 @@
 """Mamba-3 SISO operator on CUDA: errors of the 16 results vs float64, fwd / bwd / full-call times, eager baseline.
 
 Usage (GPU machine, repository root): PYTHONPATH=src python bench/mamba3_bench.py --out DIR [--commit SHA]
-  [--scales 1,2,4] [--sweep] [--smoke] [--cases-bwd-config '{"body": "halves2"}']
+  [--scales 1,2,4] [--sweep] [--smoke] [--cases-bwd-config '{"num_warps": 8}']
 Per visible case of src/ssmkit/mamba3/cases.json, at each scale (every sequence length times the scale):
   * errors: norm-relative error (ssmkit.mamba3.tolerances.result_error; circular for final_angle) of the 16
     results of the public entry against a float64 full VJP computed on the GPU: autograd through the quadratic
@@ -29,7 +29,7 @@ import torch
 import triton
 
 from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, Mamba3BwdConfig, mamba3_siso_bwd
-from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, Mamba3FwdConfig, mamba3_siso_fwd
+from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, mamba3_siso_fwd
 from ssmkit.mamba3.inputs import make_inputs
 from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp
 from ssmkit.mamba3.reference import (
@@ -46,15 +46,15 @@ OFFICIAL_ERROR = {"out": 4.7e-3, "final_ssm": 5.0e-3, "dq": 6.3e-3, "dk": 6.3e-3
                   "dtrap": 6.4e-3, "dq_bias": 6.1e-3, "dk_bias": 6.1e-3, "dangles": 2.1e-2, "dd": 2.2e-3}
 TARGET_ERROR = {name: err / 2 for name, err in OFFICIAL_ERROR.items()}
 TARGET_FULL_WALL_MS, TARGET_FULL_GPU_MS = 0.45, 0.35  # at T ~ 2100-2450, 3-5 sequences
-# (forward, backward) configs. Dropped after the final speed-pass run (NOTES `### Speed pass outcome`), all slower
-# than the 4-warp "full" body with the chain: 8 warps (old default), the dstate scan form, chunk_sides 2, forward
-# chunk_warps 4 and passing_block_p 32. Session 2 adds the state-half chunk body at 4 / 8 warps (the row-block body
-# of commit 564739f measured 1.9x slower and was dropped; NOTES `## Session 2: chunk body rewrite`).
+# (forward, backward) configs: the default and the two nearest alternatives. Dropped after the final speed-pass run
+# (NOTES `### Speed pass outcome`), all slower than the 4-warp chain: chunk_sides 2, forward chunk_warps 4 and
+# passing_block_p 32. The session-2 chunk bodies (row blocks, state halves; NOTES `## Session 2: chunk body
+# rewrite`) measured slower and were removed.
 SWEEP = [(DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4)),
-         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, body="halves2")),
-         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=8, body="halves2"))]
+         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=8)),
+         (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, dstate_scan=True))]
 BWD_KERNELS = ("_m3b_dstate_kernel", "_m3b_dstate_local_kernel", "_m3b_dstate_scan_kernel", "_m3b_chunk_kernel",
-               "_m3b_chunk_halves_kernel", "_m3b_angle_kernel", "_m3b_reduce_kernel")
+               "_m3b_angle_kernel", "_m3b_reduce_kernel")
 FWD_KERNELS = ("_mamba3_fwd_chunk_state_kernel", "_mamba3_fwd_state_passing_kernel", "_mamba3_fwd_chunk_scan_kernel")
 ROTATE, WALL_CALLS, PROFILED_CALLS = 3, 30, 10
 
@@ -196,7 +196,6 @@ def _label(r):
     b, f = r["config"], r["fwd_config"]
     return (f"{r['name']} b{b['num_warps']}w{'-scan' + str(b['scan_block']) if b['dstate_scan'] else '-chain'}"
             f"{'-sides' if b['chunk_sides'] == 2 else ''}"
-            f"{'-' + b['body'] if b.get('body', 'full') != 'full' else ''}"
             f"/d{b['dstate_warps']}w {b['input_precision']} f{f['chunk_warps']}w/p{f['passing_block_p']}")
 
 
@@ -245,7 +244,7 @@ def main():
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--cases-bwd-config", default="{}",
-                        help='JSON of Mamba3BwdConfig fields for the case rows, e.g. \'{"body": "halves2"}\' '
+                        help='JSON of Mamba3BwdConfig fields for the case rows, e.g. \'{"num_warps": 8}\' '
                              '(default: the committed defaults)')
     opts = parser.parse_args()
     device = "cpu" if opts.smoke else "cuda"

@@ -41,32 +41,18 @@ def poisoned_allocations():
 
 
 @pytest.fixture(scope="module")
-def panel_inputs():
-    """Inputs, forward saved tensors and the float64 oracle's 11 gradients."""
+def panel():
+    """Inputs, forward saved tensors, the float64 oracle's 11 gradients, and one backward run of the kernels with
+    NaN-poisoned allocations."""
     args = make_inputs(PANEL, seed=11)
     inputs = [args[n] for n in INPUT_NAMES]
     cotangents = [args[n] for n in COTANGENT_NAMES]
     saved = mamba3_siso_fwd(*inputs)[5]
     oracle = mamba3_siso_varlen_joint_states_full_vjp_oracle(**args)[len(OUTPUT_NAMES):]
-    return {"args": args, "inputs": inputs, "cotangents": cotangents, "saved": saved,
-            "oracle": dict(zip(GRAD_NAMES, oracle))}
-
-
-# Both chunk bodies: one program per (chunk, head), and two per (chunk, head) by 32-token row blocks. The row-block
-# body costs ~4x the interpreter time of the other (~75 s a run on 2 busy cores), so it runs the oracle and the
-# sequence-boundary tests; repeat determinism is a GPU property (no atomics), checked by bench/mamba3_bench.py.
-BODIES = {"full": Mamba3BwdConfig(), "rows2": Mamba3BwdConfig(body="rows2")}
-
-
-@pytest.fixture(scope="module")
-def panel(request, panel_inputs):
-    """panel_inputs plus the chunk-body config (the BODIES key, via indirect parametrization) and one backward run
-    of the kernels with NaN-poisoned allocations."""
-    config = BODIES[request.param]
-    p = panel_inputs
     with poisoned_allocations():
-        grads = mamba3_siso_bwd(*p["inputs"], p["saved"], *p["cotangents"], config=config)
-    return {**p, "config": config, "grads": grads}
+        grads = mamba3_siso_bwd(*inputs, saved, *cotangents)
+    return {"args": args, "inputs": inputs, "cotangents": cotangents, "saved": saved,
+            "oracle": dict(zip(GRAD_NAMES, oracle)), "grads": grads}
 
 
 def assert_close_to_oracle(name, got, err, ref):
@@ -81,11 +67,9 @@ def assert_close_to_oracle(name, got, err, ref):
 
 
 def _run_bwd(panel, cotangents=None):
-    return mamba3_siso_bwd(*panel["inputs"], panel["saved"], *(cotangents or panel["cotangents"]),
-                           config=panel["config"])
+    return mamba3_siso_bwd(*panel["inputs"], panel["saved"], *(cotangents or panel["cotangents"]))
 
 
-@pytest.mark.parametrize("panel", list(BODIES), indirect=True)
 def test_bwd_gradients_match_float64_oracle_and_are_all_written(panel):
     for name, got in zip(GRAD_NAMES, panel["grads"]):
         ref = panel["oracle"][name]
@@ -95,13 +79,11 @@ def test_bwd_gradients_match_float64_oracle_and_are_all_written(panel):
         assert_close_to_oracle(name, got, got.double() - ref, ref)
 
 
-@pytest.mark.parametrize("panel", ["full"], indirect=True)
 def test_bwd_is_bit_identical_on_repeated_calls(panel):
     for name, a, b in zip(GRAD_NAMES, panel["grads"], _run_bwd(panel)):
         assert torch.equal(a, b), f"{name} differs between two identical calls"
 
 
-@pytest.mark.parametrize("panel", list(BODIES), indirect=True)
 def test_bwd_keeps_sequences_apart(panel):
     """Zero cotangents on the middle sequences: their token gradients are exactly zero and the outer sequences'
     token gradients are bit-identical to the run with all cotangents (no carry, shift or state crosses a
@@ -121,14 +103,14 @@ def test_bwd_keeps_sequences_apart(panel):
         assert torch.equal(cut[name][outer], base[name][outer]), f"{name}: outer sequences changed"
 
 
-def test_bwd_scan_and_split_sides_forms_match_float64_oracle_and_write_all(panel_inputs):
+def test_bwd_scan_and_split_sides_forms_match_float64_oracle_and_write_all(panel):
     """The chunk-parallel state-gradient form (local terms + in-place reverse scan) with the chunk body's q and k
     sides in separate rounds gives the gradients within the oracle bounds, every element written (NaN-poisoned
     allocations)."""
     with poisoned_allocations():
-        grads = mamba3_siso_bwd(*panel_inputs["inputs"], panel_inputs["saved"], *panel_inputs["cotangents"],
+        grads = mamba3_siso_bwd(*panel["inputs"], panel["saved"], *panel["cotangents"],
                                 config=Mamba3BwdConfig(dstate_scan=True, scan_block=2048, chunk_sides=2))
     for name, got in zip(GRAD_NAMES, grads):
-        ref = panel_inputs["oracle"][name]
+        ref = panel["oracle"][name]
         assert not torch.isnan(got).any(), f"{name}: elements left unwritten"
         assert_close_to_oracle(name, got, got.double() - ref, ref)

@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ssmkit.kernels.mamba3.fwd import _fwd_chunk_scalars, _fwd_locate_chunk, _fwd_rotate_pairs
+from ssmkit.kernels.mamba3.fwd import _fwd_locate_chunk
 from ssmkit.mamba3.shapes import CHUNK
 
 _REDUCE_TOKENS = 2  # (32, 2, 128) fp32 tile per tensor: 32 registers a thread at 8 warps
@@ -319,416 +319,14 @@ def _m3b_chunk_kernel(
 
 
 @triton.jit
-def _m3b_take(x, rows, idx):
-    """x[rows] of a (C,) vector x indexed by idx = arange(C): an exact select-and-sum (adds zeros only), so the
-    row block sees the same values as the full chunk."""
-    return tl.sum(tl.where(rows[:, None] == idx[None, :], x[None, :], 0.0), axis=1)
-
-
-@triton.jit
-def _m3b_qk_block(x_ptr, b_ptr, phi_ptr, tok, vmask, h, nb, ROT: tl.constexpr,
-                  H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, NB: tl.constexpr):
-    """Biased, rotated q or k (F3, F4) on the state dims [nb*NB, nb*NB + NB) of the rows tok: (rows, NB) fp32, zero on
-    invalid rows. ROT (blocks inside the first 2 NA dims): the adjacent pairs rotate by Phi (split/join on the pairs,
-    as the forward); else the block passes through."""
-    cols = nb * NB + tl.arange(0, NB)
-    x = tl.load(x_ptr + tok[:, None] * N + cols[None, :], mask=vmask, other=0.0).to(tl.float32)
-    x = tl.where(vmask, x + tl.load(b_ptr + h * N + cols)[None, :], 0.0)
-    if ROT:
-        phi = _m3b_phi_block(phi_ptr, tok, vmask, h, nb, H, NA, NB)
-        x = _fwd_rotate_pairs(x, tl.cos(phi), tl.sin(phi), tok.shape[0], NB // 2)
-    return x
-
-
-@triton.jit
-def _m3b_phi_block(phi_ptr, tok, vmask, h, nb, H: tl.constexpr, NA: tl.constexpr, NB: tl.constexpr):
-    """Phi (rows, NB / 2) of the pairs of state block nb (pairs [nb*NB/2, nb*NB/2 + NB/2)), zero on invalid rows."""
-    pairs = nb * (NB // 2) + tl.arange(0, NB // 2)
-    return tl.load(phi_ptr + tok[:, None] * (H * NA) + h * NA + pairs[None, :], mask=vmask, other=0.0)
-
-
-@triton.jit
-def _m3b_take(x, rows, idx):
-    """x[rows] of a (C,) vector x indexed by idx = arange(C): an exact select-and-sum (adds zeros only), so the
-    row block sees the same values as the full chunk."""
-    return tl.sum(tl.where(rows[:, None] == idx[None, :], x[None, :], 0.0), axis=1)
-
-
-@triton.jit
-def _m3b_rows_mg(dout_ptr, z_ptr, v_ptr, hp, hpb, vm, vb, i, ib, ell, ell_b, PREC: tl.constexpr):
-    """dY (BR, P) of the block's rows (gate, F8) and the row block (BR, C) of M o G = decay o (dY V^T)."""
-    dout = tl.load(dout_ptr + hpb, mask=vb, other=0.0).to(tl.float32)
-    zz = tl.load(z_ptr + hpb, mask=vb, other=0.0).to(tl.float32)
-    dy = dout * zz * tl.sigmoid(zz)
-    mg = tl.where(ib[:, None] > i[None, :], tl.exp(tl.minimum(ell_b[:, None] - ell[None, :], 0.0)), 0.0)
-    return dy, mg * tl.dot(dy, tl.trans(tl.load(v_ptr + hp, mask=vm, other=0.0).to(tl.float32)), input_precision=PREC)
-
-
-@triton.jit
-def _m3b_rows_qside(
-    q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dqp_ptr, dqbp_ptr, dphi_ptr, dphis_ptr, nb, ROT: tl.constexpr,
-    h, tok, vm, tb, vb, active, dy, mg_r, e_ell, sc_f, ge, st_row, part_row, dl,
-    BR: tl.constexpr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, NB: tl.constexpr, PREC: tl.constexpr,
-):
-    """q side of `_m3b_chunk_rows_kernel` on state block nb (dims [nb*NB, nb*NB + NB)) for the block's rows:
-    dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e k~ (the q^.k^ diagonal, see _m3b_chunk_kernel); stores dq_hat
-    and its bias partial, and on a rotated block (ROT) dPhi (the k side's part, stored before, plus dQ~'s) and its
-    column-sum partial. Returns dl."""
-    NPB: tl.constexpr = NB // 2  # rotation pairs per state block
-    cols = nb * NB + tl.arange(0, NB)
-    qt = _m3b_qk_block(q_ptr, qb_ptr, phi_ptr, tb, vb, h, nb, ROT, H, N, NA, NB)
-    x = tl.dot(dy, tl.load(states_ptr + st_row + cols[None, :], mask=active, other=0.0), input_precision=PREC)
-    dl += e_ell * tl.sum(x * qt, axis=1)
-    acc = e_ell[:, None] * x + ge * _m3b_qk_block(k_ptr, kb_ptr, phi_ptr, tb, vb, h, nb, ROT, H, N, NA, NB)
-    dqt = tl.dot(mg_r, _m3b_qk_block(k_ptr, kb_ptr, phi_ptr, tok, vm, h, nb, ROT, H, N, NA, NB) * sc_f[:, None],
-                 acc, input_precision=PREC)
-    if ROT:  # dPhi (adding the k side's part), its column-sum partial, then R(Phi)^T back to q^
-        pairs = nb * NPB + tl.arange(0, NPB)
-        dphi_ptrs = dphi_ptr + tb[:, None] * (H * NA) + h * NA + pairs[None, :]
-        dphi = tl.load(dphi_ptrs, mask=vb, other=0.0) + _m3b_dphi(dqt, qt, BR, NPB)
-        tl.store(dphi_ptrs, dphi, mask=vb)
-        tl.store(dphis_ptr + part_row * NA + pairs, tl.sum(tl.where(vb, dphi, 0.0), axis=0))
-        phi = _m3b_phi_block(phi_ptr, tb, vb, h, nb, H, NA, NB)
-        dqt = _fwd_rotate_pairs(dqt, tl.cos(phi), -tl.sin(phi), BR, NPB)
-    tl.store(dqp_ptr + tb[:, None] * (H * N) + h * N + cols[None, :], dqt, mask=vb)
-    tl.store(dqbp_ptr + part_row * N + cols, tl.sum(dqt, axis=0))
-    return dl
-
-
-@triton.jit
-def _m3b_rows_kside(
-    q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dstates_ptr, dfk_ptr, dkp_ptr, dkbp_ptr, dphi_ptr, dphis_ptr,
-    nb, ROT: tl.constexpr, h, s, r, tok, vm, tb, vb, active, is_last, vv, mg_c, e_rev, e_lam, sc, ge, st_row,
-    part_row, dl, dlam, ds_tok,
-    BR: tl.constexpr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, NB: tl.constexpr, PREC: tl.constexpr,
-):
-    """k side of `_m3b_chunk_rows_kernel` on state block nb for the block's columns: dKs = (M o G)^T Q~ +
-    diag(e^{L-l}) V dS_out, dk~ = s dKs + gamma e q~ (+ dfinal_k on the last token), ds, dLambda (its <S_in, dS_out>
-    part on the blocks of parity r);
-    stores dk_hat and its bias partial, on a rotated block (ROT) dk~'s part of dPhi (the q side adds its own).
-    Returns the updated (dl, dlam, ds)."""
-    NPB: tl.constexpr = NB // 2
-    cols = nb * NB + tl.arange(0, NB)
-    kt = _m3b_qk_block(k_ptr, kb_ptr, phi_ptr, tb, vb, h, nb, ROT, H, N, NA, NB)
-    ks = kt * sc[:, None]
-    ds_ptrs = dstates_ptr + st_row + cols[None, :]  # gradient of the state leaving the chunk, (P, NB)
-    vds = tl.dot(vv, tl.load(ds_ptrs, mask=active, other=0.0), input_precision=PREC)
-    fwd_state = e_rev * tl.sum(vds * ks, axis=1)
-    dl -= fwd_state
-    dlam += tl.sum(fwd_state, axis=0)
-    s_in = tl.load(states_ptr + st_row + cols[None, :], mask=active & (r == nb % 2), other=0.0)
-    dlam += e_lam * tl.sum(tl.sum(s_in * tl.load(ds_ptrs, mask=active, other=0.0), axis=1), axis=0)  # <S_in, dS_out>
-    dks = tl.dot(tl.trans(mg_c), _m3b_qk_block(q_ptr, qb_ptr, phi_ptr, tok, vm, h, nb, ROT, H, N, NA, NB),
-                 e_rev[:, None] * vds, input_precision=PREC)
-    ds_tok += tl.sum(dks * kt, axis=1)
-    dkt = (sc[:, None] * dks + ge * _m3b_qk_block(q_ptr, qb_ptr, phi_ptr, tb, vb, h, nb, ROT, H, N, NA, NB)
-           + tl.where(is_last[:, None], tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0))
-    if ROT:  # dPhi (k part; the q side adds its own), then R(Phi)^T back to k^
-        pairs = nb * NPB + tl.arange(0, NPB)
-        tl.store(dphi_ptr + tb[:, None] * (H * NA) + h * NA + pairs[None, :], _m3b_dphi(dkt, kt, BR, NPB), mask=vb)
-        phi = _m3b_phi_block(phi_ptr, tb, vb, h, nb, H, NA, NB)
-        dkt = _fwd_rotate_pairs(dkt, tl.cos(phi), -tl.sin(phi), BR, NPB)
-    tl.store(dkp_ptr + tb[:, None] * (H * N) + h * N + cols[None, :], dkt, mask=vb)
-    tl.store(dkbp_ptr + part_row * N + cols, tl.sum(dkt, axis=0))
-    return dl, dlam, ds_tok
-
-
-@triton.jit
-def _m3b_rows_vstate(k_ptr, kb_ptr, phi_ptr, dstates_ptr, nb, ROT: tl.constexpr, h, tb, vb, active, e_rev, sc, st_row,
-                     dvv, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, NB: tl.constexpr, PREC: tl.constexpr):
-    """dV's state term on state block nb for the block's rows: dvv + diag(e^{L-l}) Ks dS_out^T (its own loop: inside
-    the k side's, the extra accumulator made the k side spill)."""
-    ks = _m3b_qk_block(k_ptr, kb_ptr, phi_ptr, tb, vb, h, nb, ROT, H, N, NA, NB) * (e_rev * sc)[:, None]
-    ds_out = tl.load(dstates_ptr + st_row + (nb * NB + tl.arange(0, NB))[None, :], mask=active, other=0.0)
-    return tl.dot(ks, tl.trans(ds_out), dvv, input_precision=PREC)
-
-
-@triton.jit
-def _m3b_chunk_rows_kernel(
-    q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, d_ptr, z_ptr, cu_ptr,
-    phi_ptr, states_ptr, dstates_ptr, dout_ptr, dfk_ptr, dfv_ptr,
-    dv_ptr, dl_ptr, dlam_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dsg_ptr, dgam_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr,
-    S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, NB: tl.constexpr, PREC: tl.constexpr,
-):
-    """Grid (T//64 + S chunk slots, H, 2): §7.2 for one chunk of one head, restricted to the tokens of row block
-    r = program_id(2) (tokens [32 r, 32 r + 32) of the chunk): the dQ~ side uses the row block of M o G (and of A for
-    dl), the dKs / dV side the column block; each program recomputes the (32 x 64) pieces it needs, so no (C, C)
-    tile is held, and walks the 128 state dims in blocks of NB (rotation per block, nothing held across blocks but
-    the (32 x 64) row/column pieces, dv and per-token sums). Writes dv, dq_hat/dk_hat (per head), dPhi, ds, dgamma
-    of its tokens; dl per token and its part of the chunk's dLambda (the angle kernel forms dadt = reverse in-chunk
-    cumsum of dl + dLambda); per (slot, row block) partials of the bias/D sums and of the dPhi column sums. Slots no
-    chunk maps to write zero partials only."""
-    slot = tl.program_id(0)
-    h = tl.program_id(1)
-    r = tl.program_id(2)
-    BR: tl.constexpr = C // 2
-    s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
-    t0 = bos + c * C
-    active = t0 < eos
-    i = tl.arange(0, C)
-    ib = r * BR + tl.arange(0, BR)  # the block's rows, chunk-local
-    pv = tl.arange(0, P)
-    tok = t0 + i
-    tb = t0 + ib
-    vm = ((tok < eos) & active)[:, None]
-    valid_b = (tb < eos) & active
-    vb = valid_b[:, None]
-    is_last = tb == eos - 1
-
-    # per-token scalars (F5, F6) of the chunk, and of the block taken from them
-    ell, gam_f, sc_f, _ = _fwd_chunk_scalars(adt_ptr, dt_ptr, trap_ptr, tok, h, eos, H)
-    lam = tl.sum(tl.where(i == C - 1, ell, 0.0), axis=0)
-    ell_b = _m3b_take(ell, ib, i)
-    gam = _m3b_take(gam_f, ib, i)
-    sc = _m3b_take(sc_f, ib, i)
-    e_ell = tl.exp(ell_b)
-    e_rev = tl.exp(lam - ell_b)
-    e_lam = tl.exp(lam)
-
-    # pass 1 over the state blocks: A = Q~ Ks^T as row block (BR, C) and column block (C, BR); q^.k^ (= q~.k~, F7)
-    a_r = tl.zeros([BR, C], dtype=tl.float32)
-    a_c = tl.zeros([C, BR], dtype=tl.float32)
-    qk = tl.zeros([BR], dtype=tl.float32)
-    for nb in tl.static_range(N // NB):
-        qt = _m3b_qk_block(q_ptr, qb_ptr, phi_ptr, tb, vb, h, nb, nb * NB < 2 * NA, H, N, NA, NB)
-        kt = _m3b_qk_block(k_ptr, kb_ptr, phi_ptr, tb, vb, h, nb, nb * NB < 2 * NA, H, N, NA, NB)
-        qk += tl.sum(qt * kt, axis=1)
-        a_c = tl.dot(_m3b_qk_block(q_ptr, qb_ptr, phi_ptr, tok, vm, h, nb, nb * NB < 2 * NA, H, N, NA, NB),
-                     tl.trans(kt * sc[:, None]), a_c, input_precision=PREC)
-        a_r = tl.dot(qt, tl.trans(_m3b_qk_block(k_ptr, kb_ptr, phi_ptr, tok, vm, h, nb, nb * NB < 2 * NA, H, N, NA, NB)
-                                  * sc_f[:, None]), a_r, input_precision=PREC)
-
-    # gate (F8); M o G (decay o dY V^T) as row and column block; dl's M sums; dV's (decay o A)^T dY term
-    hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-    hpb = tb[:, None] * (H * P) + h * P + pv[None, :]
-    dy, mg_r = _m3b_rows_mg(dout_ptr, z_ptr, v_ptr, hp, hpb, vm, vb, i, ib, ell, ell_b, PREC)
-    dl = tl.sum(mg_r * a_r, axis=1)
-    vv = tl.load(v_ptr + hpb, mask=vb, other=0.0).to(tl.float32)
-    e_tok = tl.sum(dy * vv, axis=1)
-    dvv = ((tl.load(d_ptr + h) + gam * qk)[:, None] * dy
-           + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
-    dec_c = tl.where(i[:, None] > ib[None, :], tl.exp(tl.minimum(ell[:, None] - ell_b[None, :], 0.0)), 0.0)
-    dout = tl.load(dout_ptr + hp, mask=vm, other=0.0).to(tl.float32)
-    zz = tl.load(z_ptr + hp, mask=vm, other=0.0).to(tl.float32)
-    dy_f = dout * zz * tl.sigmoid(zz)
-    mg_c = dec_c * tl.dot(dy_f, tl.trans(vv), input_precision=PREC)
-    dl -= tl.sum(mg_c * a_c, axis=0)
-    dvv = tl.dot(tl.trans(dec_c * a_c), dy_f, dvv, input_precision=PREC)
-
-    # pass 2 over the state blocks: the k side (dKs, V dS of the block's columns) of all blocks, then dv is final;
-    # then the q side (dQ~ of its rows) with M o G's row block recomputed (not held through the k side). Runtime
-    # loops: unrolled, the compiler hoists the blocks' loads together and spills. The q side adds its dPhi part to
-    # the k side's in memory (same program; the barrier orders those global stores and loads across its threads).
-    dlam = tl.sum(tl.zeros([BR], dtype=tl.float32), axis=0)
-    ds_tok = tl.zeros([BR], dtype=tl.float32)
-    ge = (gam * e_tok)[:, None]
-    st_row = (slot * H + h) * P * N + pv[:, None] * N
-    part_row = (slot * 2 + r) * H + h
-    for nb in range(0, 2 * NA // NB):
-        dl, dlam, ds_tok = _m3b_rows_kside(
-            q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dstates_ptr, dfk_ptr, dkp_ptr, dkbp_ptr, dphi_ptr,
-            dphis_ptr, nb, True, h, s, r, tok, vm, tb, vb, active, is_last, vv, mg_c, e_rev, e_lam, sc, ge, st_row,
-            part_row, dl, dlam, ds_tok, BR, H, N, NA, NB, PREC)
-    for nb in range(2 * NA // NB, N // NB):
-        dl, dlam, ds_tok = _m3b_rows_kside(
-            q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dstates_ptr, dfk_ptr, dkp_ptr, dkbp_ptr, dphi_ptr,
-            dphis_ptr, nb, False, h, s, r, tok, vm, tb, vb, active, is_last, vv, mg_c, e_rev, e_lam, sc, ge, st_row,
-            part_row, dl, dlam, ds_tok, BR, H, N, NA, NB, PREC)
-    for nb in range(0, 2 * NA // NB):
-        dvv = _m3b_rows_vstate(k_ptr, kb_ptr, phi_ptr, dstates_ptr, nb, True, h, tb, vb, active, e_rev, sc, st_row, dvv,
-                               H, N, NA, NB, PREC)
-    for nb in range(2 * NA // NB, N // NB):
-        dvv = _m3b_rows_vstate(k_ptr, kb_ptr, phi_ptr, dstates_ptr, nb, False, h, tb, vb, active, e_rev, sc, st_row,
-                               dvv, H, N, NA, NB, PREC)
-    tl.store(dv_ptr + hpb, dvv.to(dv_ptr.dtype.element_ty), mask=vb)
-    dy, mg_r = _m3b_rows_mg(dout_ptr, z_ptr, v_ptr, hp, hpb, vm, vb, i, ib, ell, ell_b, PREC)
-    tl.debug_barrier()
-    for nb in range(0, 2 * NA // NB):
-        dl = _m3b_rows_qside(q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dqp_ptr, dqbp_ptr, dphi_ptr,
-                             dphis_ptr, nb, True, h, tok, vm, tb, vb, active, dy, mg_r, e_ell, sc_f, ge, st_row,
-                             part_row, dl, BR, H, N, NA, NB, PREC)
-    for nb in range(2 * NA // NB, N // NB):
-        dl = _m3b_rows_qside(q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dqp_ptr, dqbp_ptr, dphi_ptr,
-                             dphis_ptr, nb, False, h, tok, vm, tb, vb, active, dy, mg_r, e_ell, sc_f, ge, st_row,
-                             part_row, dl, BR, H, N, NA, NB, PREC)
-
-    th_ = tb * H + h
-    tl.store(dl_ptr + th_, dl, mask=valid_b)
-    tl.store(dlam_ptr + part_row, dlam)
-    tl.store(dsg_ptr + th_, ds_tok, mask=valid_b)
-    tl.store(dgam_ptr + th_, ds_tok + e_tok * qk, mask=valid_b)
-    tl.store(ddp_ptr + part_row, tl.sum(e_tok, axis=0))
-
-
-@triton.jit
-def _m3b_halves_side(
-    q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dstates_ptr, dfk_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr,
-    dqbp_ptr, dkbp_ptr, hf: tl.constexpr, slot, h, s, tok, vmask, active, is_last, dy, vv, mg, e_ell, e_rev, e_lam,
-    sc, ge, dl, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, PREC: tl.constexpr,
-):
-    """Pass 2 of `_m3b_chunk_halves_kernel` on state half hf (dims [hf*64, hf*64 + 64); half 0 is the rotated one):
-    q side dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e k~, k side dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS_out,
-    dk~ = s dKs + gamma e q~ (+ dfinal_k); stores dq_hat/dk_hat of the half and their bias partials, and on half 0
-    dPhi and its column sums. Returns this half's (dl, dLambda, ds) parts."""
-    NH: tl.constexpr = N // 2
-    ROT: tl.constexpr = hf == 0
-    cols = hf * NH + tl.arange(0, NH)
-    pv = tl.arange(0, P)
-    st = (slot * H + h) * P * N + pv[:, None] * N + cols[None, :]
-    qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, hf, tok.shape[0], H, N, NA)
-    kt = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tok, vmask, h, hf, tok.shape[0], H, N, NA)
-    hn = tok[:, None] * (H * N) + h * N + cols[None, :]
-    if ROT:
-        phi = _m3b_phi_block(phi_ptr, tok, vmask, h, 0, H, NA, NH)
-        m = tl.arange(0, NA)
-    # q side (stored before the k side starts, to keep fewer tiles live)
-    x = tl.dot(dy, tl.load(states_ptr + st, mask=active, other=0.0), input_precision=PREC)  # S_in: entering state
-    dl += e_ell * tl.sum(x * qt, axis=1)
-    dqt = tl.dot(mg, kt * sc[:, None], e_ell[:, None] * x + ge * kt, input_precision=PREC)
-    if ROT:  # dPhi's q part, then R(Phi)^T back to q^
-        dphi = _m3b_dphi(dqt, qt, tok.shape[0], NA)
-        dqt = _fwd_rotate_pairs(dqt, tl.cos(phi), -tl.sin(phi), tok.shape[0], NA)
-    tl.store(dqp_ptr + hn, dqt, mask=vmask)
-    tl.store(dqbp_ptr + (slot * H + h) * N + cols, tl.sum(dqt, axis=0))
-    # k side
-    ds_out = tl.load(dstates_ptr + st, mask=active, other=0.0)  # gradient of the state leaving the chunk
-    dlam = e_lam * tl.sum(tl.sum(tl.load(states_ptr + st, mask=active, other=0.0) * ds_out, axis=1), axis=0)
-    vds = tl.dot(vv, ds_out, input_precision=PREC)
-    fwd_state = e_rev * tl.sum(vds * kt, axis=1) * sc
-    dl -= fwd_state
-    dlam += tl.sum(fwd_state, axis=0)
-    dks = tl.dot(tl.trans(mg), qt, e_rev[:, None] * vds, input_precision=PREC)
-    ds_tok = tl.sum(dks * kt, axis=1)
-    dkt = sc[:, None] * dks + ge * qt + tl.where(is_last[:, None], tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :],
-                                                 0.0)
-    if ROT:  # dPhi, then R(Phi)^T back to k^
-        dphi += _m3b_dphi(dkt, kt, tok.shape[0], NA)
-        tl.store(dphi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vmask)
-        tl.store(dphis_ptr + (slot * H + h) * NA + m, tl.sum(tl.where(vmask, dphi, 0.0), axis=0))
-        dkt = _fwd_rotate_pairs(dkt, tl.cos(phi), -tl.sin(phi), tok.shape[0], NA)
-    tl.store(dkp_ptr + hn, dkt, mask=vmask)
-    tl.store(dkbp_ptr + (slot * H + h) * N + cols, tl.sum(dkt, axis=0))
-    return dl, dlam, ds_tok
-
-
-@triton.jit
-def _m3b_chunk_halves_kernel(
-    q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, d_ptr, z_ptr, cu_ptr,
-    phi_ptr, states_ptr, dstates_ptr, dout_ptr, dfk_ptr, dfv_ptr,
-    dv_ptr, dl_ptr, dlam_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dsg_ptr, dgam_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr,
-    S, T, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr,
-):
-    """Grid (T//64 + S chunk slots, H, 2): §7.2 for one chunk of one head, split over the two 64-wide state halves
-    hf = program_id(2) (half 0 rotated, half 1 pass-through), so every dot keeps 64 rows (wgmma) and each program
-    holds one half's tiles. Both programs form A = Q~ Ks^T and M o G in full (pass 1); program hf writes dv's
-    columns [32 hf, 32 hf + 32) and the q/k-side results of its state half (dq_hat/dk_hat columns, bias partials,
-    dPhi on half 0). dl, dLambda, ds and dgamma are per-half partials ((2, T, H), (slots, 2, H)) that the angle
-    kernel sums in a fixed order (and forms dadt); the chunk's M sums of dl and dgamma's e q^.k^ term go to half 0."""
-    slot = tl.program_id(0)
-    h = tl.program_id(1)
-    hf = tl.program_id(2)
-    NH: tl.constexpr = N // 2
-    PH: tl.constexpr = P // 2
-    # (q~, k~ as dot operands come from _m3b_qk_half's partner loads: Triton 3.6 aborts on split/join-rotated dot
-    # operands of 64-row tiles, "Illegal shared layout"; split/join only rotates the stored gradients)
-    s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
-    t0 = bos + c * C
-    active = t0 < eos
-    i = tl.arange(0, C)
-    pv = tl.arange(0, P)
-    tok = t0 + i
-    valid = (tok < eos) & active
-    vmask = valid[:, None]
-    is_last = tok == eos - 1
-    ell, gam, sc, _ = _fwd_chunk_scalars(adt_ptr, dt_ptr, trap_ptr, tok, h, eos, H)
-    lam = tl.sum(tl.where(i == C - 1, ell, 0.0), axis=0)
-    e_ell = tl.exp(ell)
-    e_rev = tl.exp(lam - ell)
-    e_lam = tl.exp(lam)
-
-    # pass 1 over both state halves (first, so that little else is live): A = Q~ Ks^T, q^.k^ (= q~.k~, F7), and
-    # dV's state term Ks dS_out^T on the program's P half
-    pc = hf * PH + tl.arange(0, PH)
-    ds_rows = dstates_ptr + (slot * H + h) * P * N + pc[:, None] * N
-    am = tl.zeros([C, C], dtype=tl.float32)
-    qk = tl.zeros([C], dtype=tl.float32)
-    dv_state = tl.zeros([C, PH], dtype=tl.float32)
-    for half in tl.static_range(2):
-        qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
-        kt = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
-        ks = kt * sc[:, None]
-        am = tl.dot(qt, tl.trans(ks), am, input_precision=PREC)
-        qk += tl.sum(qt * kt, axis=1)
-        ds_h = tl.load(ds_rows + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
-        dv_state = tl.dot(ks, tl.trans(ds_h), dv_state, input_precision=PREC)
-    # gate (F8) and M o G = decay o (dY V^T)
-    hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-    dout = tl.load(dout_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
-    zz = tl.load(z_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
-    dy = dout * zz * tl.sigmoid(zz)
-    vv = tl.load(v_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
-    e_tok = tl.sum(dy * vv, axis=1)
-    decay = tl.where(i[:, None] > i[None, :], tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
-    mg = decay * tl.dot(dy, tl.trans(vv), input_precision=PREC)
-    mm = mg * am  # decay o A o G
-    dl = tl.where(hf == 0, tl.sum(mm, axis=1) - tl.sum(mm, axis=0), 0.0)
-    am *= decay  # decay o A
-    hpc = tok[:, None] * (H * P) + h * P + pc[None, :]
-    dout = tl.load(dout_ptr + hpc, mask=vmask, other=0.0).to(tl.float32)
-    zz = tl.load(z_ptr + hpc, mask=vmask, other=0.0).to(tl.float32)
-    dy_c = dout * zz * tl.sigmoid(zz)
-    dvv = (tl.dot(tl.trans(am), dy_c, input_precision=PREC) + (tl.load(d_ptr + h) + gam * qk)[:, None] * dy_c
-           + e_rev[:, None] * dv_state
-           + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pc).to(tl.float32)[None, :], 0.0))
-    tl.store(dv_ptr + hpc, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
-
-    # pass 2 on the program's state half
-    ge = (gam * e_tok)[:, None]
-    if hf == 0:
-        dl, dlam, ds_tok = _m3b_halves_side(
-            q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dstates_ptr, dfk_ptr, dqp_ptr, dkp_ptr, dphi_ptr,
-            dphis_ptr, dqbp_ptr, dkbp_ptr, 0, slot, h, s, tok, vmask, active, is_last, dy, vv, mg, e_ell, e_rev,
-            e_lam, sc, ge, dl, H, P, N, NA, PREC)
-        ds_tok_g = ds_tok + e_tok * qk
-    else:
-        dl, dlam, ds_tok = _m3b_halves_side(
-            q_ptr, k_ptr, qb_ptr, kb_ptr, phi_ptr, states_ptr, dstates_ptr, dfk_ptr, dqp_ptr, dkp_ptr, dphi_ptr,
-            dphis_ptr, dqbp_ptr, dkbp_ptr, 1, slot, h, s, tok, vmask, active, is_last, dy, vv, mg, e_ell, e_rev,
-            e_lam, sc, ge, dl, H, P, N, NA, PREC)
-        ds_tok_g = ds_tok
-    th_ = (hf * T + tok) * H + h  # (2, T, H) partials
-    tl.store(dl_ptr + th_, dl, mask=valid)
-    tl.store(dsg_ptr + th_, ds_tok, mask=valid)
-    tl.store(dgam_ptr + th_, ds_tok_g, mask=valid)
-    tl.store(dlam_ptr + (slot * 2 + hf) * H + h, dlam)
-    tl.store(ddp_ptr + slot * H + h, tl.sum(e_tok, axis=0), mask=hf == 0)
-
-
-@triton.jit
-def _m3b_parts(ptr, off, mask, T, H: tl.constexpr, NPART: tl.constexpr):
-    """Sum of the NPART per-token partials at ptr + off (partial j at ptr + j*T*H + off), in partial order."""
-    x = tl.load(ptr + off, mask=mask, other=0.0)
-    for j in tl.static_range(1, NPART):
-        x += tl.load(ptr + j * T * H + off, mask=mask, other=0.0)
-    return x
-
-
-@triton.jit
 def _m3b_angle_kernel(
     dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dsg_ptr, dgam_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
-    dl_ptr, dlam_ptr, dadt_ptr,
-    S, T, H: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, CB: tl.constexpr, RB: tl.constexpr,
-    DADT: tl.constexpr, NPART: tl.constexpr,
+    S, H: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, CB: tl.constexpr,
 ):
     """Grid (chunk slots, H): the terms that cross chunk edges, for one chunk. The reverse cumsum of dPhi plus
     dfinal_angle (-> dangles, the angle part of ddt; F1, F2) starts from dfinal_angle plus the per-chunk dPhi sums
-    of the sequence's later chunks (CB slots per tile, fixed order; RB partials per slot, (slots, RB, H, NA)); the
-    shifted-gamma term gamma'_{t-1} = dt_t (1 - p_t) (-> ddt, dtrap; F5) reads ds of the token before (none for the
-    sequence's first token). DADT (the two-program chunk bodies): also dadt = reverse in-chunk cumsum of dl plus the
-    chunk's dLambda (two partials per slot, (slots, 2, H)); else dl_ptr, dlam_ptr, dadt_ptr are unused. NPART: ds,
-    dgamma and dl come as that many (T, H) partials (the state-half body: 2), summed in order."""
+    of the sequence's later chunks (CB slots per tile, fixed order); the shifted-gamma term gamma'_{t-1} =
+    dt_t (1 - p_t) (-> ddt, dtrap; F5) reads ds of the token before (none for the sequence's first token)."""
     slot = tl.program_id(0)
     h = tl.program_id(1)
     PI: tl.constexpr = 3.141592653589793
@@ -743,10 +341,9 @@ def _m3b_angle_kernel(
         c0 = c + 1
         while c0 < nchunks:  # runtime bound: see _m3b_dstate_kernel
             cc = c0 + later
-            for rb in tl.static_range(RB):
-                blk = tl.load(dphis_ptr + (((slot - c + cc) * RB + rb) * H + h)[:, None] * NA + m[None, :],
-                              mask=(cc < nchunks)[:, None], other=0.0)
-                g_carry += tl.sum(blk, axis=0)
+            blk = tl.load(dphis_ptr + ((slot - c + cc) * H + h)[:, None] * NA + m[None, :],
+                          mask=(cc < nchunks)[:, None], other=0.0)
+            g_carry += tl.sum(blk, axis=0)
             c0 += CB
         tok = t0 + i
         valid = tok < eos
@@ -759,15 +356,11 @@ def _m3b_angle_kernel(
         th = _m3b_tanh(tl.load(ang_ptr + hna, mask=valid[:, None], other=0.0).to(tl.float32))
         tl.store(dang_ptr + hna, (gphi * dt_c[:, None] * PI * (1.0 - th * th)).to(dang_ptr.dtype.element_ty),
                  mask=valid[:, None])
-        dgam = _m3b_parts(dgam_ptr, th_, valid, T, H, NPART)
-        ds_prev = _m3b_parts(dsg_ptr, th_ - H, valid & (tok > bos), T, H, NPART)
+        dgam = tl.load(dgam_ptr + th_, mask=valid, other=0.0)
+        ds_prev = tl.load(dsg_ptr + th_ - H, mask=valid & (tok > bos), other=0.0)
         tl.store(ddt_ptr + th_, dgam * p_c + tl.sum(gphi * PI * th, axis=1) + ds_prev * (1.0 - p_c), mask=valid)
         tl.store(dtrap_ptr + th_, ((dt_c * dgam - dt_c * ds_prev) * p_c * (1.0 - p_c)).to(dtrap_ptr.dtype.element_ty),
                  mask=valid)
-        if DADT:
-            dl = _m3b_parts(dl_ptr, th_, valid, T, H, NPART)
-            dlam = tl.load(dlam_ptr + (slot * 2) * H + h) + tl.load(dlam_ptr + (slot * 2 + 1) * H + h)
-            tl.store(dadt_ptr + th_, tl.sum(dl, axis=0) - tl.cumsum(dl, axis=0) + dl + dlam, mask=valid)
 
 
 @triton.jit
@@ -821,11 +414,7 @@ class Mamba3BwdConfig(NamedTuple):
     local-term kernel plus an elementwise reverse scan (not yet measured); dstate_warps: warps of the chain kernel
     or of the local-term kernel; scan_block: state elements (of 64 x 128) per scan program, a power of two;
     chunk_sides: 1 runs the chunk body's q side and k side per state half, 2 the q side of both halves first (ptxas
-    sm_90a, 8 warps: 2.0 KB spill stores vs 2.4 KB, 80 KB shared vs 104 KB; measured 30 % slower); "full" body only;
-    body: "full" runs one chunk-body program per (chunk, head) (`_m3b_chunk_kernel`), "rows2" two, one per 32-token
-    row block (`_m3b_chunk_rows_kernel`), "halves2" two, one per 64-wide state half (`_m3b_chunk_halves_kernel`)
-    (NOTES `## Session 2: chunk body rewrite`); rows_block_n: width of the
-    state blocks the "rows2" body walks (16, 32 or 64: a divisor of the 64 rotated dims).
+    sm_90a, 8 warps: 2.0 KB spill stores vs 2.4 KB, 80 KB shared vs 104 KB; not yet measured).
     """
 
     num_warps: int = 4
@@ -834,8 +423,6 @@ class Mamba3BwdConfig(NamedTuple):
     dstate_warps: int = 8
     scan_block: int = 1024
     chunk_sides: int = 1
-    body: str = "full"
-    rows_block_n: int = 32
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -882,10 +469,6 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         x.contiguous() for x in (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
                                  saved.y, saved.phi, saved.chunk_states,
                                  dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
-    if config.body not in ("full", "rows2", "halves2"):
-        raise ValueError(f"config.body: expected 'full', 'rows2' or 'halves2', got {config.body!r}")
-    if config.rows_block_n not in (16, 32, 64):
-        raise ValueError(f"config.rows_block_n: expected 16, 32 or 64, got {config.rows_block_n}")
     if config.chunk_sides not in (1, 2):
         raise ValueError(f"config.chunk_sides: expected 1 or 2, got {config.chunk_sides}")
     if P * N % config.scan_block != 0:
@@ -906,53 +489,29 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
             q, q_bias, adt, phi, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz,
             H=H, P=P, N=N, NA=NA, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
         )
-    rb = 2 if config.body == "rows2" else 1  # partial rows per slot of the bias/D/dPhi sums
-    npart = 2 if config.body == "halves2" else 1  # per-token partials of ds, dgamma, dl
     dv = torch.empty_like(v)
     dadt = torch.empty_like(adt)
     dq_part = torch.empty((T, H, N), device=dev, dtype=f32)
     dk_part = torch.empty((T, H, N), device=dev, dtype=f32)
     dphi = torch.empty((T, H, NA), device=dev, dtype=f32)
-    dphi_sums = torch.empty((nslot * rb, H, NA), device=dev, dtype=f32)
-    ds_tok = torch.empty((npart, T, H), device=dev, dtype=f32)
-    dgamma = torch.empty((npart, T, H), device=dev, dtype=f32)
-    dqb_part = torch.empty((nslot * rb, H, N), device=dev, dtype=f32)
-    dkb_part = torch.empty((nslot * rb, H, N), device=dev, dtype=f32)
-    dd_part = torch.empty((nslot * rb, H), device=dev, dtype=f32)
-    if rb == 2:
-        dl = torch.empty((T, H), device=dev, dtype=f32)
-        dlam_part = torch.empty((nslot * rb, H), device=dev, dtype=f32)
-        _m3b_chunk_rows_kernel[(nslot, H, 2)](
-            q, k, v, adt, dt, trap, q_bias, k_bias, d, z, cu_seqlens, phi, chunk_states, dstates, dout, dfinal_k,
-            dfinal_v, dv, dl, dlam_part, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part,
-            dd_part, S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1), NB=config.rows_block_n,
-            PREC=config.input_precision, num_warps=config.num_warps,
-        )
-    elif config.body == "halves2":
-        dl = torch.empty((npart, T, H), device=dev, dtype=f32)
-        dlam_part = torch.empty((nslot, 2, H), device=dev, dtype=f32)
-        _m3b_chunk_halves_kernel[(nslot, H, 2)](
-            q, k, v, adt, dt, trap, q_bias, k_bias, d, z, cu_seqlens, phi, chunk_states, dstates, dout, dfinal_k,
-            dfinal_v, dv, dl, dlam_part, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part,
-            dd_part, S, T, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1),
-            PREC=config.input_precision, num_warps=config.num_warps,
-        )
-    else:
-        dl = dlam_part = dadt  # the angle kernel leaves them alone (DADT false)
-        _m3b_chunk_kernel[(nslot, H)](
-            q, k, v, adt, dt, trap, q_bias, k_bias, d, z, cu_seqlens, phi, chunk_states, dstates, dout, dfinal_k,
-            dfinal_v, dv, dadt, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part, dd_part,
-            S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=max(2, triton.next_power_of_2(S)), PREC=config.input_precision,
-            SIDES=config.chunk_sides, num_warps=config.num_warps,
-        )
+    dphi_sums = torch.empty((nslot, H, NA), device=dev, dtype=f32)
+    ds_tok = torch.empty((T, H), device=dev, dtype=f32)
+    dgamma = torch.empty((T, H), device=dev, dtype=f32)
+    dqb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
+    dkb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
+    dd_part = torch.empty((nslot, H), device=dev, dtype=f32)
+    _m3b_chunk_kernel[(nslot, H)](
+        q, k, v, adt, dt, trap, q_bias, k_bias, d, z, cu_seqlens, phi, chunk_states, dstates, dout, dfinal_k,
+        dfinal_v, dv, dadt, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part, dd_part,
+        S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=max(2, triton.next_power_of_2(S)), PREC=config.input_precision,
+        SIDES=config.chunk_sides, num_warps=config.num_warps,
+    )
     ddt = torch.empty_like(dt)
     dtrap = torch.empty_like(trap)
     dangles = torch.empty_like(angles)
     _m3b_angle_kernel[(nslot, H)](
         dt, trap, angles, cu_seqlens, dfinal_angle, dphi, dphi_sums, ds_tok, dgamma, ddt, dtrap, dangles,
-        dl, dlam_part, dadt,
-        S, T, H=H, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1), CB=_ANGLE_SLOTS, RB=rb,
-        DADT=config.body != "full", NPART=npart, num_warps=4,
+        S, H=H, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1), CB=_ANGLE_SLOTS, num_warps=4,
     )
     dq = torch.empty_like(q)
     dk = torch.empty_like(k)
@@ -960,7 +519,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dk_bias = torch.empty_like(k_bias)
     dd = torch.empty_like(d)
     _m3b_reduce_kernel[(triton.cdiv(T, _REDUCE_TOKENS) + H,)](
-        dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd, T, nslot * rb,
+        dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd, T, nslot,
         H=H, N=N, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS, num_warps=8,
     )
     return Mamba3BwdGrads(dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz)
