@@ -191,13 +191,10 @@ class _Session:
         timeout = self.options.call_timeout
         floor = None
         try:
-            names, prepare = track.stage(worker, inputs, timeout)
-            # digests before the worker stages the inputs on its device: hashing takes milliseconds of host time,
-            # which must not leave the GPU idle between staging and the timed call
+            names = track.stage(worker, inputs, timeout)
             before = {n: tensor_digest(worker.inputs.slots[n]) for n in names}
             if self.device.type == "cuda":  # none of the judge's own GPU work may overlap the call
                 torch.cuda.synchronize(self.device)
-            worker.request(prepare, timeout)
             for _ in range(floor_samples):
                 start = time.perf_counter()
                 worker.request({"op": "noop"}, timeout)
@@ -258,9 +255,8 @@ class _GraniteTrack:
             raise Rejected("build", f"{err.reason}\n{err.detail}".strip()) from None
 
     @staticmethod
-    def stage(worker: WorkerProcess, inputs: tuple, timeout: float) -> tuple[list[str], dict]:
-        """Fill and map the input slots; returns (slot names, the ``prepare`` request for them).
-        inputs = (hidden, mask or None, cache or None); cache = (conv_state, ssm_state, seqlen_offset)."""
+    def stage(worker: WorkerProcess, inputs: tuple, timeout: float) -> list[str]:
+        """inputs = (hidden, mask or None, cache or None); cache = (conv_state, ssm_state, seqlen_offset)."""
         hidden, mask, cache = inputs
         message: dict = {"op": "prepare", "hidden": "hidden", "mask": None, "cache": None}
         worker.put("hidden", hidden)
@@ -275,7 +271,8 @@ class _GraniteTrack:
             message["cache"] = {"conv": "cache_conv", "ssm": "cache_ssm", "seqlen_offset": int(cache[2])}
             names += ["cache_conv", "cache_ssm"]
         worker.map_inputs(timeout)
-        return names, message
+        worker.request(message, timeout)
+        return names
 
     # ---- judge side
     @staticmethod
@@ -399,12 +396,12 @@ class _Mamba3Track:
     def build(self, worker: WorkerProcess, options: JudgeOptions) -> None:
         """Nothing to build: the solver is a function."""
 
-    def stage(self, worker: WorkerProcess, inputs: dict, timeout: float) -> tuple[list[str], dict]:
-        """Fill and map the input slots; returns (slot names, the ``prepare`` request for them)."""
+    def stage(self, worker: WorkerProcess, inputs: dict, timeout: float) -> list[str]:
         for name in self.arg_names:
             worker.put(name, inputs[name])
         worker.map_inputs(timeout)
-        return list(self.arg_names), {"op": "prepare", "args": list(self.arg_names)}
+        worker.request({"op": "prepare", "args": list(self.arg_names)}, timeout)
+        return list(self.arg_names)
 
     def inputs(self, case, rotation: int) -> dict:
         from ssmkit.mamba3.inputs import make_inputs as make_mamba3_inputs
