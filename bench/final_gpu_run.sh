@@ -27,7 +27,7 @@ timeout 50 python bench/granite_profile.py --calls 20 --out "$OUT/granite_profil
 echo "rc=$?"; grep -E "^==|GPU sum" "$OUT/granite_profile.log"
 if [ "${MAMBA3:-0}" = 1 ]; then
   step "mamba3 bench (defaults, scales 1,2,4)"
-  timeout 150 python bench/mamba3_bench.py --out "$OUT/mamba3_bench.json" --commit "$commit" --scales 1,2,4 \
+  timeout 150 python bench/mamba3_bench.py --out "$OUT" --commit "$commit" --scales 1,2,4 \
     > "$OUT/mamba3_bench.log" 2>&1; echo "rc=$?"; grep -E "^c[0-9]|targets|json:" "$OUT/mamba3_bench.log" | head -30
   step "mamba3 judge (exported fast op)"
   python -m ssmkit.cli export mamba3 --out /tmp/mamba3_solver.py && chmod 644 /tmp/mamba3_solver.py

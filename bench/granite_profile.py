@@ -4,8 +4,9 @@ For each bench workload (workloads.json, purpose "bench") the layer is called as
 (``ssmkit.harness.granite_bench.timed_side``: rotating input sets, decode caches restored outside the call), warmed
 up, then ``--calls`` calls run under torch.profiler. Printed and written as JSON: per kernel, launches and GPU
 microseconds per layer call; the sum; the median wall time per call from CUDA events (host included); and the
-floors (bench/granite/NOTES.md): GEMM FLOPs at 700 TFLOP/s, bytes between the GEMMs at 4.3 TB/s for a fully fused
-design (19 KB per real token) and for the 5-kernel design (69 KB per position), decode weights + fp32 state.
+floors (bench/granite/NOTES.md): GEMM FLOPs at 790 TFLOP/s, bytes between the GEMMs at 4.3 TB/s for a fully fused
+design (19 KB per real token) and for the 5-kernel design (69 KB per real token: left-padded batches are packed),
+decode weights + fp32 state.
 Usage (CUDA): PYTHONPATH=src python bench/granite_profile.py [--candidate fast|reference] [--calls 20] [--out F]
 """
 import argparse
@@ -22,7 +23,7 @@ from ssmkit.harness.report import run_metadata
 from ssmkit.harness.timing import time_call
 from ssmkit.harness.workloads import default_workloads_path, load_workloads
 
-GEMM_FLOPS = 700e12  # bf16 cuBLAS rate measured on the H200 (NOTES)
+GEMM_FLOPS = 790e12  # bf16 GEMM ceiling on the H200 (KINDS.md; in_proj reached ~786 TFLOP/s at L=16384)
 COPY_BYTES = 4.3e12  # device copy rate (KINDS.md / NOTES)
 
 
@@ -32,10 +33,9 @@ def floors_us(w, config) -> dict[str, float]:
     weights = 2 * (c.hidden_size * c.in_proj_dim + c.intermediate_size * c.hidden_size)  # bf16 bytes
     if w.kind == "prefill":
         real = sum(w.lengths)
-        positions = w.batch * max(w.lengths)
         gemm = 2 * real * (c.hidden_size * c.in_proj_dim + c.intermediate_size * c.hidden_size) / GEMM_FLOPS
         return {"gemm_flops": gemm * 1e6, "fused_between_bytes": 19e3 * real / COPY_BYTES * 1e6,
-                "five_kernel_between_bytes": 69e3 * positions / COPY_BYTES * 1e6}
+                "five_kernel_between_bytes": 69e3 * real / COPY_BYTES * 1e6}  # packed layout: real tokens only
     state = 2 * w.batch * c.num_heads * c.head_dim * c.d_state * 4  # fp32 read + write
     return {"weights_and_state_bytes": (weights + state) / COPY_BYTES * 1e6}
 

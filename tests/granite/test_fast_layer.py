@@ -234,15 +234,27 @@ def test_packed_padded_gemms_equal_unpacked_path(tiny, monkeypatch, mode):
     inputs = [(torch.randn(5, 19, tiny.hidden_size, generator=g).to(BF16), prefill_mask),
               (torch.randn(5, 5, tiny.hidden_size, generator=g).to(BF16), cont_mask),
               (torch.randn(5, 1, tiny.hidden_size, generator=g).to(BF16), None)]
+    import ssmkit.granite.layer as layer_module
+
+    made = []  # the packing mode of every call that packed (so the packed form is really the one taken)
+
+    class RecordingPacking(layer_module._Packing):
+        def __init__(self, packing_mode, *args):
+            made.append(packing_mode)
+            super().__init__(packing_mode, *args)
+
+    monkeypatch.setattr(layer_module, "_Packing", RecordingPacking)
     results = {}
     for packed in (False, mode):
         layer.pack_padded_gemms = packed
         cache, outs = None, []
+        made.clear()
         with torch.no_grad():
             for h, mask in inputs:
                 out, cache = layer(h, cache, mask)
                 outs.append(out)
         results[packed] = (outs, cache)
+        assert made == ([mode, mode] if packed else [])  # the prefill and the padded continuation
     (outs_u, cache_u), (outs_p, cache_p) = results[False], results[mode]
     for i, (a, b) in enumerate(zip(outs_u, outs_p)):
         assert torch.equal(a, b), f"call {i}: max |diff| {(a.float() - b.float()).abs().max()}"
@@ -386,6 +398,39 @@ def _stand_in_decode_graphs(monkeypatch):
     monkeypatch.setattr(layer_module, "_can_capture", lambda hidden_states: True)
 
 
+def test_clear_graphs_drops_graphs_and_bindings_and_the_next_step_recaptures(tiny, monkeypatch):
+    """A captured decode graph reads the parameters at their capture addresses, so after a parameter is replaced by
+    a new tensor ``clear_graphs()`` must drop every graph and binding and the next step capture anew (the CPU
+    stand-in cannot show stale weights: its replay re-reads the attributes; the capture count shows the recapture),
+    with results equal to the eager step on the new weights."""
+    import ssmkit.granite.layer as layer_module
+
+    _stand_in_decode_graphs(monkeypatch)
+    captures = []
+    stand_in = layer_module._capture
+    monkeypatch.setattr(layer_module, "_capture", lambda *a: captures.append(1) or stand_in(*a))
+    fast = FastMambaLayer(tiny).to(BF16)
+    fast.load_state_dict(synthetic_slice(tiny, 53).mamba)
+    g = torch.Generator().manual_seed(54)
+    with torch.no_grad():
+        _, cache = fast(torch.randn(2, 5, tiny.hidden_size, generator=g).to(BF16))
+        tok = torch.randn(2, 1, tiny.hidden_size, generator=g).to(BF16)
+        fast(tok, cache)
+        n = len(captures)  # the prefill's graph and the decode graph
+        fast(tok, cache)
+        assert len(captures) == n and len(fast._decode_graphs) == 1 and len(fast._decode_bound) == 1
+        fast.out_proj.weight = torch.nn.Parameter(torch.randn_like(fast.out_proj.weight))
+        fast.clear_graphs()
+        assert not fast._decode_graphs and not fast._decode_bound and not fast._prefill_graphs
+        eager_cache = cache.clone()
+        fast.use_cuda_graphs = False
+        want, _ = fast(tok, eager_cache)
+        fast.use_cuda_graphs = True
+        got, _ = fast(tok, cache)
+    assert len(captures) == n + 1
+    assert torch.equal(got, want) and torch.equal(cache.ssm_state, eager_cache.ssm_state)
+
+
 def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypatch):
     """forward's decode fast path (a cache bound to its captured graph skips check_forward_args and the graph key)
     gives the full path's outputs and states bit for bit, is really taken, and still raises exactly the reference's
@@ -441,13 +486,12 @@ def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypat
     # new state tensors (same shapes) on the same cache object: a new graph, then fast again
     cache.ssm_state = ssm.clone()
     assert not both(tok()) and both(tok())
-    # a switch change re-binds (the other decode kernel form; then the evict hint), then the fast path serves the
-    # new graph
-    fast.decode_fused = not fast.decode_fused
-    assert not both(tok()) and both(tok())
-    fast.decode_fused = not fast.decode_fused
+    # a switch change re-binds (the evict hint; then the projections), then the fast path serves the new graph
     fast.decode_evict_first = not fast.decode_evict_first
     assert not both(tok()) and both(tok())
+    fast.decode_projections = "triton"
+    assert not both(tok()) and both(tok())
+    fast.decode_projections = "cublas"
     # a valid mask takes the full path (the mask is ignored for L == 1, as in 5.17)
     n = len(checks)
     with torch.no_grad():

@@ -81,15 +81,12 @@ def _pow2(v: int) -> bool:
 
 
 class _DecodeGraph:
-    """A decode step captured on one cache: static input (b, 1, hidden) -> static output (b, 1, hidden).
-    ``tickets``: the one-launch decode kernel's per-row counters the graph uses (kept alive here)."""
+    """A decode step captured on one cache: static input (b, 1, hidden) -> static output (b, 1, hidden)."""
 
-    def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_out: torch.Tensor,
-                 tickets: torch.Tensor) -> None:
+    def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_out: torch.Tensor) -> None:
         self.graph = graph
         self.static_in = static_in
         self.static_out = static_out
-        self.tickets = tickets
 
     def run(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """Copy the token in, replay, and return a fresh copy of the output (nothing aliases the graph)."""
@@ -105,8 +102,9 @@ def _tensor_layout(t: torch.Tensor) -> tuple:
 
 class _DecodeBinding:
     """One cache object bound to the decode graph captured on its tensors, for ``FastMambaLayer.forward``'s fast
-    path: ``matches`` is true exactly when the reference's ``check_forward_args`` would accept the call (no mask)
-    and the dispatch would choose this graph, so the call can skip both and replay. Weak references only: a
+    path: ``matches`` is true only when the reference's ``check_forward_args`` would accept the call (no mask)
+    and the dispatch would choose this graph, so the call can skip both and replay (parameters replaced by new
+    tensors are not detected: ``FastMambaLayer.clear_graphs``). Weak references only: a
     binding keeps neither the cache nor its tensors alive (a dead one never matches)."""
 
     __slots__ = ("graph", "cache", "conv", "ssm", "conv_layout", "ssm_layout", "shape", "dtype", "is_cuda",
@@ -154,7 +152,7 @@ class _PrefillGraph:
     def replay(self, mask: torch.Tensor | None, cache: MambaCache | None) -> MambaCache:
         """Copy the mask in, replay, and return the cache: new tensors, or ``cache`` filled in place (nothing
         returned aliases the graph's memory)."""
-        if mask is not None:
+        if self.static_mask is not None:
             self.static_mask.copy_(mask)
         self.graph.replay()
         if cache is None:
@@ -252,6 +250,8 @@ class _Packing:
 class FastMambaLayer(ReferenceMambaLayer):
     """Granite Mamba-2 mixer on Triton kernels; drop-in for ``ReferenceMambaLayer`` (same forward contract).
 
+    Captured graphs read the parameters at their addresses at capture: after replacing a parameter by a new tensor
+    call ``clear_graphs()`` (``load_state_dict`` and ``.to()`` need nothing).
     Knobs: ``use_cuda_graphs`` (default True; False runs the CUDA decode step eagerly) and
     ``decode_projections``: "cublas" (default, measured) or "triton" (opt-in: the
     decode in_proj / out_proj as ``granite_decode_linear`` skinny GEMMs, for bf16 layers without projection biases
@@ -259,9 +259,8 @@ class FastMambaLayer(ReferenceMambaLayer):
     Session 2 decode knobs (bench/granite/NOTES.md "Session 2: decode"; H200,
     bench/results/session2/granite_decode_s2.json): ``decode_fast_path`` (True: a decode call on a cache bound to
     its graph replays it without the full checks and key, see ``forward``), ``decode_evict_first`` (True: the
-    state's evict-first L2 hint in the decode kernel; 71.5 -> 59.9 us per step at B=64 in a graph) and
-    ``decode_fused`` (False; True: ``granite_decode_step``'s one-launch kernel, measured slower in a graph at
-    every batch: 5.1 -> 5.7, 10.3 -> 11.7, 71.5 -> 74.1 us at B=1/8/64).
+    state's evict-first L2 hint in the decode kernel; 71.5 -> 59.9 us per step at B=64 in a graph). (A one-launch
+    decode kernel was measured slower in a graph at every batch and removed: git 35bd127.)
     Prefill knobs, defaults from the H200 measurements (module docstring): ``prefill_graphs`` ("kernels"; False or
     "whole": a CUDA graph per prefill shape), ``pack_padded_gemms`` ("packed"; "rows" or False:
     how left-padded batches skip their pads) and
@@ -273,7 +272,6 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.use_cuda_graphs = True
         self.decode_projections = "cublas"
         self.decode_fast_path = True
-        self.decode_fused = False
         self.decode_evict_first = True
         self.prefill_graphs = "kernels"
         self.pack_padded_gemms = "packed"
@@ -455,7 +453,8 @@ class FastMambaLayer(ReferenceMambaLayer):
                        lengths: tuple[int, ...] | None, mode: str | None) -> _PrefillGraph:
         """The captured prefill for this input shape, mask layout and switches (captured on first use)."""
         key = (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device,
-               None if mask is None else mask.dtype, lengths, None if lengths is None else mode, self.cb_spread, self.prefill_graphs)
+               None if mask is None else mask.dtype, lengths, None if lengths is None else mode, self.cb_spread,
+               self.prefill_graphs)
         entry = self._prefill_graphs.get(key)
         if entry is None:
             entry = self._capture_prefill(hidden_states, mask, None if lengths is None else
@@ -478,7 +477,9 @@ class FastMambaLayer(ReferenceMambaLayer):
         # static buffers, written in place by later (maybe non-inference) calls; inference_mode(False) alone would
         # turn grad mode on (and torch.mm(out=) refuses operands that require grad)
         with torch.inference_mode(False), torch.no_grad():
-            static_mask = None if mask is None else mask.clone(memory_format=torch.contiguous_format)
+            # "packed": the graph reads no mask (the packing's index and row table, fixed by the key's lengths)
+            packed = packing is not None and packing.mode == "packed"
+            static_mask = None if mask is None or packed else mask.clone(memory_format=torch.contiguous_format)
             static_cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=device,
                                             dtype=hidden_states.dtype)
             if self.prefill_graphs == "whole":
@@ -498,14 +499,13 @@ class FastMambaLayer(ReferenceMambaLayer):
         return _PrefillGraph(graph, static_in, static_mask, static_out, static_cache, packing)
 
     # ----------------------------------------------------------------------------------------- decode
-    def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor, ssm_state: torch.Tensor,
-                     tickets: torch.Tensor | None = None) -> torch.Tensor:
-        """in_proj -> fused decode kernels -> out_proj for (b, 1, hidden); updates the two states in place.
-        ``tickets``: the one-launch kernel's (b,) int32 zero counters (None: new ones)."""
+    def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor,
+                     ssm_state: torch.Tensor) -> torch.Tensor:
+        """in_proj -> fused decode kernels -> out_proj for (b, 1, hidden); updates the two states in place."""
         zxbcdt = self._project(hidden_states[:, 0], self.in_proj)
         y = granite_decode_step(zxbcdt, conv_state, ssm_state, self.conv1d.weight, self.conv1d.bias, self.dt_bias,
                                 self.A_log, self.D, self.norm.weight, self.config.rms_norm_eps,
-                                fused=self.decode_fused, tickets=tickets, evict_first=self.decode_evict_first)
+                                evict_first=self.decode_evict_first)
         return self._project(y, self.out_proj)[:, None]
 
     def _project(self, x: torch.Tensor, linear: torch.nn.Linear) -> torch.Tensor:
@@ -517,7 +517,7 @@ class FastMambaLayer(ReferenceMambaLayer):
 
     def _decode_switches(self) -> tuple:
         """The switches a captured decode graph depends on (a binding is valid only while they are unchanged)."""
-        return self.use_cuda_graphs, self.decode_projections, self.decode_fused, self.decode_evict_first
+        return self.use_cuda_graphs, self.decode_projections, self.decode_evict_first
 
     def _decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> torch.Tensor:
         """One token (b, 1, hidden) -> (b, 1, hidden); cache states updated in place."""
@@ -556,13 +556,11 @@ class FastMambaLayer(ReferenceMambaLayer):
         # turn grad mode on (and torch.mm(out=) refuses operands that require grad)
         with torch.inference_mode(False), torch.no_grad():
             static_in = torch.randn_like(hidden_states, memory_format=torch.contiguous_format)
-            tickets = torch.zeros(hidden_states.shape[0], device=hidden_states.device, dtype=torch.int32)
             scratch = cache.clone()
             graph, static_out = _capture(
-                lambda: self._decode_step(static_in, scratch.conv_state, scratch.ssm_state, tickets),
-                lambda: self._decode_step(static_in, cache.conv_state, cache.ssm_state, tickets),
-                hidden_states.device)
-        return _DecodeGraph(graph, static_in, static_out, tickets)
+                lambda: self._decode_step(static_in, scratch.conv_state, scratch.ssm_state),
+                lambda: self._decode_step(static_in, cache.conv_state, cache.ssm_state), hidden_states.device)
+        return _DecodeGraph(graph, static_in, static_out)
 
     def __getstate__(self):
         # Captured graphs are bound to this layer's and the caches' memory: copies and pickles start without them.
@@ -572,9 +570,16 @@ class FastMambaLayer(ReferenceMambaLayer):
         state["_prefill_graphs"] = OrderedDict()
         return state
 
-    def _apply(self, fn, *args, **kwargs):
-        # .to()/.cuda()/.half() move the parameters: the captured graphs point at the old ones.
+    def clear_graphs(self) -> None:
+        """Drop every captured CUDA graph and decode binding (the next calls capture anew). Needed after a
+        parameter is replaced by a new tensor (``layer.in_proj.weight = ...`` or ``param.data = ...``): graphs
+        read the parameters at the addresses they had when captured. ``load_state_dict`` (copies in place) and
+        ``.to()`` / ``.cuda()`` / ``.half()`` (drop the graphs themselves) need nothing."""
         self._decode_graphs.clear()
         self._decode_bound.clear()
         self._prefill_graphs.clear()
+
+    def _apply(self, fn, *args, **kwargs):
+        # .to()/.cuda()/.half() move the parameters: the captured graphs point at the old ones.
+        self.clear_graphs()
         return super()._apply(fn, *args, **kwargs)

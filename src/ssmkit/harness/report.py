@@ -39,8 +39,9 @@ def device_name(device: torch.device | str) -> str:
 def run_metadata(command: Sequence[str] | None, device: torch.device | str) -> dict[str, Any]:
     """Provenance of a run: command, git_commit, git_dirty, device, gpu, torch, triton, python, timestamp.
 
-    ``SSMKIT_GIT_COMMIT``, when set, names the commit (the device machine's copy of the tree can carry a stale
-    ``.git`` from an earlier call: seen on 2026-11-29, HEAD three commits behind the copied files); otherwise git.
+    ``SSMKIT_GIT_COMMIT``, when set, names the commit and git_dirty is None (the device machine's copy of the tree
+    can carry a stale ``.git`` from an earlier call: seen on 2026-11-29, HEAD behind the copied files); otherwise
+    git.
     """
     try:
         import triton
@@ -48,10 +49,11 @@ def run_metadata(command: Sequence[str] | None, device: torch.device | str) -> d
         triton_version = triton.__version__
     except ImportError:
         triton_version = None
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    env_commit = os.environ.get("SSMKIT_GIT_COMMIT")
+    status = None if env_commit else _git("status", "--porcelain", "--untracked-files=no")
     return {
         "command": " ".join(command) if command is not None else " ".join(sys.argv),
-        "git_commit": os.environ.get("SSMKIT_GIT_COMMIT") or _git("rev-parse", "HEAD"),
+        "git_commit": env_commit or _git("rev-parse", "HEAD"),
         "git_dirty": None if status is None else bool(status),
         "device": str(device),
         "gpu": device_name(device),

@@ -165,39 +165,3 @@ def test_decode_linear_rejects_bad_inputs():
         granite_decode_linear(torch.randn(65, 32).to(torch.bfloat16), w)
     with pytest.raises(ValueError, match="expected x"):
         granite_decode_linear(x, w[:, :16])
-
-
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-@pytest.mark.parametrize("shape", [SHAPES[0], SHAPES[2]], ids=lambda s: "b{}_h{}_p{}_n{}_g{}".format(*s))
-def test_one_launch_step_equals_two_launch_step_bitwise(shape, dtype):
-    """The one-launch kernel (the last program of each row, by ticket, normalises the row and rolls the B/C
-    channels; each program rolls its own x channels) computes what the two launches compute, bit for bit, over
-    two chained steps on the same ticket counters, and leaves the counters at zero for the next launch (a CUDA
-    graph replays it). Outputs and scratch are NaN-poisoned, so a norm read before every program of its row wrote
-    its gated channels (the interpreter runs programs in grid order: a wrong "last" reads NaN) fails it."""
-    batch, nheads, headdim, dstate, ngroups = shape
-    zxbcdt, conv_state, ssm_state, p = _make_inputs(batch, nheads, headdim, dstate, ngroups, dtype, seed=31)
-    args = (p["conv_weight"], p["conv_bias"], p["dt_bias"], p["A_log"], p["D"], p["norm_weight"], 1e-5)
-    tickets = torch.zeros(batch, dtype=torch.int32)
-    states = {True: (conv_state.clone(), ssm_state.clone()), False: (conv_state.clone(), ssm_state.clone())}
-    g = torch.Generator().manual_seed(32)
-    for step in range(2):
-        tok = zxbcdt if step == 0 else torch.randn(zxbcdt.shape, generator=g).to(dtype)
-        outs = {}
-        for fused in (True, False):
-            out = torch.full((batch, nheads * headdim), float("nan"), dtype=dtype)
-            gated = torch.full((batch, nheads * headdim), float("nan"))
-            outs[fused] = granite_decode_step(tok, *states[fused], *args, out=out, gated=gated, fused=fused,
-                                              tickets=tickets if fused else None, block_p=headdim // 2)
-            assert torch.isfinite(out).all() and torch.isfinite(gated).all()
-        assert torch.equal(outs[True], outs[False]), step
-        assert torch.equal(states[True][0], states[False][0]) and torch.equal(states[True][1], states[False][1])
-        assert torch.equal(tickets, torch.zeros_like(tickets)), "the kernel must reset its ticket counters"
-
-
-def test_one_launch_step_rejects_bad_tickets():
-    zxbcdt, conv_state, ssm_state, p = _make_inputs(2, 8, 16, 16, 1, torch.bfloat16, seed=33)
-    args = (p["conv_weight"], p["conv_bias"], p["dt_bias"], p["A_log"], p["D"], p["norm_weight"], 1e-5)
-    for bad in (torch.zeros(3, dtype=torch.int32), torch.zeros(2, dtype=torch.int64)):
-        with pytest.raises(ValueError, match="tickets must be a contiguous"):
-            granite_decode_step(zxbcdt, conv_state, ssm_state, *args, tickets=bad)

@@ -4,7 +4,8 @@
 #      (2 * d_state channels, recomputed by every program of the row: cheap, and it keeps conv_state read-only
 #      here), dt = softplus(dt + dt_bias) with the bf16 rounding of transformers 5.17, the in-place fp32
 #      state update S = S * exp(dt * A) + dt * x B^T on a (BLOCK_P, d_state) tile, y = S C + D x, and the gate
-#      y * silu(z), written in fp32 to a (batch, intermediate) scratch row.
+#      y * silu(z), written in fp32 to a (batch, intermediate) scratch row. The state is loaded and stored with an
+#      evict-first L2 hint (evict_first, default): it is touched once per step.
 #   2. _granite_decode_norm_roll_kernel, grid (batch, 1 + cdiv(conv_dim, BLOCK_C)): program 0 of each row does the
 #      RMSNorm over all intermediate channels (spec §2.1 step 10) and writes the model-dtype result for out_proj;
 #      the other programs roll conv_state left by one and write the new raw xBC column, in place (BLOCK_C channels
@@ -37,20 +38,14 @@ __all__ = ["granite_decode_step", "decode_launch_config", "granite_decode_linear
 
 
 @triton.jit
-def _decode_conv_window(new_ptr, state_ptr, ch, stride_cs_c, stride_cs_k, D_CONV: tl.constexpr):
-    """The (len(ch), D_CONV) fp32 window [state[ch, 1:], new[ch]] (the new conv_state rows, exact in fp32)."""
+def _decode_conv_silu(new_ptr, state_ptr, weight_ptr, bias_ptr, ch, stride_cs_c, stride_cs_k, stride_cw_c,
+                      stride_cw_k, D_CONV: tl.constexpr, HAS_CONV_BIAS: tl.constexpr):
+    """fp32 silu(conv(window) + bias) for channels ``ch`` (1D), window = [state[:, 1:], new]; reads only."""
     k = tl.arange(0, D_CONV)
     old = tl.load(state_ptr + ch[:, None] * stride_cs_c + (k[None, :] + 1) * stride_cs_k,
                   mask=k[None, :] < D_CONV - 1, other=0.0).to(tl.float32)
     new = tl.load(new_ptr + ch).to(tl.float32)
-    return tl.where(k[None, :] == D_CONV - 1, new[:, None], old)
-
-
-@triton.jit
-def _decode_conv_act(window, weight_ptr, bias_ptr, ch, stride_cw_c, stride_cw_k, D_CONV: tl.constexpr,
-                     HAS_CONV_BIAS: tl.constexpr):
-    """fp32 silu(conv(window) + bias) for channels ``ch`` (1D) of a ``_decode_conv_window``."""
-    k = tl.arange(0, D_CONV)
+    window = tl.where(k[None, :] == D_CONV - 1, new[:, None], old)
     weight = tl.load(weight_ptr + ch[:, None] * stride_cw_c + k[None, :] * stride_cw_k).to(tl.float32)
     acc = tl.sum(window * weight, axis=1)
     if HAS_CONV_BIAS:
@@ -59,68 +54,14 @@ def _decode_conv_act(window, weight_ptr, bias_ptr, ch, stride_cw_c, stride_cw_k,
 
 
 @triton.jit
-def _decode_conv_silu(new_ptr, state_ptr, weight_ptr, bias_ptr, ch, stride_cs_c, stride_cs_k, stride_cw_c,
-                      stride_cw_k, D_CONV: tl.constexpr, HAS_CONV_BIAS: tl.constexpr):
-    """fp32 silu(conv(window) + bias) for channels ``ch`` (1D), window = [state[:, 1:], new]; reads only."""
-    window = _decode_conv_window(new_ptr, state_ptr, ch, stride_cs_c, stride_cs_k, D_CONV)
-    return _decode_conv_act(window, weight_ptr, bias_ptr, ch, stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
-
-
-@triton.jit
-def _granite_decode_norm_roll_kernel(
-    gated_ptr, norm_weight_ptr, out_ptr, zxbcdt_ptr, conv_state_ptr, eps,
-    stride_g_b, stride_out_b, stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k,
-    INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, D_CONV: tl.constexpr, BLOCK_I: tl.constexpr,
-    BLOCK_C: tl.constexpr,
-):
-    row = tl.program_id(0).to(tl.int64)
-    blk = tl.program_id(1)
-    if blk == 0:
-        _decode_row_norm(gated_ptr + row * stride_g_b, norm_weight_ptr, out_ptr + row * stride_out_b, eps,
-                         INTERMEDIATE, BLOCK_I)
-    else:
-        ch = (blk - 1) * BLOCK_C + tl.arange(0, BLOCK_C)
-        _decode_roll(zxbcdt_ptr + row * stride_zx_b + INTERMEDIATE, conv_state_ptr + row * stride_cs_b, ch,
-                     stride_cs_c, stride_cs_k, CONV_DIM, D_CONV)
-
-
-@triton.jit
-def _decode_row_norm(gated_row, norm_weight_ptr, out_row, eps, INTERMEDIATE: tl.constexpr, BLOCK_I: tl.constexpr):
-    """RMSNorm of one gated fp32 row over all INTERMEDIATE channels (spec §2.1 step 10), fp32 stats, times the
-    weight, rounded once to out's dtype. The loads bypass L1 (.cg): the fused kernel reads rows other programs
-    wrote in the same launch."""
-    offs = tl.arange(0, BLOCK_I)
-    m = offs < INTERMEDIATE
-    t = tl.load(gated_row + offs, mask=m, other=0.0, cache_modifier=".cg")
-    rstd = tl.rsqrt(tl.sum(t * t, axis=0) / INTERMEDIATE + eps)
-    w = tl.load(norm_weight_ptr + offs, mask=m, other=0.0).to(tl.float32)
-    tl.store(out_row + offs, (t * rstd * w).to(out_row.dtype.element_ty), mask=m)
-
-
-@triton.jit
-def _decode_roll(xbc_row, cs_row, ch, stride_cs_c, stride_cs_k, CONV_DIM: tl.constexpr, D_CONV: tl.constexpr):
-    """conv_state[ch, :] <- [conv_state[ch, 1:], xBC_new[ch]] (spec §3.1 step 2) in place, channels < CONV_DIM."""
-    k = tl.arange(0, D_CONV)
-    cm = ch[:, None] < CONV_DIM
-    old = tl.load(cs_row + ch[:, None] * stride_cs_c + (k[None, :] + 1) * stride_cs_k,
-                  mask=cm & (k[None, :] < D_CONV - 1), other=0.0)
-    new = tl.load(xbc_row + ch, mask=ch < CONV_DIM, other=0.0)
-    window = tl.where(k[None, :] == D_CONV - 1, new[:, None], old)
-    # Every thread's reads of the old window must land before any thread overwrites it.
-    tl.debug_barrier()
-    tl.store(cs_row + ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, window, mask=cm)
-
-
-@triton.jit
 def _granite_decode_ssm_kernel(
     zxbcdt_ptr, conv_state_ptr, conv_weight_ptr, conv_bias_ptr, dt_bias_ptr, a_log_ptr, d_ptr, ssm_state_ptr,
-    gated_ptr, norm_weight_ptr, out_ptr, ticket_ptr, eps,
+    gated_ptr,
     stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k, stride_ss_b, stride_ss_h,
-    stride_ss_p, stride_g_b, stride_out_b,
+    stride_ss_p, stride_g_b,
     INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, NGROUPS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr,
     HEADDIM: tl.constexpr, DSTATE: tl.constexpr, D_CONV: tl.constexpr, BLOCK_P: tl.constexpr,
-    BLOCK_I: tl.constexpr, HAS_CONV_BIAS: tl.constexpr, ROUND_BF16: tl.constexpr, FUSED: tl.constexpr,
-    EVICT_FIRST: tl.constexpr,
+    HAS_CONV_BIAS: tl.constexpr, ROUND_BF16: tl.constexpr, EVICT_FIRST: tl.constexpr,
 ):
     pid_p = tl.program_id(0)
     head = tl.program_id(1)
@@ -136,72 +77,68 @@ def _granite_decode_ssm_kernel(
     b_ch = INTERMEDIATE + group * DSTATE + offs_n
     c_ch = INTERMEDIATE + (NGROUPS + group) * DSTATE + offs_n
 
-    # State tile first: the largest load, in flight while the conv and dt are computed. Evict-first: the state is
-    # touched once per step, the projection weights (read around this kernel) should stay in L2.
+    # State tile first: the largest load, in flight while the conv and dt are computed. Evict-first (EVICT_FIRST):
+    # the state is touched once per step, the projection weights read around this kernel should stay in L2.
     s_ptrs = ssm_state_ptr + row * stride_ss_b + head * stride_ss_h + offs_p[:, None] * stride_ss_p + offs_n[None, :]
     if EVICT_FIRST:
         state = tl.load(s_ptrs, eviction_policy="evict_first")
     else:
         state = tl.load(s_ptrs)
 
-    x_win = _decode_conv_window(xbc_row, cs_row, x_ch, stride_cs_c, stride_cs_k, D_CONV)
-    x = _decode_conv_act(x_win, conv_weight_ptr, conv_bias_ptr, x_ch, stride_cw_c, stride_cw_k, D_CONV,
-                         HAS_CONV_BIAS)
+    x = _decode_conv_silu(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, x_ch, stride_cs_c, stride_cs_k,
+                          stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
     b_vec = _decode_conv_silu(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, b_ch, stride_cs_c, stride_cs_k,
                               stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
     c_vec = _decode_conv_silu(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, c_ch, stride_cs_c, stride_cs_k,
                               stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
 
+    # dt: 5.17 adds dt_bias and takes softplus in bf16 (spec §3.1 step 4): rounded after each for a bf16 model.
     dt_raw = tl.load(xbc_row + CONV_DIM + head).to(tl.float32)
     dt = _granite_softplus_dt(dt_raw, tl.load(dt_bias_ptr + head).to(tl.float32), ROUND_BF16)
     a = -tl.exp(tl.load(a_log_ptr + head).to(tl.float32))
     decay = tl.exp(dt * a)
 
     state = state * decay + (dt * x)[:, None] * b_vec[None, :]
-    y = tl.sum(state * c_vec[None, :], axis=1) + tl.load(d_ptr + head).to(tl.float32) * x
-    z = tl.load(zx_row + x_ch).to(tl.float32)
-    tl.store(gated_ptr + row * stride_g_b + x_ch, y * (z * tl.sigmoid(z)))
-
-    if FUSED:
-        # Ticket first: its release then waits only for the gated stores above, not for the 4-16 KB state tile
-        # (stored after it; the last program does not read it).
-        last = _decode_ticket(ticket_ptr + row)
     if EVICT_FIRST:
         tl.store(s_ptrs, state, eviction_policy="evict_first")
     else:
         tl.store(s_ptrs, state)
-    if FUSED:
-        _decode_fused_tail(last, x_win, x_ch, xbc_row, cs_row, gated_ptr + row * stride_g_b, norm_weight_ptr,
-                           out_ptr + row * stride_out_b, ticket_ptr + row, eps, offs_n, stride_cs_c, stride_cs_k,
-                           INTERMEDIATE, CONV_DIM, NGROUPS, DSTATE, D_CONV, BLOCK_I)
+
+    y = tl.sum(state * c_vec[None, :], axis=1) + tl.load(d_ptr + head).to(tl.float32) * x
+    z = tl.load(zx_row + x_ch).to(tl.float32)
+    tl.store(gated_ptr + row * stride_g_b + x_ch, y * (z * tl.sigmoid(z)))
 
 
 @triton.jit
-def _decode_ticket(ticket):
-    """Whether this program is the last of its row to get here: every thread's gated stores and conv_state reads
-    above are complete (barrier) and released with one acq_rel atomic on the row's counter (the CUTLASS semaphore
-    pattern); the last program's acquire makes the whole row's stores visible to it."""
-    tl.debug_barrier()
-    return tl.atomic_add(ticket, 1, sem="acq_rel") == tl.num_programs(0) * tl.num_programs(1) - 1
-
-
-@triton.jit
-def _decode_fused_tail(last, x_win, x_ch, xbc_row, cs_row, gated_row, norm_weight_ptr, out_row, ticket, eps,
-                       offs_n, stride_cs_c, stride_cs_k, INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr,
-                       NGROUPS: tl.constexpr, DSTATE: tl.constexpr, D_CONV: tl.constexpr, BLOCK_I: tl.constexpr):
-    """The one-launch step's end of a program (kernel 2's work without a second launch), after the ticket."""
-    # This program's x channels are read by no other program: roll them now (the window is in registers; every
-    # thread's loads of it were performed before the ticket's barrier).
-    k = tl.arange(0, D_CONV)
-    tl.store(cs_row + x_ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, x_win.to(cs_row.dtype.element_ty))
-    # The last program of the row (all others have stored their gated channels and read the shared B/C window)
-    # normalises the row, rolls the B/C channels and resets the counter for the next launch.
-    if last:
-        _decode_row_norm(gated_row, norm_weight_ptr, out_row, eps, INTERMEDIATE, BLOCK_I)
-        for j in range(2 * NGROUPS):
-            _decode_roll(xbc_row, cs_row, INTERMEDIATE + j * DSTATE + offs_n, stride_cs_c, stride_cs_k, CONV_DIM,
-                         D_CONV)
-        tl.store(ticket, 0)
+def _granite_decode_norm_roll_kernel(
+    gated_ptr, norm_weight_ptr, out_ptr, zxbcdt_ptr, conv_state_ptr, eps,
+    stride_g_b, stride_out_b, stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k,
+    INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, D_CONV: tl.constexpr, BLOCK_I: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    blk = tl.program_id(1)
+    if blk == 0:
+        # RMSNorm of the gated row over all INTERMEDIATE channels (spec §2.1 step 10), fp32 stats.
+        offs = tl.arange(0, BLOCK_I)
+        m = offs < INTERMEDIATE
+        t = tl.load(gated_ptr + row * stride_g_b + offs, mask=m, other=0.0)
+        rstd = tl.rsqrt(tl.sum(t * t, axis=0) / INTERMEDIATE + eps)
+        w = tl.load(norm_weight_ptr + offs, mask=m, other=0.0).to(tl.float32)
+        tl.store(out_ptr + row * stride_out_b + offs, (t * rstd * w).to(out_ptr.dtype.element_ty), mask=m)
+    else:
+        # conv_state[c, :] <- [conv_state[c, 1:], xBC_new[c]] (spec §3.1 step 2), in place.
+        ch = (blk - 1) * BLOCK_C + tl.arange(0, BLOCK_C)
+        k = tl.arange(0, D_CONV)
+        cm = ch[:, None] < CONV_DIM
+        cs_row = conv_state_ptr + row * stride_cs_b
+        old = tl.load(cs_row + ch[:, None] * stride_cs_c + (k[None, :] + 1) * stride_cs_k,
+                      mask=cm & (k[None, :] < D_CONV - 1), other=0.0)
+        new = tl.load(zxbcdt_ptr + row * stride_zx_b + INTERMEDIATE + ch, mask=ch < CONV_DIM, other=0.0)
+        window = tl.where(k[None, :] == D_CONV - 1, new[:, None], old)
+        # Every thread's reads of the old window must land before any thread overwrites it.
+        tl.debug_barrier()
+        tl.store(cs_row + ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, window, mask=cm)
 
 
 @triton.jit
@@ -280,8 +217,8 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
                         conv_weight: torch.Tensor, conv_bias: torch.Tensor | None, dt_bias: torch.Tensor,
                         A_log: torch.Tensor, D: torch.Tensor, norm_weight: torch.Tensor, eps: float,
                         out: torch.Tensor | None = None, gated: torch.Tensor | None = None, *,
-                        fused: bool = True, tickets: torch.Tensor | None = None, evict_first: bool = False,
-                        block_p: int | None = None, num_warps: int | None = None) -> torch.Tensor:
+                        evict_first: bool = True, block_p: int | None = None,
+                        num_warps: int | None = None) -> torch.Tensor:
     """One decode step of the mixer between the two projections; updates both caches in place.
 
     Args:
@@ -292,11 +229,8 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
         conv_weight: (conv_dim, 1, d_conv) or (conv_dim, d_conv); conv_bias: (conv_dim,) or None.
         dt_bias, A_log, D: (nheads,). norm_weight: (intermediate,). eps: RMSNorm epsilon.
         out: optional (b, intermediate) model-dtype output buffer; gated: optional (b, intermediate) fp32 scratch.
-        fused: one launch (``_granite_decode_ssm_kernel``: the last program of each row, by an atomic ticket,
-            does the row's RMSNorm and B/C conv roll) instead of two. Same arithmetic either way.
-        tickets: the fused kernel's (b,) int32 per-row counters, zero before the launch and left zero by it (so a
-            CUDA graph can replay it); None allocates zeros. Never share one between launches in flight.
-        evict_first: kernel 1 loads and stores the state with an evict-first L2 hint.
+        evict_first: kernel 1 loads and stores the state with an evict-first L2 hint (H200, in a CUDA graph: 71.5 ->
+            59.9 us at B=64; bench/results/session2/granite_decode_s2.json). The result does not depend on it.
         block_p, num_warps: kernel 1's tile rows (a power of two dividing headdim) and warps; None takes them
             from ``decode_launch_config``. For tuning; the result does not depend on them.
 
@@ -351,26 +285,16 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
     num_warps = default_warps if num_warps is None else num_warps
     _check(_is_pow2(block_p) and headdim % block_p == 0, ValueError,
            f"block_p must be a power of two dividing headdim {headdim}, got {block_p}")
-    block_i = triton.next_power_of_2(intermediate)
-    if fused:
-        if tickets is None:
-            tickets = torch.zeros(batch, device=zxbcdt.device, dtype=torch.int32)
-        _check(tuple(tickets.shape) == (batch,) and tickets.dtype == torch.int32 and tickets.stride(0) == 1
-               and tickets.device == zxbcdt.device, ValueError,
-               f"tickets must be a contiguous ({batch},) int32 tensor on {zxbcdt.device}")
     _granite_decode_ssm_kernel[(headdim // block_p, nheads, batch)](
         zxbcdt, conv_state, cw, conv_bias if conv_bias is not None else cw, dt_bias, A_log, D, ssm_state, gated,
-        norm_weight, out, tickets if fused else gated, float(eps),
         zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1), conv_state.stride(2), cw.stride(0),
-        cw.stride(1), ssm_state.stride(0), ssm_state.stride(1), ssm_state.stride(2), gated.stride(0), out.stride(0),
+        cw.stride(1), ssm_state.stride(0), ssm_state.stride(1), ssm_state.stride(2), gated.stride(0),
         INTERMEDIATE=intermediate, CONV_DIM=conv_dim, NGROUPS=ngroups, HEADS_PER_GROUP=nheads // ngroups,
-        HEADDIM=headdim, DSTATE=dstate, D_CONV=d_conv, BLOCK_P=block_p, BLOCK_I=block_i,
-        HAS_CONV_BIAS=conv_bias is not None, ROUND_BF16=zxbcdt.dtype == torch.bfloat16, FUSED=fused,
-        EVICT_FIRST=evict_first, num_warps=num_warps,
+        HEADDIM=headdim, DSTATE=dstate, D_CONV=d_conv, BLOCK_P=block_p, HAS_CONV_BIAS=conv_bias is not None,
+        ROUND_BF16=zxbcdt.dtype == torch.bfloat16, EVICT_FIRST=evict_first, num_warps=num_warps,
     )
-    if fused:
-        return out
     block_c = min(512, triton.next_power_of_2(conv_dim))
+    block_i = triton.next_power_of_2(intermediate)
     _granite_decode_norm_roll_kernel[(batch, 1 + triton.cdiv(conv_dim, block_c))](
         gated, norm_weight, out, zxbcdt, conv_state, float(eps),
         gated.stride(0), out.stride(0), zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1),

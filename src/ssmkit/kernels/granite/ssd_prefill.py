@@ -345,7 +345,8 @@ def ssd_chunked_prefill(
         shared_cb: compute C.B^T once per chunk (launch 1, head 0) and share it over heads (else per head).
         cb_spread: with shared_cb, spread the chunk's causal C.B^T blocks over the head programs of launch 1
             instead of head 0 alone (which is then the straggler: launch 1 takes 140 us with it and 102 us without
-            C.B^T at L = 16384 on an H200). Not yet measured on the GPU, hence off by default.
+            C.B^T at L = 16384 on an H200). Off here; FastMambaLayer turns it on (Phase 2 H200 run: -0.01 to
+            -0.03 ms per layer call, bench/granite/NOTES.md).
         state_split: with PREC_BF16, the local-state dot x (B dt decay)^T adds the bf16 rounding remainder of
             its fp32 operand as a second bf16 dot, so the final ssm_state is as accurate as with fp32 operands
             (measured on an H200 at L = 4096: without it the state's max-element error reached 2.1x the 5.17
