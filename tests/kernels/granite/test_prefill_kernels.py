@@ -382,15 +382,15 @@ import itertools
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from ssmkit.kernels.granite import conv1d, ssd_prefill
+from ssmkit.kernels.granite import conv1d, ssd_decode, ssd_prefill
 
 PTR = {"mask_ptr": "*i64", "rows_ptr": "*i64", "dtcs_ptr": "*fp32", "states_ptr": "*fp32", "cb_ptr": "*fp32",
-       "init_ptr": "*fp32", "final_ptr": "*fp32"}
+       "init_ptr": "*fp32", "final_ptr": "*fp32", "ssm_state_ptr": "*fp32", "gated_ptr": "*fp32"}
 
 
 def build(fn, consts):
-    sig = {n: "constexpr" if n in consts else PTR.get(n, "*bf16") if n.endswith("_ptr") else "i32"
-           for n in fn.arg_names}
+    sig = {n: "constexpr" if n in consts else PTR.get(n, "*bf16") if n.endswith("_ptr") else "fp32" if n == "eps"
+           else "i32" for n in fn.arg_names}
     src = ASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
     triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
 
@@ -406,12 +406,19 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
         build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
               HAS_MASK=mask, PACKED=packed, BLOCK_L=32, BLOCK_C=256))
 build(conv1d._varlen_unpack_kernel, dict(WIDTH=1536, BLOCK_L=16, BLOCK_D=256))
+for evict in (False, True):
+    build(ssd_decode._granite_decode_ssm_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, NGROUPS=1,
+          HEADS_PER_GROUP=48, HEADDIM=64, DSTATE=128, D_CONV=4, BLOCK_P=32, HAS_CONV_BIAS=True, ROUND_BF16=True,
+          EVICT_FIRST=evict))
+build(ssd_decode._granite_decode_norm_roll_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, D_CONV=4, BLOCK_I=4096,
+      BLOCK_C=512))
 """
 
 
-def test_prefill_kernels_compile_for_sm90():
+def test_granite_kernels_compile_for_sm90():
     """The conv, SSD and unpack kernels compile for an H100/H200 (sm_90) in every layout the layer uses (padded
-    with and without a mask, packed; cb_spread, continuation). The interpreter does not type-check like the compiler (a
+    with and without a mask, packed; cb_spread, continuation), and so do the decode kernels (with and without the
+    evict-first hint). The interpreter does not type-check like the compiler (a
     loop-carried variable changing type passed here and failed on the GPU), so this runs Triton's real compiler
     (frontend, LLVM, ptxas) on the CPU, in a subprocess without TRITON_INTERPRET."""
     import os
