@@ -329,15 +329,15 @@ def _check_prefill_graphs_match_eager(device: str, modes=ALL_GRAPH_MODES, length
     assert all((entry.packing is None) == (key[4] is None) for key, entry in fast._prefill_graphs.items())
 
 
-def test_prefill_graph_logic_matches_eager_with_a_stand_in_graph(monkeypatch):
-    """The prefill graph path's buffers (copy in, static cache, kernels-mode static in_proj output with its pads
-    zeroed once or packed, packing kept with the graph, clones out) on the CPU: a stand-in for capture whose replay
-    re-runs the captured step into the same static output. (Unpacked "whole", the simplest mode, and an unmasked
-    batch are left to the CUDA test to save interpreter time.)"""
+def _stand_in_graphs(monkeypatch):
+    """CPU stand-in for CUDA graph capture: the "replay" re-runs the captured step (on the captured tensors) into
+    the same static output, as a real replay does. Capture itself must not run the step on the caller's tensors
+    (a real capture does not execute): the static output comes from the warm-up (the decode's runs on a scratch
+    cache; the prefill's warm-up is its captured step on static buffers)."""
     import ssmkit.granite.layer as layer_module
 
     def stand_in_capture(warm_up, body, device):
-        static_out = body()  # (no warm-up: nothing to compile or set up here)
+        static_out = warm_up()
 
         class Replay:
             def replay(self):
@@ -347,6 +347,14 @@ def test_prefill_graph_logic_matches_eager_with_a_stand_in_graph(monkeypatch):
 
     monkeypatch.setattr(layer_module, "_capture", stand_in_capture)
     monkeypatch.setattr(layer_module, "_can_capture", lambda hidden_states: True)
+
+
+def test_prefill_graph_logic_matches_eager_with_a_stand_in_graph(monkeypatch):
+    """The prefill graph path's buffers (copy in, static cache, kernels-mode static in_proj output with its pads
+    zeroed once or packed, packing kept with the graph, clones out) on the CPU: a stand-in for capture whose replay
+    re-runs the captured step into the same static output. (Unpacked "whole", the simplest mode, and an unmasked
+    batch are left to the CUDA test to save interpreter time.)"""
+    _stand_in_graphs(monkeypatch)
     _check_prefill_graphs_match_eager("cpu", ALL_GRAPH_MODES[1:], length=17, unmasked=False)
 
 
@@ -379,25 +387,6 @@ def test_in_proj_into_given_buffer_equals_allocating_in_proj(tiny):
                 assert torch.equal(got[real], want[real])
 
 
-def _stand_in_decode_graphs(monkeypatch):
-    """CPU stand-in for CUDA graph capture: the "replay" re-runs the captured step (on the captured cache tensors)
-    into the same static output, as a real replay does. Capture itself must not run the step on the caller's
-    cache (a real capture does not execute): the static output comes from the warm-up (on a scratch cache)."""
-    import ssmkit.granite.layer as layer_module
-
-    def stand_in_capture(warm_up, body, device):
-        static_out = warm_up()
-
-        class Replay:
-            def replay(self):
-                static_out.copy_(body())
-
-        return Replay(), static_out
-
-    monkeypatch.setattr(layer_module, "_capture", stand_in_capture)
-    monkeypatch.setattr(layer_module, "_can_capture", lambda hidden_states: True)
-
-
 def test_clear_graphs_drops_graphs_and_bindings_and_the_next_step_recaptures(tiny, monkeypatch):
     """A captured decode graph reads the parameters at their capture addresses, so after a parameter is replaced by
     a new tensor ``clear_graphs()`` must drop every graph and binding and the next step capture anew (the CPU
@@ -405,7 +394,7 @@ def test_clear_graphs_drops_graphs_and_bindings_and_the_next_step_recaptures(tin
     with results equal to the eager step on the new weights."""
     import ssmkit.granite.layer as layer_module
 
-    _stand_in_decode_graphs(monkeypatch)
+    _stand_in_graphs(monkeypatch)
     captures = []
     stand_in = layer_module._capture
     monkeypatch.setattr(layer_module, "_capture", lambda *a: captures.append(1) or stand_in(*a))
@@ -435,7 +424,7 @@ def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypat
     """forward's decode fast path (a cache bound to its captured graph skips check_forward_args and the graph key)
     gives the full path's outputs and states bit for bit, is really taken, and still raises exactly the reference's
     errors, re-binds when the cache's tensors or the switches change, and falls back for a mask or an empty cache."""
-    _stand_in_decode_graphs(monkeypatch)
+    _stand_in_graphs(monkeypatch)
     fast = FastMambaLayer(tiny).to(BF16)
     fast.load_state_dict(synthetic_slice(tiny, 51).mamba)
     g = torch.Generator().manual_seed(52)
