@@ -17,13 +17,23 @@ from ssmkit.kernels.granite.checks import check_shape_device
 
 
 @triton.jit
-def _varlen_row(rows_ptr, pid_b, stride_b, stride_l, PACKED: tl.constexpr):
-    """(element offset of row pid_b's position 0, first real position) of a tensor: pid_b * stride_b and 0 in the
-    padded layout; base[b] * stride_l and first[b] in the packed one (rows_ptr: (b, 2) int64 [base, first])."""
+def _varlen_base(rows_ptr, pid_b, stride_b, stride_l, PACKED: tl.constexpr):
+    """Element offset of row pid_b's position 0 in a tensor: pid_b * stride_b in the padded layout, base[b] *
+    stride_l in the packed one (rows_ptr: (b, 2) int64 [base, first])."""
     if PACKED:
-        return tl.load(rows_ptr + 2 * pid_b) * stride_l, tl.load(rows_ptr + 2 * pid_b + 1)
+        return tl.load(rows_ptr + 2 * pid_b) * stride_l
     else:
-        return pid_b * stride_b, pid_b * 0
+        return pid_b * stride_b
+
+
+@triton.jit
+def _varlen_first(rows_ptr, pid_b, PACKED: tl.constexpr):
+    """Row pid_b's first real position: first[b] in the packed layout, 0 in the padded one (where a mask, if
+    any, tells the rest)."""
+    if PACKED:
+        return tl.load(rows_ptr + 2 * pid_b + 1)
+    else:
+        return pid_b * 0
 
 
 @triton.jit
@@ -48,10 +58,9 @@ def _conv1d_silu_kernel(
     offs_c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
     valid_l = offs_l < seqlen
     valid_c = offs_c < conv_dim
-    src_row, first = _varlen_row(rows_ptr, pid_b, stride_sb, stride_sl, PACKED)
-    out_row, out_first = _varlen_row(rows_ptr, pid_b, stride_yb, stride_yl, PACKED)
-    src = src_ptr + src_row
-    out_ptrs = out_ptr + out_row + offs_l[:, None] * stride_yl + offs_c[None, :]
+    first = _varlen_first(rows_ptr, pid_b, PACKED)
+    src = src_ptr + _varlen_base(rows_ptr, pid_b, stride_sb, stride_sl, PACKED)
+    out_ptrs = out_ptr + _varlen_base(rows_ptr, pid_b, stride_yb, stride_yl, PACKED) + offs_l[:, None] * stride_yl + offs_c[None, :]
     out_mask = valid_l[:, None] & valid_c[None, :]
 
     real = valid_l & (offs_l >= first)
@@ -111,7 +120,8 @@ def _varlen_unpack_kernel(
 ):
     pid_l = tl.program_id(0)
     pid_b = tl.program_id(1).to(tl.int64)
-    src_row, first = _varlen_row(rows_ptr, pid_b, 0, stride_s, True)
+    src_row = _varlen_base(rows_ptr, pid_b, 0, stride_s, True)
+    first = _varlen_first(rows_ptr, pid_b, True)
     offs_l = pid_l * BLOCK_L + tl.arange(0, BLOCK_L)
     valid_l = offs_l < seqlen
     real = valid_l & (offs_l >= first)  # pad rows: no load (other=0), zeros stored

@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from ssmkit.kernels.granite.checks import check_shape_device
-from ssmkit.kernels.granite.conv1d import _varlen_row, check_packed_rows
+from ssmkit.kernels.granite.conv1d import _varlen_base, _varlen_first, check_packed_rows
 
 # dot precision codes (PREC constexpr): operands rounded to bf16, or fp32 operands through tf32 / 3xtf32 / ieee
 PREC_BF16, PREC_TF32, PREC_TF32X3, PREC_IEEE = 0, 1, 2, 3
@@ -112,10 +112,9 @@ def _ssd_chunk_state_kernel(
     aux = dtcs_ptr + (((pid_b * nheads + h) * nchunks + c) * CH) * 2
     offs_k = tl.arange(0, BLOCK_K)
     cs_end = A * 0.0  # cumsum at the end of the previous block
-    # (no `_` for the unused first: the pad-chunk loop below assigns `_`, and Triton's loop-carried types must match)
-    xbc_row, first = _varlen_row(rows_ptr, pid_b, stride_xb, stride_xl, PACKED)
-    dt_off, dt_first = _varlen_row(rows_ptr, pid_b, stride_db, stride_dl, PACKED)
-    dt_row = dt_ptr + dt_off
+    first = _varlen_first(rows_ptr, pid_b, PACKED)
+    xbc_row = _varlen_base(rows_ptr, pid_b, stride_xb, stride_xl, PACKED)
+    dt_row = dt_ptr + _varlen_base(rows_ptr, pid_b, stride_db, stride_dl, PACKED)
 
     if _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, first, HAS_MASK, CH):
         xbc = xbc_ptr + xbc_row
@@ -202,7 +201,7 @@ def _ssd_state_pass_kernel(
         s = tl.zeros((BLOCK_S,), dtype=tl.float32)
     cs_row = dtcs_ptr + (pid_b * nheads + h) * nchunks * CH * 2 + 1  # cs of position i at cs_row + 2 * i
     row = pid_b * nchunks * nheads * PN + h * PN + offs  # chunk c's slot is row + c * nheads * PN
-    row_off, first = _varlen_row(rows_ptr, pid_b, 0, 0, PACKED)
+    first = _varlen_first(rows_ptr, pid_b, PACKED)
     # The local state of chunk c + 1 is loaded one iteration ahead (two loads in flight per program); chunks with
     # no real token (and c = nchunks) load 0, which adds exactly nothing, and get no entering state (the scan does
     # not read it there). `while`, not `for c in range(nchunks)`: the interpreter (numpy 2) rejects a run-time
@@ -247,8 +246,9 @@ def _ssd_chunk_scan_kernel(
     offs_p = tl.arange(0, P)
     offs_n = tl.arange(0, N)
     t_l = chunk_start + m * BLOCK_M + offs_i
-    xbc_row, first = _varlen_row(rows_ptr, pid_b, stride_xb, stride_xl, PACKED)
-    y_row, y_first = _varlen_row(rows_ptr, pid_b, stride_yb, stride_yl, PACKED)
+    first = _varlen_first(rows_ptr, pid_b, PACKED)
+    xbc_row = _varlen_base(rows_ptr, pid_b, stride_xb, stride_xl, PACKED)
+    y_row = _varlen_base(rows_ptr, pid_b, stride_yb, stride_yl, PACKED)
     valid_l = (t_l < seqlen) & (t_l >= first)  # packed: pad rows are neither read nor written
     has_tokens = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, first, HAS_MASK, CH)
     xbc = xbc_ptr + xbc_row
