@@ -195,7 +195,6 @@ def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG,
 def _label(r):
     b, f = r["config"], r["fwd_config"]
     return (f"{r['name']} b{b['num_warps']}w{'-scan' + str(b['scan_block']) if b['dstate_scan'] else '-chain'}"
-            f"{'-sides' if b['chunk_sides'] == 2 else ''}"
             f"/d{b['dstate_warps']}w {b['input_precision']} f{f['chunk_warps']}w/p{f['passing_block_p']}")
 
 

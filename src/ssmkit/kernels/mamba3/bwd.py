@@ -193,7 +193,7 @@ def _m3b_chunk_kernel(
     phi_ptr, states_ptr, dstates_ptr, dout_ptr, dfk_ptr, dfv_ptr,
     dv_ptr, dadt_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dsg_ptr, dgam_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr, SIDES: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr,
 ):
     """Grid (T//64 + S chunk slots, H): one chunk of one head, all of §7.1 that stays inside the chunk (§7.2 with
     the incoming dS_acc read from the dstate kernel). Slots no chunk maps to write zero partials only."""
@@ -263,53 +263,45 @@ def _m3b_chunk_kernel(
     mgt = tl.trans(mg)
     st_row = (slot * H + h) * P * N + pv[:, None] * N
     dphi_q = tl.zeros([C, NA], dtype=tl.float32)
-    # SIDES == 1: per half, the q side then the k side; SIDES == 2: the q side of both halves, then the k side of
-    # both (q~, k~, dS_out and the rotation tiles re-read; fewer tiles live at once)
-    for rnd in tl.static_range(SIDES):
-        for half in tl.static_range(2):
-            cols = half * NH + tl.arange(0, NH)
-            qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
-            kt = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
-            ks = kt * sc[:, None]
-            hn = tok[:, None] * (H * N) + h * N + cols[None, :]
-            part = (slot * H + h) * N + cols
-            if rnd == 0:
-                # q side: dQ~ = (M o G) Ks + diag(e^l) dY S_in; then the gamma (q^.k^) diagonal path as gamma e k~
-                # (rotating it back gives gamma e k^; its dPhi parts from q and k cancel, q~.k~ being rotation-free)
-                s_in = tl.load(states_ptr + st_row + cols[None, :], mask=active, other=0.0)  # state entering
-                x = tl.dot(dy, s_in, input_precision=PREC)
-                dl += e_ell * tl.sum(x * qt, axis=1)
-                dqt = tl.dot(mg, ks, input_precision=PREC) + e_ell[:, None] * x + ge * kt
-                ds_out = tl.load(dstates_ptr + st_row + cols[None, :], mask=active, other=0.0)  # grad of leaving
-                dlam += e_lam * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
-                if half == 0:
-                    cs, sn = _m3b_pair_angles(phi_ptr, tok, vmask, h, True, H, NA)
-                    dphi_q = _m3b_dphi(dqt, qt, C, NA)
-                    dqt = _m3b_unrotate(dqt, cs, sn, C, NA)
-                tl.store(dqp_ptr + hn, dqt, mask=vmask)
-                tl.store(dqbp_ptr + part, tl.sum(dqt, axis=0))
-            if rnd == SIDES - 1:
-                if SIDES == 2:
-                    ds_out = tl.load(dstates_ptr + st_row + cols[None, :], mask=active, other=0.0)
-                    if half == 0:
-                        cs, sn = _m3b_pair_angles(phi_ptr, tok, vmask, h, True, H, NA)
-                # k side: dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS; dk~ = s dKs (+ dfinal_k on the last token)
-                vds = tl.dot(vv, ds_out, input_precision=PREC)
-                fwd_state = e_rev * tl.sum(vds * ks, axis=1)
-                dl -= fwd_state
-                dlam += tl.sum(fwd_state, axis=0)
-                dvv += e_rev[:, None] * tl.dot(ks, tl.trans(ds_out), input_precision=PREC)
-                dks = tl.dot(mgt, qt, input_precision=PREC) + e_rev[:, None] * vds
-                ds_tok += tl.sum(dks * kt, axis=1)
-                dkt = sc[:, None] * dks + ge * qt + tl.where(is_last[:, None],
-                                                             tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
-                if half == 0:
-                    dphi = dphi_q + _m3b_dphi(dkt, kt, C, NA)
-                    tl.store(dphi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vmask)
-                    tl.store(dphis_ptr + (slot * H + h) * NA + m, tl.sum(tl.where(vmask, dphi, 0.0), axis=0))
-                    dkt = _m3b_unrotate(dkt, cs, sn, C, NA)
-                tl.store(dkp_ptr + hn, dkt, mask=vmask)
-                tl.store(dkbp_ptr + part, tl.sum(dkt, axis=0))
+    # per state half: the q side, then the k side
+    for half in tl.static_range(2):
+        cols = half * NH + tl.arange(0, NH)
+        qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
+        kt = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
+        ks = kt * sc[:, None]
+        hn = tok[:, None] * (H * N) + h * N + cols[None, :]
+        part = (slot * H + h) * N + cols
+        # q side: dQ~ = (M o G) Ks + diag(e^l) dY S_in; then the gamma (q^.k^) diagonal path as gamma e k~
+        # (rotating it back gives gamma e k^; its dPhi parts from q and k cancel, q~.k~ being rotation-free)
+        s_in = tl.load(states_ptr + st_row + cols[None, :], mask=active, other=0.0)  # state entering
+        x = tl.dot(dy, s_in, input_precision=PREC)
+        dl += e_ell * tl.sum(x * qt, axis=1)
+        dqt = tl.dot(mg, ks, input_precision=PREC) + e_ell[:, None] * x + ge * kt
+        ds_out = tl.load(dstates_ptr + st_row + cols[None, :], mask=active, other=0.0)  # grad of leaving
+        dlam += e_lam * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
+        if half == 0:
+            cs, sn = _m3b_pair_angles(phi_ptr, tok, vmask, h, True, H, NA)
+            dphi_q = _m3b_dphi(dqt, qt, C, NA)
+            dqt = _m3b_unrotate(dqt, cs, sn, C, NA)
+        tl.store(dqp_ptr + hn, dqt, mask=vmask)
+        tl.store(dqbp_ptr + part, tl.sum(dqt, axis=0))
+        # k side: dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS; dk~ = s dKs (+ dfinal_k on the last token)
+        vds = tl.dot(vv, ds_out, input_precision=PREC)
+        fwd_state = e_rev * tl.sum(vds * ks, axis=1)
+        dl -= fwd_state
+        dlam += tl.sum(fwd_state, axis=0)
+        dvv += e_rev[:, None] * tl.dot(ks, tl.trans(ds_out), input_precision=PREC)
+        dks = tl.dot(mgt, qt, input_precision=PREC) + e_rev[:, None] * vds
+        ds_tok += tl.sum(dks * kt, axis=1)
+        dkt = sc[:, None] * dks + ge * qt + tl.where(is_last[:, None],
+                                                     tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
+        if half == 0:
+            dphi = dphi_q + _m3b_dphi(dkt, kt, C, NA)
+            tl.store(dphi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vmask)
+            tl.store(dphis_ptr + (slot * H + h) * NA + m, tl.sum(tl.where(vmask, dphi, 0.0), axis=0))
+            dkt = _m3b_unrotate(dkt, cs, sn, C, NA)
+        tl.store(dkp_ptr + hn, dkt, mask=vmask)
+        tl.store(dkbp_ptr + part, tl.sum(dkt, axis=0))
 
     tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
     tl.store(dadt_ptr + th_, tl.sum(dl, axis=0) - tl.cumsum(dl, axis=0) + dl + dlam, mask=valid)
@@ -412,9 +404,8 @@ class Mamba3BwdConfig(NamedTuple):
     8 warps 1.308); input_precision: tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee");
     dstate_scan: False runs the state-gradient chain as one serial kernel (measured), True as a chunk-parallel
     local-term kernel plus an elementwise reverse scan (not yet measured); dstate_warps: warps of the chain kernel
-    or of the local-term kernel; scan_block: state elements (of 64 x 128) per scan program, a power of two;
-    chunk_sides: 1 runs the chunk body's q side and k side per state half, 2 the q side of both halves first (ptxas
-    sm_90a, 8 warps: 2.0 KB spill stores vs 2.4 KB, 80 KB shared vs 104 KB; not yet measured).
+    or of the local-term kernel; scan_block: state elements (of 64 x 128) per scan program, a power of two.
+    (A chunk_sides = 2 order of the chunk body, both halves' q sides first, measured 30 % slower and was removed.)
     """
 
     num_warps: int = 4
@@ -422,7 +413,6 @@ class Mamba3BwdConfig(NamedTuple):
     dstate_scan: bool = False
     dstate_warps: int = 8
     scan_block: int = 1024
-    chunk_sides: int = 1
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -469,8 +459,6 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         x.contiguous() for x in (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
                                  saved.y, saved.phi, saved.chunk_states,
                                  dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
-    if config.chunk_sides not in (1, 2):
-        raise ValueError(f"config.chunk_sides: expected 1 or 2, got {config.chunk_sides}")
     if P * N % config.scan_block != 0:
         raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
     dstates = torch.empty((nslot, H, P, N), device=dev, dtype=f32)
@@ -504,7 +492,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         q, k, v, adt, dt, trap, q_bias, k_bias, d, z, cu_seqlens, phi, chunk_states, dstates, dout, dfinal_k,
         dfinal_v, dv, dadt, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part, dd_part,
         S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=max(2, triton.next_power_of_2(S)), PREC=config.input_precision,
-        SIDES=config.chunk_sides, num_warps=config.num_warps,
+        num_warps=config.num_warps,
     )
     ddt = torch.empty_like(dt)
     dtrap = torch.empty_like(trap)
