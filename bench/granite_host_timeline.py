@@ -1,0 +1,154 @@
+"""Where the host time of a Granite layer call goes (decode and left-padded prefill), on the GPU machine.
+
+The harness times a call from a CUDA event recorded on an idle GPU to one recorded after the call, so every
+microsecond the host spends before the call's work reaches the GPU counts. This script measures, per workload:
+- ``latency_us``: the harness call time (``time_call``, CUDA events, median of ``--calls``);
+- ``enqueue_us``: host time of the same call (perf_counter around it, no sync inside; median);
+- for decode, the same two numbers for the captured graph's pieces alone (replay; copy in + replay + clone);
+- host cost per primitive torch operation on this machine (copy_, clone, empty, replay, event record, a small
+  reduction, ``tolist``), each the mean of ``--reps`` back-to-back calls;
+- for the B=8 left-padded prefill, a torch.profiler table of host (CPU) time per operator over 5 calls, and the
+  mask check alone (``mask_facts``) against one D2H copy of the mask followed by host-side checks.
+Usage (CUDA): PYTHONPATH=src python bench/granite_host_timeline.py [--calls 200] [--out F.json]
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+
+from ssmkit.granite import FastMambaLayer
+from ssmkit.granite.reference import mask_facts
+from ssmkit.harness.granite_bench import timed_side
+from ssmkit.harness.granite_run import build_layer, default_slice, make_inputs
+from ssmkit.harness.report import run_metadata
+from ssmkit.harness.timing import time_call
+from ssmkit.harness.workloads import default_workloads_path, load_workloads
+
+
+def host_us(fn, reps: int) -> float:
+    """Mean host time of ``fn()`` over ``reps`` back-to-back calls (us), GPU drained before and after."""
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / reps * 1e6
+
+
+def latency_and_enqueue(prepare, call, calls: int) -> dict[str, float]:
+    """Median harness call time and median host enqueue time of ``call(prepare())``, both in us."""
+    for _ in range(5):
+        call(prepare())
+    lat = [time_call(prepare, call, "cuda") * 1e3 for _ in range(calls)]
+    enq = []
+    for _ in range(calls):
+        args = prepare()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        call(args)
+        enq.append((time.perf_counter() - t0) * 1e6)
+        torch.cuda.synchronize()
+    return {"latency_us": statistics.median(lat), "enqueue_us": statistics.median(enq)}
+
+
+def primitive_costs(reps: int) -> dict[str, float]:
+    """Host us per primitive operation on this machine."""
+    x = torch.randn(1, 1, 1536, device="cuda", dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y.add_(1)
+    ev = torch.cuda.Event()
+    mask = torch.ones(8, 4096, device="cuda", dtype=torch.int64)
+    small = torch.arange(10, device="cuda")
+    return {
+        "copy_": host_us(lambda: y.copy_(x), reps),
+        "clone": host_us(lambda: x.clone(), reps),
+        "empty_like": host_us(lambda: torch.empty_like(x), reps),
+        "replay(1 kernel)": host_us(g.replay, reps),
+        "event.record": host_us(ev.record, reps),
+        "mask != 0": host_us(lambda: mask != 0, reps),
+        "sum(1)": host_us(lambda: mask.sum(1), reps),
+        "tolist (sync)": host_us(lambda: small.tolist(), reps),
+        "is_current_stream_capturing": host_us(torch.cuda.is_current_stream_capturing, reps),
+    }
+
+
+def decode_pieces(layer, cache, token, calls: int) -> dict[str, dict[str, float]]:
+    """Latency and enqueue of the bound decode graph's pieces (replay; copy in + replay + clone)."""
+    graph = layer._decode_bound[id(cache)].graph
+    out = {}
+    for name, fn in (("replay", lambda: graph.graph.replay()),
+                     ("copy+replay+clone", lambda: graph.run(token))):
+        out[name] = latency_and_enqueue(lambda: None, lambda _, f=fn: f(), calls)
+    return out
+
+
+def mask_check_costs(mask: torch.Tensor, reps: int) -> dict[str, float]:
+    """Host us of ``mask_facts`` against one D2H copy of the mask plus host-side checks (both sync)."""
+    def host_side():
+        m = mask.cpu()
+        real = m != 0
+        return bool((m != real).any()), real.sum(1).tolist(), bool((real[:, :-1] > real[:, 1:]).any())
+    return {"mask_facts": host_us(lambda: mask_facts(mask), reps), "cpu copy + host checks": host_us(host_side, reps)}
+
+
+def cpu_op_table(prepare, call, n: int = 5, top: int = 25) -> list[dict]:
+    """torch.profiler host (CPU) time per operator over ``n`` calls, per call, largest first."""
+    args_list = [prepare() for _ in range(n)]
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for args in args_list:
+            call(args)
+        torch.cuda.synchronize()
+    rows = [{"op": e.key, "calls": e.count / n, "cpu_self_us": e.self_cpu_time_total / n,
+             "cpu_total_us": e.cpu_time_total / n} for e in prof.key_averages()]
+    return sorted(rows, key=lambda r: -r["cpu_self_us"])[:top]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--reps", type=int, default=500)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("granite_host_timeline needs a CUDA GPU")
+    sl = default_slice()
+    layer = build_layer(FastMambaLayer, sl, torch.device("cuda"), torch.bfloat16)
+    hidden = sl.config.hidden_size
+    result = {"primitives_us": primitive_costs(args.reps), "workloads": {}}
+    print("host us per primitive:", {k: round(v, 1) for k, v in result["primitives_us"].items()})
+    with torch.no_grad():
+        for w in load_workloads(default_workloads_path("cuda")):
+            if w.purpose != "bench" or (w.kind == "prefill" and w.batch == 1):
+                continue
+            inputs = [make_inputs(w, hidden, "cuda", torch.bfloat16, rotation=r) for r in range(3)]
+            prepare, call = timed_side(layer, w, inputs)
+            row = latency_and_enqueue(prepare, call, args.calls)
+            if w.kind == "decode":
+                token, cache = prepare()
+                row["pieces"] = decode_pieces(layer, cache, token, args.calls)
+            else:
+                row["mask_check_us"] = mask_check_costs(inputs[0].mask, 50)
+                row["cpu_ops"] = cpu_op_table(prepare, call)
+            result["workloads"][w.name] = row
+            print(f"== {w.name}: latency {row['latency_us']:.1f} us, enqueue {row['enqueue_us']:.1f} us")
+            for k in ("pieces", "mask_check_us"):
+                if k in row:
+                    print(f"   {k}: {json.dumps(row[k])}")
+            for r in row.get("cpu_ops", [])[:18]:
+                print(f"   {r['op']:<40} calls {r['calls']:5.1f}  self {r['cpu_self_us']:8.1f} us  "
+                      f"total {r['cpu_total_us']:8.1f} us")
+    if args.out:
+        meta = run_metadata(None, "cuda")
+        with open(args.out, "w") as f:
+            json.dump({**meta, **result}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
