@@ -58,7 +58,7 @@ ROTATIONS = 3
 DEVICE = "cuda"
 # FastMambaLayer attributes per variant (the rest at their defaults) and the workload kinds it runs on.
 DEFAULTS = {"prefill_graphs": False, "pack_padded_gemms": False, "cb_spread": False, "decode_projections": "cublas",
-            "decode_fast_path": False, "decode_evict_first": False}
+            "decode_fast_path": False, "decode_evict_first": False, "decode_io": "copy"}
 VARIANTS = {
     "baseline": ({}, (PREFILL, DECODE)),
     "prefill_graphs": ({"prefill_graphs": "whole"}, (PREFILL,)),
@@ -80,6 +80,8 @@ VARIANTS = {
     # decode launches, with the one-launch kernel, and with the evict-first state hint (the new defaults)
     "decode_fast_path": ({"decode_fast_path": True}, (DECODE,)),
     "decode_fast_evict": ({"decode_fast_path": True, "decode_evict_first": True}, (DECODE,)),
+    # Session 3: the decode graph copies its token in and its output out through MappedIO's address table
+    "decode_mapped": ({"decode_fast_path": True, "decode_evict_first": True, "decode_io": "mapped"}, (DECODE,)),
 }
 # --decode-sweep: granite_decode_step alone per batch, (block_p, num_warps, evict_first); the kernels at their
 # launch defaults without the hint (first entry) are the baseline of each batch. (Session 2 also swept a one-launch

@@ -174,27 +174,36 @@ def test_fast_layer_rejects_bad_input_like_reference(tiny):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
-def test_fast_decode_cuda_graph_matches_eager_and_returns_fresh_outputs():
+@pytest.mark.parametrize("decode_io", ["mapped", "copy"])
+def test_fast_decode_cuda_graph_matches_eager_and_returns_fresh_outputs(decode_io):
     """The graph step equals the eager step bit for bit (outputs and states), a new cache object gets its own
-    graph, and outputs already returned survive later calls. (Chunk 16: the GPU's tl.dot tiles need >= 16.)"""
+    graph, outputs already returned survive later calls, a non-contiguous token works, and 40 steps queued
+    without a synchronisation (the "mapped" table is reused while earlier replays may still be pending) give the
+    eager results. (Chunk 16: the GPU's tl.dot tiles need >= 16.)"""
     tiny = GraniteMambaConfig.tiny(chunk_size=16)
     fast = FastMambaLayer(tiny).to("cuda", BF16)
     fast.load_state_dict(synthetic_slice(tiny, 9).mamba)
+    fast.decode_io = decode_io
     g = torch.Generator().manual_seed(10)
     toks = [torch.randn(3, 1, tiny.hidden_size, generator=g).to("cuda", BF16) for _ in range(3)]
+    toks.append(torch.randn(3, 2, tiny.hidden_size, generator=g).to("cuda", BF16)[:, 1:])  # not contiguous
+    queued = [torch.randn(3, 1, tiny.hidden_size, generator=g).to("cuda", BF16) for _ in range(40)]
     with torch.no_grad():
         _, cache = fast(torch.randn(3, 7, tiny.hidden_size, generator=g).to("cuda", BF16))
         eager_cache, other = cache.clone(), cache.clone()
         fast.use_cuda_graphs = False
-        eager = [fast(t, eager_cache)[0] for t in toks]
+        eager = [fast(t, eager_cache)[0] for t in toks + queued]
         fast.use_cuda_graphs = True
         graph = [fast(t, cache)[0] for t in toks]
-        other_out = [fast(t, other)[0] for t in toks]
-    for e, gr, o in zip(eager, graph, other_out):
-        assert torch.equal(e, gr) and torch.equal(e, o)
+        torch.cuda.synchronize()
+        graph += [fast(t, cache)[0] for t in queued]  # no synchronisation between the steps
+        other_out = [fast(t, other)[0] for t in toks + queued]
+    for i, (e, gr, o) in enumerate(zip(eager, graph, other_out)):
+        assert torch.equal(e, gr) and torch.equal(e, o), i
     assert torch.equal(eager_cache.ssm_state, cache.ssm_state) and torch.equal(eager_cache.conv_state, cache.conv_state)
     assert torch.equal(other.ssm_state, cache.ssm_state)
-    assert len({o.data_ptr() for o in graph}) == len(graph)
+    assert len({o.data_ptr() for o in graph[:len(toks)]}) == len(toks)
+    assert all((entry.io is None) == (decode_io == "copy") for entry in fast._decode_graphs.values())
 
 
 def test_fast_layer_deepcopies_and_pickles_without_captured_graphs(tiny):
@@ -418,6 +427,34 @@ def test_clear_graphs_drops_graphs_and_bindings_and_the_next_step_recaptures(tin
         got, _ = fast(tok, cache)
     assert len(captures) == n + 1
     assert torch.equal(got, want) and torch.equal(cache.ssm_state, eager_cache.ssm_state)
+
+
+def test_decode_io_modes_agree_with_a_stand_in_graph(tiny, monkeypatch):
+    """decode_io "mapped" (the graph's own copies through the posted address table) and "copy" (copy_ in, clone
+    out) give the eager step's outputs and states bit for bit on the CPU stand-in graph; "mapped" returns a new
+    tensor per call that is not the graph's static output, also for a non-contiguous token."""
+    _stand_in_graphs(monkeypatch)
+    fast = FastMambaLayer(tiny).to(BF16)
+    fast.load_state_dict(synthetic_slice(tiny, 55).mamba)
+    g = torch.Generator().manual_seed(56)
+    toks = [torch.randn(2, 1, tiny.hidden_size, generator=g).to(BF16),
+            torch.randn(2, 3, tiny.hidden_size, generator=g).to(BF16)[:, 1:2]]
+    with torch.no_grad():
+        _, start = fast(torch.randn(2, 5, tiny.hidden_size, generator=g).to(BF16))
+        fast.use_cuda_graphs = False
+        eager_cache = start.clone()
+        want = [fast(t, eager_cache)[0] for t in toks]
+        fast.use_cuda_graphs = True
+        for mode in ("mapped", "copy"):
+            fast.decode_io = mode
+            cache = start.clone()
+            got = [fast(t, cache)[0] for t in toks]
+            entry = next(reversed(fast._decode_graphs.values()))
+            assert (entry.io is None) == (mode == "copy")
+            for w, o in zip(want, got):
+                assert torch.equal(w, o) and o.data_ptr() != entry.static_out.data_ptr(), mode
+            assert torch.equal(cache.ssm_state, eager_cache.ssm_state), mode
+            assert torch.equal(cache.conv_state, eager_cache.conv_state), mode
 
 
 def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypatch):

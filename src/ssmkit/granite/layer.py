@@ -59,6 +59,7 @@ from ssmkit.granite.config import GraniteMambaConfig
 from ssmkit.granite.reference import MaskFacts, ReferenceMambaLayer, apply_padding_mask
 from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
+from ssmkit.kernels.granite.mapped_io import MappedIO
 from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step
 from ssmkit.kernels.granite.ssd_prefill import ssd_chunked_prefill
 
@@ -74,6 +75,8 @@ _MAX_PREFILL_GRAPHS = 4
 _PREFILL_GRAPH_MODES = (False, "whole", "kernels")
 # FastMambaLayer.pack_padded_gemms -> _Packing mode (None: projections over every position; True = "packed").
 _PACK_MODES = {False: None, True: "packed", "rows": "rows", "packed": "packed"}
+# FastMambaLayer.decode_io: how a decode graph gets its token and returns its output (_DecodeGraph).
+_DECODE_IO_MODES = ("mapped", "copy")
 
 
 def _pow2(v: int) -> bool:
@@ -81,18 +84,30 @@ def _pow2(v: int) -> bool:
 
 
 class _DecodeGraph:
-    """A decode step captured on one cache: static input (b, 1, hidden) -> static output (b, 1, hidden)."""
+    """A decode step captured on one cache: input (b, 1, hidden) -> a new output (b, 1, hidden).
 
-    def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_out: torch.Tensor) -> None:
+    ``io`` None ("copy"): the token is copied into ``static_in`` before the replay and ``static_out`` is cloned
+    after it. ``io`` a ``MappedIO`` ("mapped"): the graph's first and last nodes copy from the token's address and
+    to a new output's address, both posted in pinned host memory before the replay (no copy_ or clone launch)."""
+
+    def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_out: torch.Tensor,
+                 io: MappedIO | None) -> None:
         self.graph = graph
         self.static_in = static_in
         self.static_out = static_out
+        self.io = io
 
     def run(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        """Copy the token in, replay, and return a fresh copy of the output (nothing aliases the graph)."""
-        self.static_in.copy_(hidden_states)
+        """Replay on ``hidden_states`` and return a new output tensor (nothing returned aliases the graph)."""
+        if self.io is None:
+            self.static_in.copy_(hidden_states)
+            self.graph.replay()
+            return self.static_out.clone()
+        out = torch.empty_like(self.static_out)  # (contiguous: static_out is)
+        src = hidden_states if hidden_states.is_contiguous() else hidden_states.contiguous()  # alive until replayed
+        self.io.post(src, out)
         self.graph.replay()
-        return self.static_out.clone()
+        return out
 
 
 def _tensor_layout(t: torch.Tensor) -> tuple:
@@ -273,6 +288,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.decode_projections = "cublas"
         self.decode_fast_path = True
         self.decode_evict_first = True
+        self.decode_io = "mapped"
         self.prefill_graphs = "kernels"
         self.pack_padded_gemms = "packed"
         self.cb_spread = True
@@ -517,7 +533,7 @@ class FastMambaLayer(ReferenceMambaLayer):
 
     def _decode_switches(self) -> tuple:
         """The switches a captured decode graph depends on (a binding is valid only while they are unchanged)."""
-        return self.use_cuda_graphs, self.decode_projections, self.decode_evict_first
+        return self.use_cuda_graphs, self.decode_projections, self.decode_evict_first, self.decode_io
 
     def _decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> torch.Tensor:
         """One token (b, 1, hidden) -> (b, 1, hidden); cache states updated in place."""
@@ -551,16 +567,33 @@ class FastMambaLayer(ReferenceMambaLayer):
 
     def _capture_decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> _DecodeGraph:
         """Capture the decode step on ``cache``'s tensors. The warm-up (Triton compile, cuBLAS set-up) runs on
-        copies of the cache, so capturing leaves the caller's cache untouched (captured kernels do not run)."""
+        copies of the cache, so capturing leaves the caller's cache untouched (captured kernels do not run).
+        ``decode_io`` "mapped": the graph starts and ends with ``MappedIO``'s copies (see ``_DecodeGraph``)."""
+        if self.decode_io not in _DECODE_IO_MODES:
+            raise ValueError(f"decode_io must be one of {_DECODE_IO_MODES}, got {self.decode_io!r}")
+        device = hidden_states.device
         # static buffers, written in place by later (maybe non-inference) calls; inference_mode(False) alone would
         # turn grad mode on (and torch.mm(out=) refuses operands that require grad)
         with torch.inference_mode(False), torch.no_grad():
             static_in = torch.randn_like(hidden_states, memory_format=torch.contiguous_format)
             scratch = cache.clone()
-            graph, static_out = _capture(
-                lambda: self._decode_step(static_in, scratch.conv_state, scratch.ssm_state),
-                lambda: self._decode_step(static_in, cache.conv_state, cache.ssm_state), hidden_states.device)
-        return _DecodeGraph(graph, static_in, static_out)
+            io = MappedIO(device) if self.decode_io == "mapped" else None
+            # scratch and warm_out: allocated on the current stream, used by the side-stream warm-up, freed after
+            # _capture made the current stream wait for it (stream-ordered reuse is then safe)
+            warm_out = torch.empty_like(static_in)
+            if io is not None:  # the warm-up's copies: static_in onto itself, the output into warm_out
+                io.post(static_in, warm_out)
+
+            def step(conv_state: torch.Tensor, ssm_state: torch.Tensor) -> torch.Tensor:
+                if io is None:
+                    return self._decode_step(static_in, conv_state, ssm_state)
+                io.copy_in(static_in)
+                out = self._decode_step(static_in, conv_state, ssm_state)
+                io.copy_out(out)
+                return out
+            graph, static_out = _capture(lambda: step(scratch.conv_state, scratch.ssm_state),
+                                         lambda: step(cache.conv_state, cache.ssm_state), device)
+        return _DecodeGraph(graph, static_in, static_out, io)
 
     def __getstate__(self):
         # Captured graphs are bound to this layer's and the caches' memory: copies and pickles start without them.
