@@ -7,8 +7,9 @@ microsecond the host spends before the call's work reaches the GPU counts. This 
 - for decode, the same two numbers for the captured graph's pieces alone (replay; copy in + replay + clone);
 - host cost per primitive torch operation on this machine (copy_, clone, empty, replay, event record, a small
   reduction, ``tolist``), each the mean of ``--reps`` back-to-back calls;
-- for the B=8 left-padded prefill, a torch.profiler table of host (CPU) time per operator over 5 calls, and the
-  mask check alone (``mask_facts``) against one D2H copy of the mask followed by host-side checks.
+- for the B=8 left-padded prefill, a torch.profiler table of host (CPU) time per operator over 5 calls, the mask
+  check alone (the eager ``mask_facts``, the one-launch ``mask_row_facts``, one D2H copy of the mask followed by
+  host-side checks), and the call's latency with the layer's mask check against the eager one, alternating.
 Usage (CUDA): PYTHONPATH=src python bench/granite_host_timeline.py [--calls 200] [--out F.json]
 """
 import argparse
@@ -19,12 +20,13 @@ import time
 import torch
 
 from ssmkit.granite import FastMambaLayer
-from ssmkit.granite.reference import mask_facts
+from ssmkit.granite.reference import ReferenceMambaLayer, mask_facts
 from ssmkit.harness.granite_bench import timed_side
 from ssmkit.harness.granite_run import build_layer, default_slice, make_inputs
 from ssmkit.harness.report import run_metadata
 from ssmkit.harness.timing import time_call
 from ssmkit.harness.workloads import default_workloads_path, load_workloads
+from ssmkit.kernels.granite.mask_facts import mask_row_facts
 
 
 def host_us(fn, reps: int) -> float:
@@ -94,7 +96,24 @@ def mask_check_costs(mask: torch.Tensor, reps: int) -> dict[str, float]:
         m = mask.cpu()
         real = m != 0
         return bool((m != real).any()), real.sum(1).tolist(), bool((real[:, :-1] > real[:, 1:]).any())
-    return {"mask_facts": host_us(lambda: mask_facts(mask), reps), "cpu copy + host checks": host_us(host_side, reps)}
+    return {"mask_facts": host_us(lambda: mask_facts(mask), reps),
+            "mask_row_facts": host_us(lambda: mask_row_facts(mask), reps),
+            "cpu copy + host checks": host_us(host_side, reps)}
+
+
+def mask_check_ab(layer, prepare, call, calls: int) -> dict[str, float]:
+    """Median call latency (us) with the layer's own mask check and with the reference's eager one, alternating
+    in blocks of 10 calls (the eager one installed as an instance attribute, then removed)."""
+    eager = ReferenceMambaLayer._mask_facts.__get__(layer)
+    times = {"layer": [], "eager mask_facts": []}
+    for i in range(2 * (calls // 10)):
+        side = "layer" if i % 2 == 0 else "eager mask_facts"
+        if side != "layer":
+            layer._mask_facts = eager
+        for _ in range(10):
+            times[side].append(time_call(prepare, call, "cuda") * 1e3)
+        layer.__dict__.pop("_mask_facts", None)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def cpu_op_table(prepare, call, n: int = 5, top: int = 25) -> list[dict]:
@@ -135,10 +154,11 @@ def main() -> None:
                 row["pieces"] = decode_pieces(layer, cache, token, args.calls)
             else:
                 row["mask_check_us"] = mask_check_costs(inputs[0].mask, 50)
+                row["latency_by_mask_check_us"] = mask_check_ab(layer, prepare, call, args.calls)
                 row["cpu_ops"] = cpu_op_table(prepare, call)
             result["workloads"][w.name] = row
             print(f"== {w.name}: latency {row['latency_us']:.1f} us, enqueue {row['enqueue_us']:.1f} us")
-            for k in ("pieces", "mask_check_us"):
+            for k in ("pieces", "mask_check_us", "latency_by_mask_check_us"):
                 if k in row:
                     print(f"   {k}: {json.dumps(row[k])}")
             for r in row.get("cpu_ops", [])[:18]:

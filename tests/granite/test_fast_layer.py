@@ -278,6 +278,26 @@ def test_pack_padded_gemms_rejects_unknown_mode(tiny):
         layer(torch.randn(1, 3, tiny.hidden_size).to(BF16), attention_mask=left_pad_mask([3]))
 
 
+def test_fast_layer_reads_mask_facts_with_the_triton_kernel(tiny, monkeypatch):
+    """Where Triton runs, the fast layer's argument check reads the mask with ``mask_row_facts`` (one launch, one
+    copy) and still rejects what the reference rejects: values other than 0 and 1."""
+    import ssmkit.granite.layer as layer_module
+
+    calls = []
+    real = layer_module.mask_row_facts
+    monkeypatch.setattr(layer_module, "mask_row_facts", lambda m: calls.append(1) or real(m))
+    fast = FastMambaLayer(tiny).to(BF16)
+    h = torch.randn(2, 3, tiny.hidden_size).to(BF16)
+    bad = torch.tensor([[0, 1, 1], [2, 1, 1]])
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        fast(h, attention_mask=bad)
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        ReferenceMambaLayer(tiny).to(BF16)(h, attention_mask=bad)
+    assert len(calls) == 1
+    mask, facts = fast.check_forward_args_with_facts(h, None, left_pad_mask([3, 1]))
+    assert facts.lengths == (3, 1) and facts.binary and facts.left_padded and len(calls) == 2
+
+
 def test_mask_facts_read_lengths_left_padding_and_values_in_one_copy(monkeypatch):
     """Packing needs left padding (real tokens = each row's last positions): ``mask_facts`` says so, with the
     lengths and the 0/1 check, from one device-to-host copy (``tolist`` once)."""

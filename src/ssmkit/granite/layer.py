@@ -48,7 +48,6 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-import weakref
 from collections import OrderedDict
 
 import torch
@@ -60,6 +59,7 @@ from ssmkit.granite.reference import MaskFacts, ReferenceMambaLayer, apply_paddi
 from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
 from ssmkit.kernels.granite.mapped_io import MappedIO
+from ssmkit.kernels.granite.mask_facts import mask_row_facts
 from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step
 from ssmkit.kernels.granite.ssd_prefill import ssd_chunked_prefill
 
@@ -116,37 +116,34 @@ def _tensor_layout(t: torch.Tensor) -> tuple:
 
 
 class _DecodeBinding:
-    """One cache object bound to the decode graph captured on its tensors, for ``FastMambaLayer.forward``'s fast
+    """A cache object bound to the decode graph captured on its tensors, for ``FastMambaLayer.forward``'s fast
     path: ``matches`` is true only when the reference's ``check_forward_args`` would accept the call (no mask)
     and the dispatch would choose this graph, so the call can skip both and replay (parameters replaced by new
-    tensors are not detected: ``FastMambaLayer.clear_graphs``). Weak references only: a
-    binding keeps neither the cache nor its tensors alive (a dead one never matches)."""
+    tensors are not detected: ``FastMambaLayer.clear_graphs``). The binding holds no reference to the cache: what
+    the graph depends on is the state tensors' layout (address, shape, strides, dtype), so any MambaCache whose
+    tensors have the captured layout may replay it (a new cache object that reuses a dead one's id and memory
+    included)."""
 
-    __slots__ = ("graph", "cache", "conv", "ssm", "conv_layout", "ssm_layout", "shape", "dtype", "is_cuda",
-                 "device_index", "switches")
+    __slots__ = ("graph", "conv_layout", "ssm_layout", "shape", "dtype", "device_index", "switches")
 
     def __init__(self, graph: _DecodeGraph, hidden_states: torch.Tensor, cache: MambaCache, switches: tuple) -> None:
         self.graph = graph
-        self.cache = weakref.ref(cache)
-        self.conv, self.ssm = weakref.ref(cache.conv_state), weakref.ref(cache.ssm_state)
         self.conv_layout, self.ssm_layout = _tensor_layout(cache.conv_state), _tensor_layout(cache.ssm_state)
         self.shape, self.dtype = hidden_states.shape, hidden_states.dtype
-        self.is_cuda, self.device_index = hidden_states.is_cuda, hidden_states.get_device()
+        self.device_index = hidden_states.get_device()
         self.switches = switches
 
-    def matches(self, hidden_states, cache: MambaCache, switches: tuple) -> bool:
-        """``hidden_states`` is a tensor of the bound shape (b, 1, hidden), dtype and device (those of the weights
-        when the graph was captured; moving or casting the layer drops every binding), ``cache`` is the bound
-        object, still holding the same state tensors with the same layout and a previous state, the layer's
-        decode switches are unchanged, and the caller is not capturing a graph."""
-        if type(hidden_states) is not torch.Tensor or self.cache() is not cache or not cache.has_previous_state:
+    def matches(self, hidden_states, cache, switches: tuple) -> bool:
+        """``hidden_states`` is a tensor of the bound shape (b, 1, hidden), dtype and CUDA device (those of the
+        weights when the graph was captured; moving or casting the layer drops every binding), ``cache`` is a
+        MambaCache with a previous state whose tensors have the captured layout, the layer's decode switches are
+        unchanged, and the caller is not capturing a graph."""
+        if type(hidden_states) is not torch.Tensor or type(cache) is not MambaCache or not cache.has_previous_state:
             return False
-        conv, ssm = cache.conv_state, cache.ssm_state
         return (hidden_states.shape == self.shape and hidden_states.dtype is self.dtype
-                and hidden_states.is_cuda is self.is_cuda and hidden_states.get_device() == self.device_index
-                and self.conv() is conv and self.ssm() is ssm and switches == self.switches
-                and _tensor_layout(conv) == self.conv_layout and _tensor_layout(ssm) == self.ssm_layout
-                and _can_capture(hidden_states))
+                and hidden_states.get_device() == self.device_index and switches == self.switches
+                and _tensor_layout(cache.conv_state) == self.conv_layout
+                and _tensor_layout(cache.ssm_state) == self.ssm_layout and _can_capture(hidden_states))
 
 
 class _PrefillGraph:
@@ -193,7 +190,7 @@ def _capture(warm_up, body, device: torch.device) -> tuple[torch.cuda.CUDAGraph,
 
 def _can_capture(hidden_states: torch.Tensor) -> bool:
     """Whether a call on ``hidden_states`` may use a captured graph: CUDA, and the caller is not capturing."""
-    return hidden_states.device.type == "cuda" and not torch.cuda.is_current_stream_capturing()
+    return hidden_states.is_cuda and not torch.cuda.is_current_stream_capturing()
 
 
 def _linear_into(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor) -> None:
@@ -329,6 +326,14 @@ class FastMambaLayer(ReferenceMambaLayer):
             return (f"on the GPU the prefill kernels' tl.dot tiles need chunk_size, head_dim and d_state >= 16, got "
                     f"{c.chunk_size}, {c.head_dim}, {c.d_state}")
         return None
+
+    def _mask_facts(self, attention_mask: torch.Tensor) -> MaskFacts:
+        """The mask's facts from one Triton launch and one copy (``mask_row_facts``) where Triton runs, else the
+        reference's eager ``mask_facts`` (same facts)."""
+        if attention_mask.is_cuda or os.environ.get("TRITON_INTERPRET") == "1":
+            lengths, binary, left_padded = mask_row_facts(attention_mask)
+            return MaskFacts(binary=binary, lengths=lengths, left_padded=left_padded)
+        return super()._mask_facts(attention_mask)
 
     def _warn_once(self, reason: str) -> None:
         if reason not in self._warned:

@@ -333,7 +333,7 @@ class ReferenceMambaLayer(nn.Module):
                                  f"got {tuple(attention_mask.shape)}")
             if attention_mask.device != weight.device:
                 raise ValueError(f"attention_mask is on {attention_mask.device}, the layer on {weight.device}")
-            facts = None if attention_mask.is_complex() else mask_facts(attention_mask)
+            facts = None if attention_mask.is_complex() else self._mask_facts(attention_mask)
             if facts is None or not facts.binary:
                 raise ValueError("attention_mask must contain only 0 and 1 (1 = real token, 0 = left padding)")
         if cache is not None:
@@ -341,6 +341,10 @@ class ReferenceMambaLayer(nn.Module):
                 raise TypeError(f"cache must be a MambaCache or None, got {type(cache).__name__}")
             cache.check_matches(self.config, batch, weight.device, weight.dtype)
         return recurrent_mask(attention_mask, seq_len, facts), facts
+
+    def _mask_facts(self, attention_mask: torch.Tensor) -> MaskFacts:
+        """``mask_facts`` of a real mask (a subclass may read the same facts another way)."""
+        return mask_facts(attention_mask)
 
     # ----------------------------------------------------------------------------------------- forward
     def forward(self, hidden_states: torch.Tensor, cache: MambaCache | None = None,

@@ -382,9 +382,9 @@ import itertools
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from ssmkit.kernels.granite import conv1d, ssd_decode, ssd_prefill
+from ssmkit.kernels.granite import conv1d, mapped_io, mask_facts, ssd_decode, ssd_prefill
 
-PTR = {"mask_ptr": "*i64", "rows_ptr": "*i64", "dtcs_ptr": "*fp32", "states_ptr": "*fp32", "cb_ptr": "*fp32",
+PTR = {"mask_ptr": "*i64", "table_ptr": "*i64", "stash_ptr": "*i64", "ack_ptr": "*i64", "facts_ptr": "*i64", "rows_ptr": "*i64", "dtcs_ptr": "*fp32", "states_ptr": "*fp32", "cb_ptr": "*fp32",
        "init_ptr": "*fp32", "final_ptr": "*fp32", "ssm_state_ptr": "*fp32", "gated_ptr": "*fp32"}
 
 
@@ -412,13 +412,17 @@ for evict in (False, True):
           EVICT_FIRST=evict))
 build(ssd_decode._granite_decode_norm_roll_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, D_CONV=4, BLOCK_I=4096,
       BLOCK_C=512))
+build(mapped_io._mapped_copy_in_kernel, dict(BLOCK=1024))
+build(mapped_io._mapped_copy_out_kernel, dict(BLOCK=1024))
+for upcast in (False, True):
+    build(mask_facts._mask_facts_kernel, dict(UPCAST=upcast, BLOCK=1024))
 """
 
 
 def test_granite_kernels_compile_for_sm90():
     """The conv, SSD and unpack kernels compile for an H100/H200 (sm_90) in every layout the layer uses (padded
     with and without a mask, packed; cb_spread, continuation), and so do the decode kernels (with and without the
-    evict-first hint). The interpreter does not type-check like the compiler (a
+    evict-first hint), the decode graph's mapped copies and the mask-facts kernel. The interpreter does not type-check like the compiler (a
     loop-carried variable changing type passed here and failed on the GPU), so this runs Triton's real compiler
     (frontend, LLVM, ptxas) on the CPU, in a subprocess without TRITON_INTERPRET."""
     import os

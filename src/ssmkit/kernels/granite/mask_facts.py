@@ -1,0 +1,59 @@
+# What a forward needs to know about its attention mask, in one launch and one device-to-host copy:
+# _mask_facts_kernel, grid (batch,): program b walks row b of the (b, L) mask in BLOCK-wide steps and writes
+# facts[b] = [real tokens (nonzero entries), entries other than 0 and 1, places where a real token is followed by
+# a pad]. The last count is 0 exactly when the row is left-padded (its real tokens are a suffix). The eager form
+# of the same facts (reference.py ``mask_facts``) takes ~9 small launches before its copy; on the H200 machine's
+# host each launch costs ~9-13 us (bench/results/session3/host_timeline*.json), all spent while the GPU idles at
+# the start of a timed call.
+"""Attention-mask facts (real tokens per row, 0/1 check, left padding) in one Triton launch."""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+__all__ = ["mask_row_facts"]
+
+_BLOCK = 1024
+
+
+@triton.jit
+def _mask_facts_kernel(mask_ptr, stride_b, stride_l, facts_ptr, seqlen, UPCAST: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    base = mask_ptr + row * stride_b
+    real = tl.zeros((BLOCK,), dtype=tl.int32)
+    other = tl.zeros((BLOCK,), dtype=tl.int32)
+    drops = tl.zeros((BLOCK,), dtype=tl.int32)
+    start = 0
+    while start < seqlen:
+        offs = start + tl.arange(0, BLOCK)
+        here = offs < seqlen
+        x = tl.load(base + offs * stride_l, mask=here, other=0)
+        nxt = tl.load(base + (offs + 1) * stride_l, mask=offs + 1 < seqlen, other=1)
+        if UPCAST:  # 16-bit floats: compared in fp32 (exact)
+            x, nxt = x.to(tl.float32), nxt.to(tl.float32)
+        is_real = here & (x != 0)
+        real += is_real.to(tl.int32)
+        other += (is_real & (x != 1)).to(tl.int32)
+        drops += (is_real & (offs + 1 < seqlen) & (nxt == 0)).to(tl.int32)
+        start += BLOCK
+    tl.store(facts_ptr + row * 3, tl.sum(real, axis=0).to(tl.int64))
+    tl.store(facts_ptr + row * 3 + 1, tl.sum(other, axis=0).to(tl.int64))
+    tl.store(facts_ptr + row * 3 + 2, tl.sum(drops, axis=0).to(tl.int64))
+
+
+def mask_row_facts(mask: torch.Tensor) -> tuple[tuple[int, ...], bool, bool]:
+    """(lengths per row, binary, left_padded) of a real-valued (b, L) mask (bool, integer or floating; nonzero
+    = real token), read with one launch and one device-to-host copy of b x 3 integers.
+
+    Values are compared with 0 and 1 in the mask's own dtype (16-bit floats in float32, exactly). NaN counts as
+    real and not binary."""
+    if mask.dim() != 2 or mask.is_complex():
+        raise ValueError(f"mask must be a real (b, L) tensor, got {mask.dtype} of shape {tuple(mask.shape)}")
+    batch, seqlen = mask.shape
+    facts = torch.empty(batch, 3, dtype=torch.int64, device=mask.device)
+    src = mask.view(torch.uint8) if mask.dtype == torch.bool else mask
+    _mask_facts_kernel[(batch,)](src, src.stride(0), src.stride(1), facts, seqlen,
+                                 UPCAST=mask.dtype in (torch.float16, torch.bfloat16), BLOCK=_BLOCK)
+    rows = facts.tolist()
+    return tuple(r[0] for r in rows), not any(r[1] for r in rows), not any(r[2] for r in rows)

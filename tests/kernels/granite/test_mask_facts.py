@@ -1,0 +1,53 @@
+"""mask_row_facts (kernels/granite/mask_facts.py) under the interpreter equals the eager mask_facts of the
+reference on random masks of every dtype: left-padded, right-padded, holes, non-binary values, NaN, empty rows,
+strided views, and rows longer than one block."""
+import pytest
+import torch
+
+from ssmkit.granite.reference import mask_facts
+from ssmkit.kernels.granite.mask_facts import mask_row_facts
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DTYPES = [torch.bool, torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32,
+          torch.float64]
+
+
+def _masks(g: torch.Generator, seqlen: int) -> dict[str, torch.Tensor]:
+    lengths = torch.randint(0, seqlen + 1, (3,), generator=g).tolist()
+    left = torch.stack([torch.arange(seqlen) >= seqlen - n for n in lengths]).long()
+    right = left.flip(1)
+    holes = torch.ones(3, seqlen, dtype=torch.long)
+    holes[0, seqlen // 2] = 0  # a pad after a real token (for seqlen >= 2)
+    return {"left": left, "full": torch.ones(3, seqlen, dtype=torch.long), "right": right, "holes": holes,
+            "empty": torch.zeros(3, seqlen, dtype=torch.long)}
+
+
+@pytest.mark.parametrize("seqlen", [1, 5, 1030])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_mask_row_facts_equals_eager_facts(dtype, seqlen):
+    g = torch.Generator().manual_seed(seqlen)
+    for name, m in _masks(g, seqlen).items():
+        m = m.to(DEVICE, dtype)
+        want = mask_facts(m)
+        assert mask_row_facts(m) == (want.lengths, want.binary, want.left_padded), (name, dtype)
+
+
+BAD_VALUES = {torch.int64: [2, -1], torch.float32: [2.0, -1.0, 0.5, float("nan")],
+              torch.bfloat16: [2.0, 0.5, float("nan")], torch.float64: [0.5, 1e-30, 1 + 1e-12, float("nan")]}
+
+
+@pytest.mark.parametrize("dtype", list(BAD_VALUES))
+def test_mask_row_facts_flags_values_other_than_0_and_1(dtype):
+    for bad in BAD_VALUES[dtype]:
+        x = torch.ones(2, 7, dtype=dtype, device=DEVICE)
+        x[1, 3] = bad
+        assert mask_row_facts(x)[1] is False, (dtype, bad)
+        assert mask_facts(x).binary is False, (dtype, bad)
+
+
+def test_mask_row_facts_reads_strided_views():
+    base = torch.ones(4, 12, dtype=torch.long, device=DEVICE)
+    base[:, :5] = 0
+    view = base[::2, 1::2]  # strides (24, 2)
+    want = mask_facts(view.contiguous())
+    assert mask_row_facts(view) == (want.lengths, want.binary, want.left_padded)
