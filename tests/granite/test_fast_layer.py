@@ -286,15 +286,16 @@ def test_fast_layer_reads_mask_facts_with_the_triton_kernel(tiny, monkeypatch):
     calls = []
     real = layer_module.mask_row_facts
     monkeypatch.setattr(layer_module, "mask_row_facts", lambda m: calls.append(1) or real(m))
-    fast = FastMambaLayer(tiny).to(BF16)
-    h = torch.randn(2, 3, tiny.hidden_size).to(BF16)
-    bad = torch.tensor([[0, 1, 1], [2, 1, 1]])
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    fast = FastMambaLayer(tiny).to(device, BF16)
+    h = torch.randn(2, 3, tiny.hidden_size).to(device, BF16)
+    bad = torch.tensor([[0, 1, 1], [2, 1, 1]], device=device)
     with pytest.raises(ValueError, match="only 0 and 1"):
         fast(h, attention_mask=bad)
     with pytest.raises(ValueError, match="only 0 and 1"):
-        ReferenceMambaLayer(tiny).to(BF16)(h, attention_mask=bad)
+        ReferenceMambaLayer(tiny).to(device, BF16)(h, attention_mask=bad)
     assert len(calls) == 1
-    mask, facts = fast.check_forward_args_with_facts(h, None, left_pad_mask([3, 1]))
+    mask, facts = fast.check_forward_args_with_facts(h, None, left_pad_mask([3, 1]).to(device))
     assert facts.lengths == (3, 1) and facts.binary and facts.left_padded and len(calls) == 2
 
 

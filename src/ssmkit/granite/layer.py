@@ -7,9 +7,13 @@ forward runs under ``torch.no_grad()``.
 Paths:
 - Decode (cache with previous state, L == 1): in_proj (cuBLAS) -> ``granite_decode_step`` (two Triton kernels:
   conv + dt + state update + gate, then RMSNorm + conv-state roll) -> out_proj (cuBLAS). On CUDA the whole step
-  is one CUDA graph per (batch, cache tensors' addresses and strides, dtype, device), captured on first use; a
-  call copies the token into the graph's static input, replays, and returns a clone of the static output, so
-  nothing returned aliases the graph's buffers. (Measured on the H200, bench/results/granite_decode_v2.json: this
+  is one CUDA graph per (batch, cache tensors' addresses and strides, dtype, device), captured on first use.
+  ``decode_io`` "mapped" (default): the graph's first and last nodes copy the token in from, and the output out
+  to, addresses posted before each replay in a pinned host-mapped table (``MappedIO``), so a call is one
+  torch.empty, three stores to host memory and the replay; "copy": a call copies the token into the graph's static
+  input, replays, and returns a clone of the static output. Either way nothing returned aliases the graph's
+  buffers. (H200, same process: mapped 37.7 / 50.5 / 109.0 us per call at B=1/8/64 against copy 39.9 / 52.8 /
+  123.6; bench/results/session3/granite_layer_s3b.json.) (Measured on the H200, bench/results/granite_decode_v2.json: this
   beats a graph of the two kernels alone with eager cuBLAS calls around it, 31 vs 57 us at B=1, because eager
   cuBLAS launches cost more host time than the copy and the clone.) Elsewhere (CPU under TRITON_INTERPRET=1,
   while the caller is capturing its own graph, or with ``use_cuda_graphs`` False) the same step runs eagerly.
@@ -29,7 +33,10 @@ Paths:
   device), so a replay with another mask of the same shape is exact.
   ``pack_padded_gemms``: for a left-padded batch (mask present, a real token) and projections without bias, the
   projections run on real tokens only; the output is 0 at pads. The lengths come to the host with one small D2H
-  copy per call. "packed" (default; True means the same): the real tokens gathered (index from the mask on the
+  copy per call (the argument check's; ``_mask_facts`` reads the lengths, the 0/1 check and the left padding
+  with one Triton launch, ``mask_row_facts``: 38 vs 119 us of host time for the eager ``mask_facts`` on the
+  H200 machine, 1.39 vs 1.55 ms per B=8 left-padded call, bench/results/session3/host_timeline_s3b.json).
+  "packed" (default; True means the same): the real tokens gathered (index from the mask on the
   device, kept with the graph), one in_proj GEMM into a packed (T, in_proj_dim) buffer, the kernels read it
   through the packed varlen layout (conv1d.py: row b's position l at packed row base[b] + l, reads before its
   first real token give the reference's zeros) and write xBC, y and normed packed (no pad position read or
@@ -272,7 +279,9 @@ class FastMambaLayer(ReferenceMambaLayer):
     bench/results/session2/granite_decode_s2.json): ``decode_fast_path`` (True: a decode call on a cache bound to
     its graph replays it without the full checks and key, see ``forward``), ``decode_evict_first`` (True: the
     state's evict-first L2 hint in the decode kernel; 71.5 -> 59.9 us per step at B=64 in a graph). (A one-launch
-    decode kernel was measured slower in a graph at every batch and removed: git 35bd127.)
+    decode kernel was measured slower in a graph at every batch and removed: git 35bd127.) Session 3:
+    ``decode_io`` ("mapped", default, or "copy": how a decode graph takes its token and returns its output; see
+    the module docstring).
     Prefill knobs, defaults from the H200 measurements (module docstring): ``prefill_graphs`` ("kernels"; False or
     "whole": a CUDA graph per prefill shape), ``pack_padded_gemms`` ("packed"; "rows" or False:
     how left-padded batches skip their pads) and
