@@ -123,10 +123,40 @@ def cpu_op_table(prepare, call, n: int = 5, top: int = 25) -> list[dict]:
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         for args in args_list:
             call(args)
-        torch.cuda.synchronize()
+            torch.cuda.synchronize()  # (one call at a time: no call waits on the previous one's GPU work)
     rows = [{"op": e.key, "calls": e.count / n, "cpu_self_us": e.self_cpu_time_total / n,
              "cpu_total_us": e.cpu_time_total / n} for e in prof.key_averages()]
     return sorted(rows, key=lambda r: -r["cpu_self_us"])[:top]
+
+
+def gpu_gaps(prepare, call, n: int = 3, top: int = 8) -> list[dict]:
+    """GPU idle time inside ``n`` profiled calls: for each call (a record_function range on the host), the delay
+    from the call's start to its first GPU activity, the GPU busy time, the span to the last activity's end, and
+    the ``top`` largest gaps between consecutive GPU activities with the names on both sides."""
+    args_list = [prepare() for _ in range(n)]
+    torch.cuda.synchronize()
+    acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=acts) as prof:
+        for args in args_list:
+            with torch.profiler.record_function("timed_call"):
+                call(args)
+            torch.cuda.synchronize()
+    events = prof.events()
+    calls = sorted((e.time_range.start, e.time_range.end) for e in events if e.name == "timed_call"
+                   and e.device_type == torch.autograd.DeviceType.CPU)
+    gpu = sorted((e.time_range.start, e.time_range.end, e.name) for e in events
+                 if e.device_type == torch.autograd.DeviceType.CUDA)
+    out = []
+    for i, (c0, c1) in enumerate(calls):
+        limit = calls[i + 1][0] if i + 1 < len(calls) else float("inf")
+        mine = [g for g in gpu if c0 <= g[0] < limit]
+        if not mine:
+            continue
+        gaps = sorted(((b[0] - a[1], a[2][:50], b[2][:50]) for a, b in zip(mine, mine[1:])), reverse=True)[:top]
+        out.append({"first_gpu_after_us": mine[0][0] - c0, "host_call_us": c1 - c0,
+                    "gpu_busy_us": sum(g[1] - g[0] for g in mine), "span_us": max(g[1] for g in mine) - c0,
+                    "first": mine[0][2][:50], "gaps": [{"us": g, "after": a, "before": b} for g, a, b in gaps]})
+    return out
 
 
 def main() -> None:
@@ -156,11 +186,18 @@ def main() -> None:
                 row["mask_check_us"] = mask_check_costs(inputs[0].mask, 50)
                 row["latency_by_mask_check_us"] = mask_check_ab(layer, prepare, call, args.calls)
                 row["cpu_ops"] = cpu_op_table(prepare, call)
+            row["gpu_gaps"] = gpu_gaps(prepare, call)
             result["workloads"][w.name] = row
             print(f"== {w.name}: latency {row['latency_us']:.1f} us, enqueue {row['enqueue_us']:.1f} us")
             for k in ("pieces", "mask_check_us", "latency_by_mask_check_us"):
                 if k in row:
                     print(f"   {k}: {json.dumps(row[k])}")
+            for c in row["gpu_gaps"][-1:]:
+                print(f"   profiled call: first GPU work {c['first_gpu_after_us']:.1f} us after the call's start "
+                      f"({c['first']}), host {c['host_call_us']:.1f} us, GPU busy {c['gpu_busy_us']:.1f} us, "
+                      f"span {c['span_us']:.1f} us; largest gaps:")
+                for g in c["gaps"][:6]:
+                    print(f"      {g['us']:7.1f} us  after {g['after']}  before {g['before']}")
             for r in row.get("cpu_ops", [])[:18]:
                 print(f"   {r['op']:<40} calls {r['calls']:5.1f}  self {r['cpu_self_us']:8.1f} us  "
                       f"total {r['cpu_total_us']:8.1f} us")

@@ -39,8 +39,20 @@ VARIANTS = {  # kernel options per variant (defaults of the kernel wrappers unle
     "v6_small_tiles": dict(ssd=dict(block_s=256, launch={"pass": dict(num_warps=2)}),
                            conv=dict(block_l=32, block_c=256), norm=dict(block_t=4, num_warps=16)),
     "v7_tf32": dict(ssd=dict(precision=PREC_TF32, y_dtype=torch.float32)),
-    "v8_cb_spread": dict(ssd=dict(cb_spread=True)),  # not yet run on a GPU
+    "v8_cb_spread": dict(ssd=dict(cb_spread=True)),  # the layer's SSD settings since Phase 2
 }
+# Session 3 sweep: the layer's settings (v8) with other launch options for the chunk-state and scan kernels
+# (defaults: 4 warps, Triton's default 3 stages, block_m 64).
+_CB = dict(cb_spread=True)
+VARIANTS.update({
+    "s1_scan_w8": dict(ssd=dict(_CB, launch={"scan": dict(num_warps=8)})),
+    "s2_scan_st2": dict(ssd=dict(_CB, launch={"scan": dict(num_stages=2)})),
+    "s3_scan_st4": dict(ssd=dict(_CB, launch={"scan": dict(num_stages=4)})),
+    "s4_state_w8": dict(ssd=dict(_CB, launch={"state": dict(num_warps=8)})),
+    "s5_state_st2": dict(ssd=dict(_CB, launch={"state": dict(num_stages=2)})),
+    "s6_bm32": dict(ssd=dict(_CB, block_m=32)),
+    "s7_state_st4": dict(ssd=dict(_CB, launch={"state": dict(num_stages=4)})),
+})
 
 
 def prefill_between(layer, zxbcdt, mask, variant, conv_state, ssm_state):

@@ -533,6 +533,10 @@ def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypat
     # new state tensors (same shapes) on the same cache object: a new graph, then fast again
     cache.ssm_state = ssm.clone()
     assert not both(tok()) and both(tok())
+    # a new cache object on the same tensors (a caller that wraps its state per call) takes the fast path at once
+    cache = MambaCache(conv_state=cache.conv_state, ssm_state=cache.ssm_state, has_previous_state=True,
+                       seqlen_offset=cache.seqlen_offset)
+    assert both(tok())
     # a switch change re-binds (the evict hint; then the projections), then the fast path serves the new graph
     fast.decode_evict_first = not fast.decode_evict_first
     assert not both(tok()) and both(tok())
@@ -555,8 +559,8 @@ def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypat
 
 
 def test_decode_bindings_hold_no_cache_alive_and_follow_the_graph_lru(tiny, monkeypatch):
-    """Bindings keep only weak references (a dropped cache is freed), are cleared with the graphs when the layer
-    moves, and never outnumber the graphs' bound."""
+    """Bindings hold no reference to a cache (a dropped cache is freed), are cleared with the graphs when the
+    layer moves, and never outnumber the graphs' bound."""
     import gc
     import weakref
 

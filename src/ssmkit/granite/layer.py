@@ -299,7 +299,8 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.pack_padded_gemms = "packed"
         self.cb_spread = True
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
-        # id(cache) -> its binding to a captured decode graph (forward's fast path), at most _MAX_DECODE_GRAPHS
+        # cache.ssm_state.data_ptr() -> the binding of the graph captured on that state (forward's fast path), at
+        # most _MAX_DECODE_GRAPHS; keyed by the state's address, so a new cache object on the same memory hits too
         self._decode_bound: dict[int, _DecodeBinding] = {}
         self._prefill_graphs: OrderedDict[tuple, _PrefillGraph] = OrderedDict()
         self._warned: set[str] = set()
@@ -354,11 +355,12 @@ class FastMambaLayer(ReferenceMambaLayer):
                 attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, MambaCache]:
         """Same contract as ``ReferenceMambaLayer.forward``: (output (b, L, hidden) model dtype, cache).
 
-        Fast path (``decode_fast_path``): a decode call without a mask on a cache already bound to a captured
-        graph (``_DecodeBinding.matches``: the same checks as ``check_forward_args``, on cached layouts) replays
-        it directly; everything else takes the full checks and dispatch below."""
-        if self.decode_fast_path and attention_mask is None and cache is not None:
-            bound = self._decode_bound.get(id(cache))
+        Fast path (``decode_fast_path``): a decode call without a mask on a MambaCache whose state tensors have
+        the layout of a captured graph's (``_DecodeBinding.matches``: the same checks as ``check_forward_args``,
+        on cached layouts) replays it directly; everything else takes the full checks and dispatch below."""
+        if self.decode_fast_path and attention_mask is None and type(cache) is MambaCache:
+            ssm = cache.ssm_state
+            bound = self._decode_bound.get(ssm.data_ptr()) if type(ssm) is torch.Tensor else None
             if bound is not None and bound.matches(hidden_states, cache, self._decode_switches()):
                 if torch.is_grad_enabled():  # (the copy in must not record autograd history)
                     with torch.no_grad():
@@ -572,12 +574,13 @@ class FastMambaLayer(ReferenceMambaLayer):
         return entry
 
     def _bind_decode(self, entry: _DecodeGraph, hidden_states: torch.Tensor, cache: MambaCache) -> None:
-        """Bind ``cache`` to ``entry`` for the fast path (replacing its old binding; the oldest goes beyond
-        _MAX_DECODE_GRAPHS bindings)."""
-        self._decode_bound.pop(id(cache), None)
+        """Bind ``cache``'s state address to ``entry`` for the fast path (replacing its old binding; the oldest goes
+        beyond _MAX_DECODE_GRAPHS bindings)."""
+        key = cache.ssm_state.data_ptr()
+        self._decode_bound.pop(key, None)
         if len(self._decode_bound) >= _MAX_DECODE_GRAPHS:
             del self._decode_bound[next(iter(self._decode_bound))]
-        self._decode_bound[id(cache)] = _DecodeBinding(entry, hidden_states, cache, self._decode_switches())
+        self._decode_bound[key] = _DecodeBinding(entry, hidden_states, cache, self._decode_switches())
 
     def _capture_decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> _DecodeGraph:
         """Capture the decode step on ``cache``'s tensors. The warm-up (Triton compile, cuBLAS set-up) runs on
