@@ -82,7 +82,7 @@ def primitive_costs(reps: int) -> dict[str, float]:
 
 def decode_pieces(layer, cache, token, calls: int) -> dict[str, dict[str, float]]:
     """Latency and enqueue of the bound decode graph's pieces (replay; copy in + replay + clone)."""
-    graph = layer._decode_bound[id(cache)].graph
+    graph = layer._decode_bound[cache.ssm_state.data_ptr()].graph
     out = {}
     for name, fn in (("replay", lambda: graph.graph.replay()),
                      ("copy+replay+clone", lambda: graph.run(token))):
@@ -96,7 +96,14 @@ def mask_check_costs(mask: torch.Tensor, reps: int) -> dict[str, float]:
         m = mask.cpu()
         real = m != 0
         return bool((m != real).any()), real.sum(1).tolist(), bool((real[:, :-1] > real[:, 1:]).any())
-    return {"mask_facts": host_us(lambda: mask_facts(mask), reps),
+    from ssmkit.kernels.granite.mask_facts import _BLOCK, _mask_facts_kernel
+
+    facts = torch.empty(mask.shape[0], 3, dtype=torch.int64, device=mask.device)
+
+    def launch_only():
+        _mask_facts_kernel[(mask.shape[0],)](mask, mask.stride(0), mask.stride(1), facts, mask.shape[1],
+                                             UPCAST=False, BLOCK=_BLOCK)
+    return {"mask_facts": host_us(lambda: mask_facts(mask), reps), "mask kernel launch only": host_us(launch_only, reps),
             "mask_row_facts": host_us(lambda: mask_row_facts(mask), reps),
             "cpu copy + host checks": host_us(host_side, reps)}
 
@@ -159,6 +166,53 @@ def gpu_gaps(prepare, call, n: int = 3, top: int = 8) -> list[dict]:
     return out
 
 
+# (owner, attribute) pairs whose calls host_marks time-stamps: the forward's steps up to the first GEMM and after
+MARKED = [("ssmkit.granite.layer.FastMambaLayer", n) for n in (
+    "check_forward_args_with_facts", "_mask_facts", "_unsupported", "_prefill", "_prefill_graph", "_in_proj",
+    "_out_proj")] + [("ssmkit.granite.layer._Packing", "gather"), ("ssmkit.granite.layer._PrefillGraph", "replay"),
+                     ("ssmkit.granite.layer._DecodeGraph", "run"), ("ssmkit.kernels.granite.mapped_io.MappedIO", "post")]
+
+
+def host_marks(prepare, call, n: int = 30) -> dict[str, list[float]]:
+    """Host time stamps (us after the call's start; median over ``n`` calls, one at a time) of entering and
+    leaving each method in MARKED that the call runs, so the host path to the first GEMM can be read step by
+    step without a profiler. Wrapping costs ~1 us per mark."""
+    import importlib
+
+    marks: dict[str, list[list[float]]] = {}
+    t0 = [0.0]
+    saved = []
+    for owner, name in MARKED:
+        mod, cls = owner.rsplit(".", 1)
+        klass = getattr(importlib.import_module(mod), cls)
+        fn = getattr(klass, name)
+        saved.append((klass, name, klass.__dict__.get(name)))  # None: inherited (restored by deleting)
+
+        def wrapped(*a, _fn=fn, _name=f"{cls}.{name}", **k):
+            enter = (time.perf_counter() - t0[0]) * 1e6
+            try:
+                return _fn(*a, **k)
+            finally:
+                marks.setdefault(_name, []).append([enter, (time.perf_counter() - t0[0]) * 1e6])
+        setattr(klass, name, wrapped)
+    try:
+        for _ in range(n):
+            args = prepare()
+            torch.cuda.synchronize()
+            t0[0] = time.perf_counter()
+            call(args)
+            marks.setdefault("call", []).append([0.0, (time.perf_counter() - t0[0]) * 1e6])
+            torch.cuda.synchronize()
+    finally:
+        for klass, name, own in saved:
+            if own is None:
+                delattr(klass, name)
+            else:
+                setattr(klass, name, own)
+    return {k: [statistics.median(v[0] for v in vs), statistics.median(v[1] for v in vs)]
+            for k, vs in sorted(marks.items(), key=lambda kv: statistics.median(v[0] for v in kv[1]))}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=200)
@@ -187,6 +241,7 @@ def main() -> None:
                 row["latency_by_mask_check_us"] = mask_check_ab(layer, prepare, call, args.calls)
                 row["cpu_ops"] = cpu_op_table(prepare, call)
             row["gpu_gaps"] = gpu_gaps(prepare, call)
+            row["host_marks_us"] = host_marks(prepare, call)
             result["workloads"][w.name] = row
             print(f"== {w.name}: latency {row['latency_us']:.1f} us, enqueue {row['enqueue_us']:.1f} us")
             for k in ("pieces", "mask_check_us", "latency_by_mask_check_us"):
@@ -198,6 +253,8 @@ def main() -> None:
                       f"span {c['span_us']:.1f} us; largest gaps:")
                 for g in c["gaps"][:6]:
                     print(f"      {g['us']:7.1f} us  after {g['after']}  before {g['before']}")
+            print("   host marks (us after the call's start: enter, leave):",
+                  ", ".join(f"{k} {a:.0f}-{b:.0f}" for k, (a, b) in row["host_marks_us"].items()))
             for r in row.get("cpu_ops", [])[:18]:
                 print(f"   {r['op']:<40} calls {r['calls']:5.1f}  self {r['cpu_self_us']:8.1f} us  "
                       f"total {r['cpu_total_us']:8.1f} us")
