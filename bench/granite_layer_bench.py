@@ -80,6 +80,10 @@ VARIANTS = {
     # decode launches, with the one-launch kernel, and with the evict-first state hint (the new defaults)
     "decode_fast_path": ({"decode_fast_path": True}, (DECODE,)),
     "decode_fast_evict": ({"decode_fast_path": True, "decode_evict_first": True}, (DECODE,)),
+    # Session 3: packed left-padded batches run the whole forward as one graph with MappedIO's row gather and
+    # output/cache writes ("mapped"); the decode graph copies its token in and its output out through MappedIO
+    "graphs_mapped_packed_cb_spread": ({"prefill_graphs": "mapped", "pack_padded_gemms": "packed",
+                                        "cb_spread": True}, (PREFILL,)),
     # Session 3: the decode graph copies its token in and its output out through MappedIO's address table
     "decode_mapped": ({"decode_fast_path": True, "decode_evict_first": True, "decode_io": "mapped"}, (DECODE,)),
 }

@@ -326,7 +326,7 @@ def test_mask_facts_read_lengths_left_padding_and_values_in_one_copy(monkeypatch
 
 
 ALL_GRAPH_MODES = ((False, "whole"), ("packed", "whole"), (False, "kernels"), ("packed", "kernels"),
-                   ("rows", "kernels"))
+                   ("rows", "kernels"), ("packed", "mapped"))
 
 
 def _check_prefill_graphs_match_eager(device: str, modes=ALL_GRAPH_MODES, length: int = 21,
@@ -386,6 +386,44 @@ def test_prefill_graph_logic_matches_eager_with_a_stand_in_graph(monkeypatch):
     batch are left to the CUDA test to save interpreter time.)"""
     _stand_in_graphs(monkeypatch)
     _check_prefill_graphs_match_eager("cpu", ALL_GRAPH_MODES[1:], length=17, unmasked=False)
+
+
+def _check_mapped_prefill_fills_given_caches(device: str) -> None:
+    """prefill_graphs "mapped" (packed batches): a given empty cache is filled in place (its own tensors, also a
+    non-contiguous one), a non-contiguous hidden_states is read correctly, an unmasked batch falls back to the
+    "kernels" graph, and everything equals the eager forward bit for bit."""
+    tiny = GraniteMambaConfig.tiny(chunk_size=16)
+    fast = FastMambaLayer(tiny).to(device, BF16)
+    fast.load_state_dict(synthetic_slice(tiny, 57).mamba)
+    g = torch.Generator().manual_seed(58)
+    mask = left_pad_mask([19, 6, 1]).to(device)
+    wide = torch.randn(3, 19, 2 * tiny.hidden_size, generator=g).to(device, BF16)
+    hs = [torch.randn(3, 19, tiny.hidden_size, generator=g).to(device, BF16), wide[..., ::2]]
+    with torch.no_grad():
+        fast.prefill_graphs = False
+        want = [fast(h, attention_mask=mask) for h in hs]
+        fast.prefill_graphs = "mapped"
+        for h, (wo, wc) in zip(hs, want):
+            given = MambaCache.zeros(tiny, 3, device=device, dtype=BF16)
+            given.ssm_state = torch.zeros(3, tiny.d_state, tiny.head_dim, tiny.num_heads, device=device
+                                          ).permute(0, 3, 2, 1)  # the right shape, not contiguous
+            conv, ssm = given.conv_state, given.ssm_state
+            out, cache = fast(h, given, mask)
+            assert cache is given and cache.conv_state is conv and cache.ssm_state is ssm
+            assert torch.equal(out, wo) and torch.equal(conv, wc.conv_state) and torch.equal(ssm, wc.ssm_state)
+        assert all(e.io is not None for e in fast._prefill_graphs.values())
+        fast(hs[0])  # no mask: a "kernels" graph
+    assert sum(e.io is None for e in fast._prefill_graphs.values()) == 1
+
+
+def test_mapped_prefill_fills_given_caches_with_a_stand_in_graph(monkeypatch):
+    _stand_in_graphs(monkeypatch)
+    _check_mapped_prefill_fills_given_caches("cpu")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_mapped_prefill_fills_given_caches_cuda():
+    _check_mapped_prefill_fills_given_caches("cuda")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")

@@ -79,7 +79,7 @@ _MAX_DECODE_GRAPHS = 16
 # config, so ~1.5 GB for B=8 x 4096); the least recently used is dropped beyond this.
 _MAX_PREFILL_GRAPHS = 4
 # FastMambaLayer.prefill_graphs: off, the whole forward in the graph, or the kernels between the GEMMs only.
-_PREFILL_GRAPH_MODES = (False, "whole", "kernels")
+_PREFILL_GRAPH_MODES = (False, "whole", "kernels", "mapped")
 # FastMambaLayer.pack_padded_gemms -> _Packing mode (None: projections over every position; True = "packed").
 _PACK_MODES = {False: None, True: "packed", "rows": "rows", "packed": "packed"}
 # FastMambaLayer.decode_io: how a decode graph gets its token and returns its output (_DecodeGraph).
@@ -112,7 +112,7 @@ class _DecodeGraph:
             return self.static_out.clone()
         out = torch.empty_like(self.static_out)  # (contiguous: static_out is)
         src = hidden_states if hidden_states.is_contiguous() else hidden_states.contiguous()  # alive until replayed
-        self.io.post(src, out)
+        self.io.post(src, (out,))
         self.graph.replay()
         return out
 
@@ -160,13 +160,33 @@ class _PrefillGraph:
     projections (or None)."""
 
     def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_mask: torch.Tensor | None,
-                 static_out: torch.Tensor, static_cache: MambaCache, packing: _Packing | None) -> None:
+                 static_out: torch.Tensor, static_cache: MambaCache, packing: _Packing | None,
+                 io: MappedIO | None = None) -> None:
         self.graph = graph
         self.packing = packing
         self.static_in = static_in
         self.static_mask = static_mask
         self.static_out = static_out
         self.static_cache = static_cache
+        self.io = io
+
+    def run_mapped(self, hidden_states: torch.Tensor, cache: MambaCache | None) -> tuple[torch.Tensor, MambaCache]:
+        """A "mapped" graph (packed left-padded batch, whole forward): post the token rows' source and the three
+        destinations (a new output, the cache's tensors or new ones), replay; returns (output, cache)."""
+        out = torch.empty(hidden_states.shape, dtype=hidden_states.dtype, device=hidden_states.device)
+        static = self.static_cache
+        if cache is None:
+            cache = MambaCache(torch.empty_like(static.conv_state), torch.empty_like(static.ssm_state))
+        given = (cache.conv_state, cache.ssm_state)
+        dsts = [t if t.is_contiguous() else torch.empty_like(s) for t, s in zip(given, (static.conv_state,
+                                                                                         static.ssm_state))]
+        src = hidden_states if hidden_states.is_contiguous() else hidden_states.contiguous()  # alive until replayed
+        self.io.post(src, (out, *dsts))
+        self.graph.replay()
+        for t, d in zip(given, dsts):
+            if d is not t:  # a given non-contiguous cache tensor: filled in place from the posted copy
+                t.copy_(d)
+        return out, cache
 
     def replay(self, mask: torch.Tensor | None, cache: MambaCache | None) -> MambaCache:
         """Copy the mask in, replay, and return the cache: new tensors, or ``cache`` filled in place (nothing
@@ -397,8 +417,13 @@ class FastMambaLayer(ReferenceMambaLayer):
         continuing = cache is not None and cache.has_previous_state
         lengths = self._packed_lengths(mask, facts) if mode else None
         if self.prefill_graphs and not continuing and _can_capture(hidden_states):
-            entry = self._prefill_graph(hidden_states, mask, lengths, mode)
-            if self.prefill_graphs == "whole":
+            graph_mode = self.prefill_graphs
+            if graph_mode == "mapped" and not (lengths is not None and mode == "packed"):
+                graph_mode = "kernels"  # mapped graphs are for packed left-padded batches
+            entry = self._prefill_graph(hidden_states, mask, lengths, mode, graph_mode)
+            if graph_mode == "mapped":
+                return entry.run_mapped(hidden_states, cache)
+            if graph_mode == "whole":
                 entry.static_in.copy_(hidden_states)
                 cache = entry.replay(mask, cache)
                 return entry.static_out.clone(), cache
@@ -482,15 +507,15 @@ class FastMambaLayer(ReferenceMambaLayer):
         return packing.unpack(F.linear(normed, weight))
 
     def _prefill_graph(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
-                       lengths: tuple[int, ...] | None, mode: str | None) -> _PrefillGraph:
+                       lengths: tuple[int, ...] | None, mode: str | None, graph_mode: str) -> _PrefillGraph:
         """The captured prefill for this input shape, mask layout and switches (captured on first use)."""
         key = (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device,
                None if mask is None else mask.dtype, lengths, None if lengths is None else mode, self.cb_spread,
-               self.prefill_graphs)
+               graph_mode)
         entry = self._prefill_graphs.get(key)
         if entry is None:
             entry = self._capture_prefill(hidden_states, mask, None if lengths is None else
-                                          _Packing(mode, lengths, mask))
+                                          _Packing(mode, lengths, mask), graph_mode)
             self._prefill_graphs[key] = entry
             if len(self._prefill_graphs) > _MAX_PREFILL_GRAPHS:
                 self._prefill_graphs.popitem(last=False)
@@ -499,12 +524,14 @@ class FastMambaLayer(ReferenceMambaLayer):
         return entry
 
     def _capture_prefill(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
-                         packing: _Packing | None) -> _PrefillGraph:
+                         packing: _Packing | None, graph_mode: str) -> _PrefillGraph:
         """Capture a prefill from the zero state on static inputs and a static cache: the whole forward
-        (``prefill_graphs == "whole"``) or the kernels between the GEMMs ("kernels"; "rows" packing: the static
+        (``graph_mode == "whole"``), the kernels between the GEMMs ("kernels"; "rows" packing: the static
         in_proj output's pad positions that the kernels read are zeroed once here, calls never write
-        them). The warm-up runs on copies of the caller's inputs, which stay untouched. ``packing`` (its index
-        tensors) is kept with the graph: the key holds the lengths, so every call of the key has the same one."""
+        them), or ("mapped", "packed" packing only) the whole forward between ``MappedIO``'s row gather from the
+        caller's hidden states and its writes to the caller's output and cache tensors. The warm-up runs on copies
+        of the caller's inputs (or, "mapped", reads them), which stay untouched. ``packing`` (its index tensors) is
+        kept with the graph: the key holds the lengths, so every call of the key has the same one."""
         device = hidden_states.device
         # static buffers, written in place by later (maybe non-inference) calls; inference_mode(False) alone would
         # turn grad mode on (and torch.mm(out=) refuses operands that require grad)
@@ -514,7 +541,10 @@ class FastMambaLayer(ReferenceMambaLayer):
             static_mask = None if mask is None or packed else mask.clone(memory_format=torch.contiguous_format)
             static_cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=device,
                                             dtype=hidden_states.dtype)
-            if self.prefill_graphs == "whole":
+            io = None
+            if graph_mode == "mapped":
+                static_in, step, io, warm = self._mapped_prefill_step(hidden_states, packing, static_cache)
+            elif graph_mode == "whole":
                 static_in = hidden_states.clone(memory_format=torch.contiguous_format)
 
                 def step():
@@ -528,7 +558,31 @@ class FastMambaLayer(ReferenceMambaLayer):
                     return self._prefill_kernels(static_in, static_mask, static_cache, False, packing)
 
             graph, static_out = _capture(step, step, device)
-        return _PrefillGraph(graph, static_in, static_mask, static_out, static_cache, packing)
+        return _PrefillGraph(graph, static_in, static_mask, static_out, static_cache, packing, io)
+
+    def _mapped_prefill_step(self, hidden_states: torch.Tensor, packing: _Packing, static_cache: MambaCache):
+        """The "mapped" prefill graph's body and buffers: gather the real rows of the posted hidden states
+        (``MappedIO.gather_in``), in_proj, the 5 kernels on the packed layout, out_proj, unpack into posted
+        output 0, copy conv_state / ssm_state to posted outputs 1 / 2 (the last acknowledges). Returns (static
+        rows, body, io, warm-up tensors); the warm-up's addresses are posted here (the caller's hidden states,
+        read only, and scratch outputs: the returned tuple keeps them alive through the capture)."""
+        rows = torch.empty(sum(packing.lengths), hidden_states.shape[-1], device=hidden_states.device,
+                           dtype=hidden_states.dtype)
+        io = MappedIO(hidden_states.device, n_out=3)
+        warm = (hidden_states.contiguous(),
+                torch.empty(hidden_states.shape, dtype=hidden_states.dtype, device=hidden_states.device),
+                torch.empty_like(static_cache.conv_state), torch.empty_like(static_cache.ssm_state))
+        io.post(warm[0], warm[1:])
+
+        def step():
+            io.gather_in(rows, packing.index)
+            normed = self._prefill_kernels(F.linear(rows, self.in_proj.weight), None, static_cache, False, packing)
+            out = F.linear(normed, self.out_proj.weight)
+            unpack_varlen_rows(out, packing.rows, packing.seqlen, out_address=io.dst_address(0))
+            io.copy_out(static_cache.conv_state, slot=1, ack=False)
+            io.copy_out(static_cache.ssm_state, slot=2, ack=True)
+            return out
+        return rows, step, io, warm
 
     # ----------------------------------------------------------------------------------------- decode
     def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor,
@@ -599,7 +653,7 @@ class FastMambaLayer(ReferenceMambaLayer):
             # _capture made the current stream wait for it (stream-ordered reuse is then safe)
             warm_out = torch.empty_like(static_in)
             if io is not None:  # the warm-up's copies: static_in onto itself, the output into warm_out
-                io.post(static_in, warm_out)
+                io.post(static_in, (warm_out,))
 
             def step(conv_state: torch.Tensor, ssm_state: torch.Tensor) -> torch.Tensor:
                 if io is None:

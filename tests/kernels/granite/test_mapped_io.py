@@ -17,10 +17,10 @@ def test_copies_follow_posted_addresses_and_ack(dtype):
     for step in range(1, 4):
         src = torch.randn(3, 1, 1100, generator=g).to(DEVICE, dtype)
         dst = torch.full_like(src, float("nan"))
-        io.post(src, dst)
+        io.post(src, (dst,))
         io.copy_in(static_in)
         assert torch.equal(static_in, src)
-        assert io.stash.tolist() == [dst.data_ptr(), step]
+        assert io.stash.tolist() == [step, dst.data_ptr()]
         io.copy_out(static_out)
         if DEVICE.type == "cuda":
             torch.cuda.synchronize()
@@ -31,6 +31,31 @@ def test_copies_follow_posted_addresses_and_ack(dtype):
 def test_post_before_the_previous_replay_ran_raises():
     io = MappedIO(DEVICE)
     x = torch.randn(4, device=DEVICE)
-    io.post(x, torch.empty_like(x))
+    with pytest.raises(ValueError, match="expected 1 destinations"):
+        io.post(x, ())
+    io.post(x, (torch.empty_like(x),))
     with pytest.raises(RuntimeError, match="has not run its copy-out"):
-        io.post(x, torch.empty_like(x))
+        io.post(x, (torch.empty_like(x),))
+
+
+def test_gather_and_several_outputs_with_one_ack():
+    """gather_in copies the indexed rows of the posted src; kernels can write through dst_address; only the
+    copy-out flagged ack acknowledges; each output lands at its own posted address."""
+    g = torch.Generator().manual_seed(4)
+    io = MappedIO(DEVICE, n_out=3)
+    src = torch.randn(2, 37, 300, generator=g).to(DEVICE, torch.bfloat16)  # rows of 300: not a power of two
+    index = torch.randperm(74, generator=g)[:29].to(DEVICE)
+    rows = torch.full((29, 300), float("nan"), dtype=torch.bfloat16, device=DEVICE)
+    a, b = torch.randn(5, generator=g).to(DEVICE), torch.randn(3, 7, generator=g).to(DEVICE)
+    dst_a, dst_b, dst_c = torch.full_like(a, float("nan")), torch.full_like(b, float("nan")), torch.empty(1)
+    io.post(src, (dst_a, dst_b, dst_c))
+    io.gather_in(rows, index)
+    io.copy_out(a, slot=0, ack=False)
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+    assert torch.equal(rows, src.reshape(-1, 300)[index]) and torch.equal(dst_a, a)
+    assert int(io.ack[0]) == 0 and int(io.dst_address(2)) == dst_c.data_ptr()
+    io.copy_out(b, slot=1, ack=True)
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+    assert torch.equal(dst_b, b) and int(io.ack[0]) == 1

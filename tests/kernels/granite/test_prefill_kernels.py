@@ -154,8 +154,14 @@ def test_unpack_varlen_rows_restores_padded_layout_with_zero_pads():
     mask = _left_pad_mask(lengths, seqlen)
     padded = torch.randn(len(lengths), seqlen, 40, generator=gen).to(torch.bfloat16) * mask[:, :, None]
     packed = _packed(torch.cat([padded, torch.randn_like(padded.float()).to(torch.bfloat16)], -1), mask)[:, :40]
-    out = unpack_varlen_rows(packed, packed_layout_rows(mask.sum(1), seqlen), seqlen, block_l=8, block_d=16)
+    rows = packed_layout_rows(mask.sum(1), seqlen)
+    out = unpack_varlen_rows(packed, rows, seqlen, block_l=8, block_d=16)
     assert out.shape == padded.shape and out.is_contiguous() and torch.equal(out, padded)
+    # the same written through an address held in device memory (the mapped graph's output)
+    given = torch.full_like(padded, float("nan"))
+    address = torch.tensor([given.data_ptr()], dtype=torch.int64)
+    assert unpack_varlen_rows(packed, rows, seqlen, out_address=address, block_l=8, block_d=16) is None
+    assert torch.equal(given, padded)
 
 
 # ---------------------------------------------------------------- chunked SSD
@@ -384,13 +390,14 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from ssmkit.kernels.granite import conv1d, mapped_io, mask_facts, ssd_decode, ssd_prefill
 
-PTR = {"mask_ptr": "*i64", "table_ptr": "*i64", "stash_ptr": "*i64", "ack_ptr": "*i64", "facts_ptr": "*i64", "rows_ptr": "*i64", "dtcs_ptr": "*fp32", "states_ptr": "*fp32", "cb_ptr": "*fp32",
+PTR = {"mask_ptr": "*i64", "index_ptr": "*i64", "table_ptr": "*i64", "stash_ptr": "*i64", "ack_ptr": "*i64", "facts_ptr": "*i64", "rows_ptr": "*i64", "dtcs_ptr": "*fp32", "states_ptr": "*fp32", "cb_ptr": "*fp32",
        "init_ptr": "*fp32", "final_ptr": "*fp32", "ssm_state_ptr": "*fp32", "gated_ptr": "*fp32"}
 
 
-def build(fn, consts):
+def build(fn, consts, types=None):
     sig = {n: "constexpr" if n in consts else PTR.get(n, "*bf16") if n.endswith("_ptr") else "fp32" if n == "eps"
            else "i32" for n in fn.arg_names}
+    sig.update(types or {})
     src = ASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
     triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
 
@@ -405,15 +412,19 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
               PREC=0, HEADS=1, PACKED=packed))
         build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
               HAS_MASK=mask, PACKED=packed, BLOCK_L=32, BLOCK_C=256))
-build(conv1d._varlen_unpack_kernel, dict(WIDTH=1536, BLOCK_L=16, BLOCK_D=256))
+for indirect in (False, True):
+    build(conv1d._varlen_unpack_kernel, dict(WIDTH=1536, OUT_INDIRECT=indirect, BLOCK_L=16, BLOCK_D=256),
+          {"out_ptr": "*i64"} if indirect else None)
 for evict in (False, True):
     build(ssd_decode._granite_decode_ssm_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, NGROUPS=1,
           HEADS_PER_GROUP=48, HEADDIM=64, DSTATE=128, D_CONV=4, BLOCK_P=32, HAS_CONV_BIAS=True, ROUND_BF16=True,
           EVICT_FIRST=evict))
 build(ssd_decode._granite_decode_norm_roll_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, D_CONV=4, BLOCK_I=4096,
       BLOCK_C=512))
-build(mapped_io._mapped_copy_in_kernel, dict(BLOCK=1024))
-build(mapped_io._mapped_copy_out_kernel, dict(BLOCK=1024))
+build(mapped_io._mapped_copy_in_kernel, dict(N_OUT=1, BLOCK=1024))
+build(mapped_io._mapped_gather_kernel, dict(WIDTH=1536, N_OUT=3, BLOCK_R=16, BLOCK_D=256))
+for ack in (False, True):
+    build(mapped_io._mapped_copy_out_kernel, dict(SLOT=1, ACK=ack, BLOCK=1024))
 for upcast in (False, True):
     build(mask_facts._mask_facts_kernel, dict(UPCAST=upcast, BLOCK=1024))
 """

@@ -114,10 +114,12 @@ def _conv1d_silu_kernel(
 def _varlen_unpack_kernel(
     src_ptr, stride_s,  # packed (T, d), row stride stride_s, channel stride 1
     rows_ptr,  # (b, 2) int64 [base, first] of the packed layout
-    out_ptr,  # (b, L, d) contiguous
+    out_ptr,  # (b, L, d) contiguous; with OUT_INDIRECT an int64 holding the address of such a tensor
     seqlen,
-    WIDTH: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr,
+    WIDTH: tl.constexpr, OUT_INDIRECT: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
+    if OUT_INDIRECT:
+        out_ptr = tl.load(out_ptr).to(tl.pointer_type(src_ptr.dtype.element_ty))
     pid_l = tl.program_id(0)
     pid_b = tl.program_id(1).to(tl.int64)
     src_row = _varlen_base(rows_ptr, pid_b, 0, stride_s, True)
@@ -134,20 +136,28 @@ def _varlen_unpack_kernel(
         tl.store(dst + offs_d[None, :], v, mask=valid_l[:, None] & valid_d)
 
 
-def unpack_varlen_rows(packed: torch.Tensor, packed_rows: torch.Tensor, seqlen: int, *, block_l: int = 16,
-                       block_d: int = 256, num_warps: int = 4) -> torch.Tensor:
+def unpack_varlen_rows(packed: torch.Tensor, packed_rows: torch.Tensor, seqlen: int, *,
+                       out_address: torch.Tensor | None = None, block_l: int = 16, block_d: int = 256,
+                       num_warps: int = 4) -> torch.Tensor | None:
     """The packed varlen layout back to the padded one: packed (T, d) (last dim contiguous) -> a new contiguous
     (b, L, d) of packed's dtype, row b's position l = packed[base[b] + l] from first[b] on and exactly 0 before.
-    One pass: reads T rows, writes b * L rows (pads without reading)."""
+    One pass: reads T rows, writes b * L rows (pads without reading). ``out_address``: a one-element int64 device
+    tensor holding the address of a contiguous (b, L, d) tensor of packed's dtype (read by the kernel, e.g.
+    ``MappedIO.dst_address``), written instead of a new tensor; then None is returned."""
     if packed.dim() != 2 or packed.stride(-1) != 1:
         raise ValueError(f"packed: expected (T, d) with a contiguous last dim, got shape {tuple(packed.shape)} "
                          f"strides {packed.stride()}")
     check_packed_rows(packed_rows, seqlen, packed.device)
     batch, width = packed_rows.shape[0], packed.shape[1]
-    out = torch.empty((batch, seqlen, width), device=packed.device, dtype=packed.dtype)
+    if out_address is not None and (out_address.dtype != torch.int64 or out_address.numel() != 1
+                                    or out_address.device != packed.device):
+        raise ValueError(f"out_address: expected one int64 on {packed.device}, got {out_address.dtype} "
+                         f"{tuple(out_address.shape)} on {out_address.device}")
+    out = torch.empty((batch, seqlen, width), device=packed.device, dtype=packed.dtype) if out_address is None \
+        else None
     _varlen_unpack_kernel[(triton.cdiv(seqlen, block_l), batch)](
-        packed, packed.stride(0), packed_rows, out, seqlen,
-        WIDTH=width, BLOCK_L=block_l, BLOCK_D=block_d, num_warps=num_warps,
+        packed, packed.stride(0), packed_rows, out if out is not None else out_address, seqlen,
+        WIDTH=width, OUT_INDIRECT=out is None, BLOCK_L=block_l, BLOCK_D=block_d, num_warps=num_warps,
     )
     return out
 

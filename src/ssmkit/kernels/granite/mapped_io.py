@@ -1,20 +1,22 @@
 # Copies between a captured CUDA graph's static buffers and caller tensors whose addresses change every replay.
 # A graph bakes in its kernels' pointer arguments, so a graph-backed call normally pays a copy_ launch into the
-# static input before the replay and a clone of the static output after it (host time the harness counts in full:
-# bench/granite/NOTES.md "Session 3: decode I/O"). Here the two addresses travel through a 3-word table in pinned
-# host memory instead, which the GPU reads directly (unified addressing: a pinned allocation has one address for
-# host and device):
-#   table (pinned int64, host writes): [src, dst, seq]
-#   stash (device int64):              [dst, seq], written by the copy-in kernel, read by the copy-out kernel
-#   ack   (pinned int64, GPU writes):  seq of the last replay whose copy-out has run
-# _mapped_copy_in_kernel (the graph's first node) copies src -> the static input, program 0 stashes dst and seq;
-# _mapped_copy_out_kernel (the last node) copies the static output -> dst, program 0 writes ack. The table is
-# free for the next call once ack equals the last posted seq (every copy-in program has read it by then, stream
-# order); ``MappedIO.post`` waits for that before writing.
+# static input before the replay and a clone of each static output after it (host time the harness counts in
+# full: bench/granite/NOTES.md "Session 3"). Here the addresses travel through a small table in pinned host memory
+# instead, which the GPU reads directly (unified addressing: a pinned allocation has one address for host and
+# device). With n outputs:
+#   table (pinned int64, host writes): [seq, src, dst_0, ..., dst_{n-1}]
+#   stash (device int64):              [seq, dst_0, ..., dst_{n-1}], written by the copy-in kernel
+#   ack   (pinned int64, GPU writes):  seq of the last replay whose final copy-out has run
+# The graph's first node (_mapped_copy_in_kernel, or _mapped_gather_kernel for a row gather) reads src from the
+# table, and its program 0 stashes seq and the destinations; later nodes take their destination from the stash
+# (_mapped_copy_out_kernel, or any kernel given ``dst_address(k)``), and the last copy-out writes ack. Every
+# copy-in program has read the table before any later node starts (stream order), so the table is free for the
+# next call once ack equals the last posted seq; ``MappedIO.post`` waits for that before writing.
 """Host-mapped address table for graph inputs and outputs that change per replay (see the header comment)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import torch
 import triton
@@ -23,64 +25,111 @@ import triton.language as tl
 __all__ = ["MappedIO"]
 
 _BLOCK = 1024
+_GATHER_ROWS = 16
 # How long ``MappedIO.post`` waits for the previous replay's ack before synchronising the stream.
 _SPIN_S = 0.05
 
 
 @triton.jit
-def _mapped_copy_in_kernel(table_ptr, stash_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    """out[:n] = (*table[0])[:n]; program 0 stashes table[1] (dst) and table[2] (seq) in device memory."""
-    src = tl.load(table_ptr).to(tl.pointer_type(out_ptr.dtype.element_ty))
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
-    if tl.program_id(0) == 0:
-        tl.store(stash_ptr, tl.load(table_ptr + 1))
-        tl.store(stash_ptr + 1, tl.load(table_ptr + 2))
+def _stash_table(table_ptr, stash_ptr, N_OUT: tl.constexpr):
+    """stash[0] = seq, stash[1 + k] = dst_k (program 0 of a copy-in calls this)."""
+    tl.store(stash_ptr, tl.load(table_ptr))
+    for k in tl.static_range(N_OUT):
+        tl.store(stash_ptr + 1 + k, tl.load(table_ptr + 2 + k))
 
 
 @triton.jit
-def _mapped_copy_out_kernel(stash_ptr, ack_ptr, in_ptr, n, BLOCK: tl.constexpr):
-    """(*stash[0])[:n] = in[:n]; program 0 writes ack = stash[1] (the replay's seq) to host-mapped memory."""
-    dst = tl.load(stash_ptr).to(tl.pointer_type(in_ptr.dtype.element_ty))
+def _mapped_copy_in_kernel(table_ptr, stash_ptr, out_ptr, n, N_OUT: tl.constexpr, BLOCK: tl.constexpr):
+    """out[:n] = (*src)[:n]; program 0 stashes seq and the destinations."""
+    src = tl.load(table_ptr + 1).to(tl.pointer_type(out_ptr.dtype.element_ty))
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+    if tl.program_id(0) == 0:
+        _stash_table(table_ptr, stash_ptr, N_OUT)
+
+
+@triton.jit
+def _mapped_gather_kernel(table_ptr, stash_ptr, index_ptr, out_ptr, rows, WIDTH: tl.constexpr,
+                          N_OUT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
+    """out[i, :] = (*src)[index[i], :] for i < rows (rows of WIDTH contiguous elements); program 0 stashes."""
+    src = tl.load(table_ptr + 1).to(tl.pointer_type(out_ptr.dtype.element_ty))
+    offs_r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    ok = offs_r < rows
+    index = tl.load(index_ptr + offs_r, mask=ok, other=0)
+    for d0 in tl.static_range(0, WIDTH, BLOCK_D):
+        offs_d = d0 + tl.arange(0, BLOCK_D)
+        m = ok[:, None] & (offs_d < WIDTH)[None, :]
+        v = tl.load(src + index[:, None] * WIDTH + offs_d[None, :], mask=m)
+        tl.store(out_ptr + offs_r[:, None].to(tl.int64) * WIDTH + offs_d[None, :], v, mask=m)
+    if tl.program_id(0) == 0:
+        _stash_table(table_ptr, stash_ptr, N_OUT)
+
+
+@triton.jit
+def _mapped_copy_out_kernel(stash_ptr, ack_ptr, in_ptr, n, SLOT: tl.constexpr, ACK: tl.constexpr,
+                            BLOCK: tl.constexpr):
+    """(*dst_SLOT)[:n] = in[:n]; with ACK, program 0 writes ack = the replay's seq to host-mapped memory."""
+    dst = tl.load(stash_ptr + 1 + SLOT).to(tl.pointer_type(in_ptr.dtype.element_ty))
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(dst + offs, tl.load(in_ptr + offs, mask=offs < n), mask=offs < n)
-    if tl.program_id(0) == 0:
-        tl.store(ack_ptr, tl.load(stash_ptr + 1))
+    if ACK:
+        if tl.program_id(0) == 0:
+            tl.store(ack_ptr, tl.load(stash_ptr))
 
 
 class MappedIO:
-    """One table for one captured graph: ``copy_in`` / ``copy_out`` are launched inside the captured body, ``post``
-    runs before each replay.
+    """One address table for one captured graph with ``n_out`` outputs: ``copy_in`` or ``gather_in`` (the first
+    node), kernels writing through ``dst_address``, and ``copy_out`` (the last one with ``ack=True``) are launched
+    inside the captured body; ``post`` runs before each replay.
 
-    ``pinned``: allocate the table and ack in pinned host memory (required on CUDA: the GPU reads them there). On
-    the CPU (TRITON_INTERPRET=1 tests) plain host tensors behave the same.
+    On CUDA the table and ack live in pinned host memory (the GPU reads and writes them there); on the CPU
+    (TRITON_INTERPRET=1 tests) plain host tensors behave the same.
     """
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, n_out: int = 1) -> None:
         pinned = torch.device(device).type == "cuda"
         self.device = torch.device(device)
-        self.table = torch.zeros(3, dtype=torch.int64, pin_memory=pinned)
+        self.n_out = n_out
+        self.table = torch.zeros(2 + n_out, dtype=torch.int64, pin_memory=pinned)
         self.ack = torch.zeros(1, dtype=torch.int64, pin_memory=pinned)
-        self.stash = torch.zeros(2, dtype=torch.int64, device=device)
+        self.stash = torch.zeros(1 + n_out, dtype=torch.int64, device=device)
         self._table = self.table.numpy()
         self._ack = self.ack.numpy()
         self.seq = 0
 
     def copy_in(self, static_in: torch.Tensor) -> None:
-        """Launch: static_in (contiguous) <- the tensor at the posted src address (same numel and dtype)."""
+        """Launch: static_in (contiguous) <- the posted src (same numel and dtype)."""
         n = static_in.numel()
-        _mapped_copy_in_kernel[(triton.cdiv(n, _BLOCK),)](self.table, self.stash, static_in, n, BLOCK=_BLOCK)
+        _mapped_copy_in_kernel[(triton.cdiv(n, _BLOCK),)](self.table, self.stash, static_in, n, N_OUT=self.n_out,
+                                                          BLOCK=_BLOCK)
 
-    def copy_out(self, static_out: torch.Tensor) -> None:
-        """Launch: the tensor at the posted dst address <- static_out (contiguous; same numel and dtype)."""
+    def gather_in(self, static_rows: torch.Tensor, index: torch.Tensor) -> None:
+        """Launch: static_rows (T, d) contiguous <- rows ``index`` (T,) int64 of the posted src, read as
+        contiguous rows of d elements of static_rows' dtype."""
+        rows, width = static_rows.shape
+        block_d = min(256, triton.next_power_of_2(width))
+        _mapped_gather_kernel[(triton.cdiv(rows, _GATHER_ROWS),)](
+            self.table, self.stash, index, static_rows, rows, WIDTH=width, N_OUT=self.n_out,
+            BLOCK_R=_GATHER_ROWS, BLOCK_D=block_d)
+
+    def dst_address(self, slot: int) -> torch.Tensor:
+        """Device int64 scalar view holding posted destination ``slot`` (for kernels that write there)."""
+        return self.stash[1 + slot:2 + slot]
+
+    def copy_out(self, static_out: torch.Tensor, slot: int = 0, ack: bool = True) -> None:
+        """Launch: posted destination ``slot`` <- static_out (contiguous; same numel and dtype). ``ack``: this is
+        the graph's last node that uses the addresses (it acknowledges the replay)."""
         n = static_out.numel()
-        _mapped_copy_out_kernel[(triton.cdiv(n, _BLOCK),)](self.stash, self.ack, static_out, n, BLOCK=_BLOCK)
+        _mapped_copy_out_kernel[(triton.cdiv(n, _BLOCK),)](self.stash, self.ack, static_out, n, SLOT=slot,
+                                                           ACK=ack, BLOCK=_BLOCK)
 
-    def post(self, src: torch.Tensor, dst: torch.Tensor) -> None:
-        """Publish the addresses of the next replay: ``src`` (read by copy_in) and ``dst`` (written by copy_out),
-        both contiguous with the static buffers' numel and dtype, alive until the replay has run (stream order
-        guarantees that for tensors of the current stream). Waits first until the previous replay has consumed
-        the table (spinning briefly, then synchronising the stream)."""
+    def post(self, src: torch.Tensor, dsts: Sequence[torch.Tensor]) -> None:
+        """Publish the addresses of the next replay: ``src`` (read by the copy-in) and the ``n_out`` destinations,
+        all contiguous with the static buffers' sizes and dtypes and alive until the replay has run (stream
+        order guarantees that for tensors of the current stream). Waits first until the previous replay has
+        consumed the table (spinning briefly, then synchronising the stream)."""
+        if len(dsts) != self.n_out:
+            raise ValueError(f"MappedIO: expected {self.n_out} destinations, got {len(dsts)}")
         if self._ack[0] != self.seq:
             deadline = time.monotonic() + _SPIN_S
             while self._ack[0] != self.seq and time.monotonic() < deadline and self.device.type == "cuda":
@@ -92,4 +141,6 @@ class MappedIO:
                                    f"{int(self._ack[0])}); post once per replay of the graph holding the copies")
         self.seq += 1
         table = self._table
-        table[0], table[1], table[2] = src.data_ptr(), dst.data_ptr(), self.seq
+        table[0], table[1] = self.seq, src.data_ptr()
+        for k, dst in enumerate(dsts):
+            table[2 + k] = dst.data_ptr()
