@@ -123,6 +123,24 @@ def mask_check_ab(layer, prepare, call, calls: int) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+def attribute_ab(layer, name: str, values: tuple, prepare, call, calls: int) -> dict[str, float]:
+    """Median call latency (us) per value of ``layer.<name>``, the values alternating in blocks of 10 calls
+    (after one warm-up call each: captures). The attribute is restored."""
+    saved = getattr(layer, name)
+    times = {str(v): [] for v in values}
+    try:
+        for v in values:
+            setattr(layer, name, v)
+            call(prepare())
+        for i in range(len(values) * (calls // 10)):
+            v = values[i % len(values)]
+            setattr(layer, name, v)
+            times[str(v)] += [time_call(prepare, call, "cuda") * 1e3 for _ in range(10)]
+    finally:
+        setattr(layer, name, saved)
+    return {k: statistics.median(t) for k, t in times.items()}
+
+
 def cpu_op_table(prepare, call, n: int = 5, top: int = 25) -> list[dict]:
     """torch.profiler host (CPU) time per operator over ``n`` calls, per call, largest first."""
     args_list = [prepare() for _ in range(n)]
@@ -236,15 +254,20 @@ def main() -> None:
             if w.kind == "decode":
                 token, cache = prepare()
                 row["pieces"] = decode_pieces(layer, cache, token, args.calls)
+                row["latency_by_decode_io_us"] = attribute_ab(layer, "decode_io", ("copy", "mapped"), prepare, call,
+                                                              args.calls)
             else:
                 row["mask_check_us"] = mask_check_costs(inputs[0].mask, 50)
                 row["latency_by_mask_check_us"] = mask_check_ab(layer, prepare, call, args.calls)
+                row["latency_by_prefill_graphs_us"] = attribute_ab(layer, "prefill_graphs", ("kernels", "mapped"),
+                                                                   prepare, call, args.calls)
                 row["cpu_ops"] = cpu_op_table(prepare, call)
             row["gpu_gaps"] = gpu_gaps(prepare, call)
             row["host_marks_us"] = host_marks(prepare, call)
             result["workloads"][w.name] = row
             print(f"== {w.name}: latency {row['latency_us']:.1f} us, enqueue {row['enqueue_us']:.1f} us")
-            for k in ("pieces", "mask_check_us", "latency_by_mask_check_us"):
+            for k in ("pieces", "mask_check_us", "latency_by_mask_check_us", "latency_by_prefill_graphs_us",
+                      "latency_by_decode_io_us"):
                 if k in row:
                     print(f"   {k}: {json.dumps(row[k])}")
             for c in row["gpu_gaps"][-1:]:
