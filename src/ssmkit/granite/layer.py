@@ -12,8 +12,9 @@ Paths:
   to, addresses posted before each replay in a pinned host-mapped table (``MappedIO``), so a call is one
   torch.empty, three stores to host memory and the replay; "copy": a call copies the token into the graph's static
   input, replays, and returns a clone of the static output. Either way nothing returned aliases the graph's
-  buffers. (H200, same process: mapped 37.7 / 50.5 / 109.0 us per call at B=1/8/64 against copy 39.9 / 52.8 /
-  123.6; bench/results/session3/granite_layer_s3b.json.) (Measured on the H200, bench/results/granite_decode_v2.json: this
+  buffers. (H200, interleaved A/B in one process: mapped 51.6 / 59.7 / 128.0 us per call at B=1/8/64 against
+  copy 65.9 / 60.3 / 126.5 on a slow host, bench/results/session3/host_timeline_s3f.json; as separate layer-bench
+  variants 37.7 / 50.5 / 109.0 against 39.9 / 52.8 / 123.6, granite_layer_s3b.json.) (Measured on the H200, bench/results/granite_decode_v2.json: this
   beats a graph of the two kernels alone with eager cuBLAS calls around it, 31 vs 57 us at B=1, because eager
   cuBLAS launches cost more host time than the copy and the clone.) Elsewhere (CPU under TRITON_INTERPRET=1,
   while the caller is capturing its own graph, or with ``use_cuda_graphs`` False) the same step runs eagerly.
@@ -30,7 +31,13 @@ Paths:
   the 5 launches between the GEMMs are captured; in_proj writes eagerly into the graph's static input and out_proj
   reads its static output eagerly into a new tensor (no (b, L, hidden) copy in or clone out; two eager cuBLAS
   launches instead). The kernel wrappers decide nothing from device data (fully padded chunks are skipped on the
-  device), so a replay with another mask of the same shape is exact.
+  device), so a replay with another mask of the same shape is exact. "mapped" (default since session 3): for a
+  packed left-padded batch (below) the whole forward is one graph between ``MappedIO``'s gather of the real rows
+  from the caller's hidden_states and its writes into a new output and the cache tensors (a given empty cache's
+  own tensors, new ones otherwise), all at addresses posted before the replay: a call is three torch.empty, the
+  post and the replay (no gather, GEMM, clone or unpack launches from the host); other batches take "kernels".
+  (H200, interleaved A/B in one process: 1351 vs 1399 us per B=8 left-padded call against "kernels";
+  bench/results/session3/host_timeline_s3f.json.)
   ``pack_padded_gemms``: for a left-padded batch (mask present, a real token) and projections without bias, the
   projections run on real tokens only; the output is 0 at pads. The lengths come to the host with one small D2H
   copy per call (the argument check's; ``_mask_facts`` reads the lengths, the 0/1 check and the left padding
@@ -302,8 +309,8 @@ class FastMambaLayer(ReferenceMambaLayer):
     decode kernel was measured slower in a graph at every batch and removed: git 35bd127.) Session 3:
     ``decode_io`` ("mapped", default, or "copy": how a decode graph takes its token and returns its output; see
     the module docstring).
-    Prefill knobs, defaults from the H200 measurements (module docstring): ``prefill_graphs`` ("kernels"; False or
-    "whole": a CUDA graph per prefill shape), ``pack_padded_gemms`` ("packed"; "rows" or False:
+    Prefill knobs, defaults from the H200 measurements (module docstring): ``prefill_graphs`` ("mapped", which is
+    "kernels" for batches that are not packed; False, "whole" or "kernels": a CUDA graph per prefill shape), ``pack_padded_gemms`` ("packed"; "rows" or False:
     how left-padded batches skip their pads) and
     ``cb_spread`` (True: ``ssd_chunked_prefill``'s option, C.B^T spread over the head programs).
     """
@@ -315,7 +322,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.decode_fast_path = True
         self.decode_evict_first = True
         self.decode_io = "mapped"
-        self.prefill_graphs = "kernels"
+        self.prefill_graphs = "mapped"
         self.pack_padded_gemms = "packed"
         self.cb_spread = True
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()

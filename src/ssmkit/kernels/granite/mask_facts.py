@@ -14,7 +14,7 @@ import triton.language as tl
 
 __all__ = ["mask_row_facts"]
 
-_BLOCK = 1024
+_FACTS_BLOCK = 1024
 
 
 @triton.jit
@@ -54,6 +54,6 @@ def mask_row_facts(mask: torch.Tensor) -> tuple[tuple[int, ...], bool, bool]:
     facts = torch.empty(batch, 3, dtype=torch.int64, device=mask.device)
     src = mask.view(torch.uint8) if mask.dtype == torch.bool else mask
     _mask_facts_kernel[(batch,)](src, src.stride(0), src.stride(1), facts, seqlen,
-                                 UPCAST=mask.dtype in (torch.float16, torch.bfloat16), BLOCK=_BLOCK)
+                                 UPCAST=mask.dtype in (torch.float16, torch.bfloat16), BLOCK=_FACTS_BLOCK)
     rows = facts.tolist()
     return tuple(r[0] for r in rows), not any(r[1] for r in rows), not any(r[2] for r in rows)
