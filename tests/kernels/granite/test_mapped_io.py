@@ -20,7 +20,7 @@ def test_copies_follow_posted_addresses_and_ack(dtype):
         io.post(src, (dst,))
         io.copy_in(static_in)
         assert torch.equal(static_in, src)
-        assert io.stash.tolist() == [step, dst.data_ptr()]
+        assert io.stash.tolist() == [step, src.data_ptr(), dst.data_ptr()]
         io.copy_out(static_out)
         if DEVICE.type == "cuda":
             torch.cuda.synchronize()

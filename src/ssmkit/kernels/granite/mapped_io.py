@@ -5,13 +5,15 @@
 # instead, which the GPU reads directly (unified addressing: a pinned allocation has one address for host and
 # device). With n outputs:
 #   table (pinned int64, host writes): [seq, src, dst_0, ..., dst_{n-1}]
-#   stash (device int64):              [seq, dst_0, ..., dst_{n-1}], written by the copy-in kernel
+#   stash (device int64):              the same words, copied by the graph's first node
 #   ack   (pinned int64, GPU writes):  seq of the last replay whose final copy-out has run
-# The graph's first node (_mapped_copy_in_kernel, or _mapped_gather_kernel for a row gather) reads src from the
-# table, and its program 0 stashes seq and the destinations; later nodes take their destination from the stash
-# (_mapped_copy_out_kernel, or any kernel given ``dst_address(k)``), and the last copy-out writes ack. Every
-# copy-in program has read the table before any later node starts (stream order), so the table is free for the
-# next call once ack equals the last posted seq; ``MappedIO.post`` waits for that before writing.
+# The graph's first node (_mapped_fetch_kernel, one program) copies the table into the stash; every later node
+# reads its addresses from the stash in device memory (_mapped_copy_in_kernel or _mapped_gather_kernel for src,
+# _mapped_copy_out_kernel or any kernel given ``dst_address(k)`` for dst_k), and the last copy-out writes ack.
+# (Reading the table from every program instead cost 7.4 us for a 196 KB copy of 96 programs and 33 us for the
+# 41 MB row gather on the H200: reads of one host cache line over PCIe queue up; bench/granite/NOTES.md.)
+# The table is free for the next call once ack equals the last posted seq (the fetch ran before every later node,
+# stream order); ``MappedIO.post`` waits for that before writing.
 """Host-mapped address table for graph inputs and outputs that change per replay (see the header comment)."""
 from __future__ import annotations
 
@@ -31,28 +33,25 @@ _SPIN_READS = 100_000
 
 
 @triton.jit
-def _stash_table(table_ptr, stash_ptr, N_OUT: tl.constexpr):
-    """stash[0] = seq, stash[1 + k] = dst_k (program 0 of a copy-in calls this)."""
-    tl.store(stash_ptr, tl.load(table_ptr))
-    for k in tl.static_range(N_OUT):
-        tl.store(stash_ptr + 1 + k, tl.load(table_ptr + 2 + k))
+def _mapped_fetch_kernel(table_ptr, stash_ptr, WORDS: tl.constexpr, BLOCK: tl.constexpr):
+    """stash[:WORDS] = table[:WORDS] (one program: one read of the host-mapped table per replay)."""
+    offs = tl.arange(0, BLOCK)
+    tl.store(stash_ptr + offs, tl.load(table_ptr + offs, mask=offs < WORDS), mask=offs < WORDS)
 
 
 @triton.jit
-def _mapped_copy_in_kernel(table_ptr, stash_ptr, out_ptr, n, N_OUT: tl.constexpr, BLOCK: tl.constexpr):
-    """out[:n] = (*src)[:n]; program 0 stashes seq and the destinations."""
-    src = tl.load(table_ptr + 1).to(tl.pointer_type(out_ptr.dtype.element_ty))
+def _mapped_copy_in_kernel(stash_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """out[:n] = (*src)[:n], src = stash[1]."""
+    src = tl.load(stash_ptr + 1).to(tl.pointer_type(out_ptr.dtype.element_ty))
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(out_ptr + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
-    if tl.program_id(0) == 0:
-        _stash_table(table_ptr, stash_ptr, N_OUT)
 
 
 @triton.jit
-def _mapped_gather_kernel(table_ptr, stash_ptr, index_ptr, out_ptr, rows, WIDTH: tl.constexpr,
-                          N_OUT: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
-    """out[i, :] = (*src)[index[i], :] for i < rows (rows of WIDTH contiguous elements); program 0 stashes."""
-    src = tl.load(table_ptr + 1).to(tl.pointer_type(out_ptr.dtype.element_ty))
+def _mapped_gather_kernel(stash_ptr, index_ptr, out_ptr, rows, WIDTH: tl.constexpr, BLOCK_R: tl.constexpr,
+                          BLOCK_D: tl.constexpr):
+    """out[i, :] = (*src)[index[i], :] for i < rows (rows of WIDTH contiguous elements), src = stash[1]."""
+    src = tl.load(stash_ptr + 1).to(tl.pointer_type(out_ptr.dtype.element_ty))
     offs_r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     ok = offs_r < rows
     index = tl.load(index_ptr + offs_r, mask=ok, other=0)
@@ -61,15 +60,14 @@ def _mapped_gather_kernel(table_ptr, stash_ptr, index_ptr, out_ptr, rows, WIDTH:
         m = ok[:, None] & (offs_d < WIDTH)[None, :]
         v = tl.load(src + index[:, None] * WIDTH + offs_d[None, :], mask=m)
         tl.store(out_ptr + offs_r[:, None].to(tl.int64) * WIDTH + offs_d[None, :], v, mask=m)
-    if tl.program_id(0) == 0:
-        _stash_table(table_ptr, stash_ptr, N_OUT)
 
 
 @triton.jit
 def _mapped_copy_out_kernel(stash_ptr, ack_ptr, in_ptr, n, SLOT: tl.constexpr, ACK: tl.constexpr,
                             BLOCK: tl.constexpr):
-    """(*dst_SLOT)[:n] = in[:n]; with ACK, program 0 writes ack = the replay's seq to host-mapped memory."""
-    dst = tl.load(stash_ptr + 1 + SLOT).to(tl.pointer_type(in_ptr.dtype.element_ty))
+    """(*dst_SLOT)[:n] = in[:n], dst_SLOT = stash[2 + SLOT]; with ACK, program 0 writes ack = stash[0] (the
+    replay's seq) to host-mapped memory."""
+    dst = tl.load(stash_ptr + 2 + SLOT).to(tl.pointer_type(in_ptr.dtype.element_ty))
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(dst + offs, tl.load(in_ptr + offs, mask=offs < n), mask=offs < n)
     if ACK:
@@ -78,9 +76,9 @@ def _mapped_copy_out_kernel(stash_ptr, ack_ptr, in_ptr, n, SLOT: tl.constexpr, A
 
 
 class MappedIO:
-    """One address table for one captured graph with ``n_out`` outputs: ``copy_in`` or ``gather_in`` (the first
-    node), kernels writing through ``dst_address``, and ``copy_out`` (the last one with ``ack=True``) are launched
-    inside the captured body; ``post`` runs before each replay.
+    """One address table for one captured graph with ``n_out`` outputs: ``copy_in`` or ``gather_in`` (first, with
+    the table fetch), kernels writing through ``dst_address``, and ``copy_out`` (the last one with ``ack=True``)
+    are launched inside the captured body; ``post`` runs before each replay.
 
     On CUDA the table and ack live in pinned host memory (the GPU reads and writes them there); on the CPU
     (TRITON_INTERPRET=1 tests) plain host tensors behave the same.
@@ -92,29 +90,34 @@ class MappedIO:
         self.n_out = n_out
         self.table = torch.zeros(2 + n_out, dtype=torch.int64, pin_memory=pinned)
         self.ack = torch.zeros(1, dtype=torch.int64, pin_memory=pinned)
-        self.stash = torch.zeros(1 + n_out, dtype=torch.int64, device=device)
+        self.stash = torch.zeros(2 + n_out, dtype=torch.int64, device=device)
         self._table = self.table.numpy()
         self._ack = self.ack.numpy()
         self.seq = 0
 
+    def _fetch(self) -> None:
+        """Launch: the table into the device stash (one program)."""
+        words = 2 + self.n_out
+        _mapped_fetch_kernel[(1,)](self.table, self.stash, WORDS=words, BLOCK=triton.next_power_of_2(words))
+
     def copy_in(self, static_in: torch.Tensor) -> None:
-        """Launch: static_in (contiguous) <- the posted src (same numel and dtype)."""
+        """Launch the table fetch, then static_in (contiguous) <- the posted src (same numel and dtype)."""
+        self._fetch()
         n = static_in.numel()
-        _mapped_copy_in_kernel[(triton.cdiv(n, _COPY_BLOCK),)](self.table, self.stash, static_in, n,
-                                                               N_OUT=self.n_out, BLOCK=_COPY_BLOCK)
+        _mapped_copy_in_kernel[(triton.cdiv(n, _COPY_BLOCK),)](self.stash, static_in, n, BLOCK=_COPY_BLOCK)
 
     def gather_in(self, static_rows: torch.Tensor, index: torch.Tensor) -> None:
-        """Launch: static_rows (T, d) contiguous <- rows ``index`` (T,) int64 of the posted src, read as
-        contiguous rows of d elements of static_rows' dtype."""
+        """Launch the table fetch, then static_rows (T, d) contiguous <- rows ``index`` (T,) int64 of the posted
+        src, read as contiguous rows of d elements of static_rows' dtype."""
+        self._fetch()
         rows, width = static_rows.shape
         block_d = min(256, triton.next_power_of_2(width))
         _mapped_gather_kernel[(triton.cdiv(rows, _GATHER_ROWS),)](
-            self.table, self.stash, index, static_rows, rows, WIDTH=width, N_OUT=self.n_out,
-            BLOCK_R=_GATHER_ROWS, BLOCK_D=block_d)
+            self.stash, index, static_rows, rows, WIDTH=width, BLOCK_R=_GATHER_ROWS, BLOCK_D=block_d)
 
     def dst_address(self, slot: int) -> torch.Tensor:
         """Device int64 scalar view holding posted destination ``slot`` (for kernels that write there)."""
-        return self.stash[1 + slot:2 + slot]
+        return self.stash[2 + slot:3 + slot]
 
     def copy_out(self, static_out: torch.Tensor, slot: int = 0, ack: bool = True) -> None:
         """Launch: posted destination ``slot`` <- static_out (contiguous; same numel and dtype). ``ack``: this is
