@@ -81,13 +81,21 @@ def primitive_costs(reps: int) -> dict[str, float]:
 
 
 def decode_pieces(layer, cache, token, calls: int) -> dict[str, dict[str, float]]:
-    """Latency and enqueue of the bound decode graph's pieces (replay; copy in + replay + clone)."""
+    """Latency and enqueue of the bound decode graph's pieces: the replay alone ("mapped" graphs: with the token
+    and a live output posted first, so the replay reads and writes valid memory) and ``_DecodeGraph.run`` (the
+    call's I/O included), labelled with the layer's ``decode_io``."""
     graph = layer._decode_bound[cache.ssm_state.data_ptr()].graph
-    out = {}
-    for name, fn in (("replay", lambda: graph.graph.replay()),
-                     ("copy+replay+clone", lambda: graph.run(token))):
-        out[name] = latency_and_enqueue(lambda: None, lambda _, f=fn: f(), calls)
-    return out
+    if graph.io is None:
+        replay = graph.graph.replay
+    else:
+        out = torch.empty_like(graph.static_out)
+
+        def replay():
+            graph.io.replay(graph.graph, token, (out,))
+    out_pieces = {}
+    for name, fn in (("replay", replay), (f"run (decode_io={layer.decode_io})", lambda: graph.run(token))):
+        out_pieces[name] = latency_and_enqueue(lambda: None, lambda _, f=fn: f(), calls)
+    return out_pieces
 
 
 def mask_check_costs(mask: torch.Tensor, reps: int) -> dict[str, float]:

@@ -199,6 +199,7 @@ def test_fast_decode_cuda_graph_matches_eager_and_returns_fresh_outputs(decode_i
         fast.use_cuda_graphs = True
         graph = [fast(t, cache)[0] for t in toks]
         torch.cuda.synchronize()
+        torch.cuda._sleep(50_000_000)  # the GPU busy for ~25 ms: the queued steps' posts must wait for their acks
         graph += [fast(t, cache)[0] for t in queued]  # no synchronisation between the steps
         other_out = [fast(t, other)[0] for t in toks + queued]
     for i, (e, gr, o) in enumerate(zip(eager, graph, other_out)):
@@ -522,6 +523,53 @@ def test_decode_io_modes_agree_with_a_stand_in_graph(tiny, monkeypatch):
                 assert torch.equal(w, o) and o.data_ptr() != entry.static_out.data_ptr(), mode
             assert torch.equal(cache.ssm_state, eager_cache.ssm_state), mode
             assert torch.equal(cache.conv_state, eager_cache.conv_state), mode
+
+
+def test_mapped_decode_recovers_from_a_failed_replay_and_checks_cache_tensors(tiny, monkeypatch):
+    """A replay that raises after its addresses were posted leaves the graph usable (the next step equals the
+    eager step); a bound cache whose conv_state is not a tensor gets the reference's TypeError, not a crash in
+    the fast path."""
+    _stand_in_graphs(monkeypatch)
+    fast = FastMambaLayer(tiny).to(BF16)
+    fast.load_state_dict(synthetic_slice(tiny, 59).mamba)
+    g = torch.Generator().manual_seed(60)
+    tok = torch.randn(2, 1, tiny.hidden_size, generator=g).to(BF16)
+    with torch.no_grad():
+        _, cache = fast(torch.randn(2, 5, tiny.hidden_size, generator=g).to(BF16))
+        fast(tok, cache)  # captures and binds
+        entry = next(iter(fast._decode_graphs.values()))
+        real_replay = entry.graph.replay
+        entry.graph.replay = lambda: (_ for _ in ()).throw(RuntimeError("replay failed"))
+        with pytest.raises(RuntimeError, match="replay failed"):
+            fast(tok, cache)
+        entry.graph.replay = real_replay
+        eager = cache.clone()
+        fast.use_cuda_graphs = False
+        want, _ = fast(tok, eager)
+        fast.use_cuda_graphs = True
+        got, _ = fast(tok, cache)
+        assert torch.equal(got, want) and torch.equal(cache.ssm_state, eager.ssm_state)
+        conv = cache.conv_state
+        cache.conv_state = None
+        with pytest.raises(TypeError, match="must be torch.Tensors"):
+            fast(tok, cache)
+        with pytest.raises(TypeError, match="must be torch.Tensors"):
+            ReferenceMambaLayer(tiny).to(BF16)(tok, cache)
+        cache.conv_state = conv
+
+
+def test_unsupported_mask_dtype_gets_the_reference_behaviour(tiny):
+    """A mask dtype the mask kernel does not read (uint16) takes the reference's eager check: the same outcome."""
+    h = torch.randn(2, 3, tiny.hidden_size).to(BF16)
+    mask = left_pad_mask([3, 2]).to(torch.uint16)
+    outcomes = []
+    for layer in (ReferenceMambaLayer(tiny).to(BF16), FastMambaLayer(tiny).to(BF16)):
+        try:
+            layer.check_forward_args_with_facts(h, None, mask)
+            outcomes.append(None)
+        except Exception as e:  # noqa: BLE001 (whatever the reference raises, the fast layer must raise too)
+            outcomes.append(type(e))
+    assert outcomes[0] == outcomes[1]
 
 
 def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypatch):

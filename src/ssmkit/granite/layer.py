@@ -8,22 +8,25 @@ Paths:
 - Decode (cache with previous state, L == 1): in_proj (cuBLAS) -> ``granite_decode_step`` (two Triton kernels:
   conv + dt + state update + gate, then RMSNorm + conv-state roll) -> out_proj (cuBLAS). On CUDA the whole step
   is one CUDA graph per (batch, cache tensors' addresses and strides, dtype, device), captured on first use.
-  ``decode_io`` "mapped" (default): the graph's first and last nodes copy the token in from, and the output out
-  to, addresses posted before each replay in a pinned host-mapped table (``MappedIO``), so a call is one
-  torch.empty, three stores to host memory and the replay; "copy": a call copies the token into the graph's static
-  input, replays, and returns a clone of the static output. Either way nothing returned aliases the graph's
-  buffers. (H200, interleaved A/B in one process: mapped 51.6 / 59.7 / 128.0 us per call at B=1/8/64 against
-  copy 65.9 / 60.3 / 126.5 on a slow host, bench/results/session3/host_timeline_s3f.json; as separate layer-bench
-  variants 37.7 / 50.5 / 109.0 against 39.9 / 52.8 / 123.6, granite_layer_s3b.json.) (Measured on the H200, bench/results/granite_decode_v2.json: this
-  beats a graph of the two kernels alone with eager cuBLAS calls around it, 31 vs 57 us at B=1, because eager
-  cuBLAS launches cost more host time than the copy and the clone.) Elsewhere (CPU under TRITON_INTERPRET=1,
-  while the caller is capturing its own graph, or with ``use_cuda_graphs`` False) the same step runs eagerly.
+  (Session 1, bench/results/granite_decode_v2.json: a graph of the whole step beats a graph of the two kernels
+  alone with eager cuBLAS calls around it, 31 vs 57 us at B=1: eager cuBLAS launches cost more host time than
+  the copy and the clone.) ``decode_io`` "mapped" (default): the graph's first nodes copy the token in from,
+  and its last node the output out to, addresses posted before each replay in a pinned host-mapped table
+  (``MappedIO``), so a call is one torch.empty, a few stores to host memory and the replay; "copy": a call copies
+  the token into the graph's static input, replays, and returns a clone of the static output. Either way
+  nothing returned aliases the graph's buffers. (H200, interleaved A/B in one process: mapped 51.6 / 59.7 /
+  128.0 us per call at B=1/8/64 against copy 65.9 / 60.3 / 126.5 on a slow host,
+  bench/results/session3/host_timeline_s3f.json; `granite bench` one after the other in one call: 50.2 / 52.9 /
+  113.4 against 69.7 / 71.6 / 117.8, results/session3/final/bench_*.json.) Elsewhere (CPU under
+  TRITON_INTERPRET=1, while the caller is capturing its own graph, or with ``use_cuda_graphs`` False) the same
+  step runs eagerly.
 - Prefill and multi-token continuation: in_proj (cuBLAS, on the input after padding mask #1) ->
   ``causal_conv1d_silu_prefill`` (reads the xBC slice of the in_proj output in place, writes conv_state, continues
   from it) -> ``ssd_chunked_prefill`` (writes ssm_state, continues from it) -> ``gated_rmsnorm`` -> out_proj.
   Two switches, on by default since the H200 run of bench/granite_layer_bench.py --variants all
   (bench/results/granite_layer_phase2.json, bench/granite/NOTES.md "Phase 2": every variant passed the calibrated
-  checks; "kernels" graphs + packing + cb_spread was fastest or within noise of it on all three prefill workloads):
+  checks; "kernels" graphs + packing + cb_spread was fastest or within noise of it on all three prefill workloads;
+  session 3 made "mapped" the default for packed batches, below):
   ``prefill_graphs``: on CUDA a prefill from the zero state (no previous state) runs as one CUDA graph per
   (batch, L, mask present and dtype, packed lengths, dtype, device, switches), at most 4 kept per layer. "whole":
   the whole forward is captured; a call copies hidden_states and the mask into static inputs, replays, and returns
@@ -73,7 +76,7 @@ from ssmkit.granite.reference import MaskFacts, ReferenceMambaLayer, apply_paddi
 from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
 from ssmkit.kernels.granite.mapped_io import MappedIO
-from ssmkit.kernels.granite.mask_facts import mask_row_facts
+from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, mask_row_facts
 from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step
 from ssmkit.kernels.granite.ssd_prefill import ssd_chunked_prefill
 
@@ -85,7 +88,8 @@ _MAX_DECODE_GRAPHS = 16
 # Prefill graphs kept per layer (one per input shape; ~45 KB of graph memory per padded token at the real
 # config, so ~1.5 GB for B=8 x 4096); the least recently used is dropped beyond this.
 _MAX_PREFILL_GRAPHS = 4
-# FastMambaLayer.prefill_graphs: off, the whole forward in the graph, or the kernels between the GEMMs only.
+# FastMambaLayer.prefill_graphs: off, the whole forward in the graph, the kernels between the GEMMs only, or
+# ("mapped") the whole forward with MappedIO for packed left-padded batches ("kernels" for the others).
 _PREFILL_GRAPH_MODES = (False, "whole", "kernels", "mapped")
 # FastMambaLayer.pack_padded_gemms -> _Packing mode (None: projections over every position; True = "packed").
 _PACK_MODES = {False: None, True: "packed", "rows": "rows", "packed": "packed"}
@@ -119,8 +123,7 @@ class _DecodeGraph:
             return self.static_out.clone()
         out = torch.empty_like(self.static_out)  # (contiguous: static_out is)
         src = hidden_states if hidden_states.is_contiguous() else hidden_states.contiguous()  # alive until replayed
-        self.io.post(src, (out,))
-        self.graph.replay()
+        self.io.replay(self.graph, src, (out,))
         return out
 
 
@@ -147,12 +150,12 @@ class _DecodeBinding:
         self.device_index = hidden_states.get_device()
         self.switches = switches
 
-    def matches(self, hidden_states, cache, switches: tuple) -> bool:
+    def matches(self, hidden_states, cache: MambaCache, switches: tuple) -> bool:
         """``hidden_states`` is a tensor of the bound shape (b, 1, hidden), dtype and CUDA device (those of the
-        weights when the graph was captured; moving or casting the layer drops every binding), ``cache`` is a
-        MambaCache with a previous state whose tensors have the captured layout, the layer's decode switches are
-        unchanged, and the caller is not capturing a graph."""
-        if type(hidden_states) is not torch.Tensor or type(cache) is not MambaCache or not cache.has_previous_state:
+        weights when the graph was captured; moving or casting the layer drops every binding), ``cache`` (a
+        MambaCache holding two tensors: ``forward`` checks that) has a previous state and tensors of the captured
+        layout, the layer's decode switches are unchanged, and the caller is not capturing a graph."""
+        if type(hidden_states) is not torch.Tensor or not cache.has_previous_state:
             return False
         return (hidden_states.shape == self.shape and hidden_states.dtype is self.dtype
                 and hidden_states.get_device() == self.device_index and switches == self.switches
@@ -163,8 +166,9 @@ class _DecodeBinding:
 class _PrefillGraph:
     """A prefill from the zero state captured for one key. ``static_in`` is what a call fills before the replay
     and ``static_out`` what it reads after: hidden_states and the layer output for a whole-forward graph, the
-    in_proj output and the normed out_proj input for a kernels-only graph; ``packing`` the key's packed
-    projections (or None)."""
+    in_proj output and the normed out_proj input for a kernels-only graph; for a "mapped" graph (``io`` set,
+    ``run_mapped``) the gathered rows and the packed out_proj output, which calls never touch. ``packing``: the
+    key's packed projections (or None)."""
 
     def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_mask: torch.Tensor | None,
                  static_out: torch.Tensor, static_cache: MambaCache, packing: _Packing | None,
@@ -188,8 +192,7 @@ class _PrefillGraph:
         dsts = [t if t.is_contiguous() else torch.empty_like(s) for t, s in zip(given, (static.conv_state,
                                                                                          static.ssm_state))]
         src = hidden_states if hidden_states.is_contiguous() else hidden_states.contiguous()  # alive until replayed
-        self.io.post(src, (out, *dsts))
-        self.graph.replay()
+        self.io.replay(self.graph, src, (out, *dsts))
         for t, d in zip(given, dsts):
             if d is not t:  # a given non-contiguous cache tensor: filled in place from the posted copy
                 t.copy_(d)
@@ -310,8 +313,8 @@ class FastMambaLayer(ReferenceMambaLayer):
     ``decode_io`` ("mapped", default, or "copy": how a decode graph takes its token and returns its output; see
     the module docstring).
     Prefill knobs, defaults from the H200 measurements (module docstring): ``prefill_graphs`` ("mapped", which is
-    "kernels" for batches that are not packed; False, "whole" or "kernels": a CUDA graph per prefill shape), ``pack_padded_gemms`` ("packed"; "rows" or False:
-    how left-padded batches skip their pads) and
+    "kernels" for batches that are not packed; False, "whole" or "kernels": a CUDA graph per prefill shape),
+    ``pack_padded_gemms`` ("packed"; "rows" or False: how left-padded batches skip their pads) and
     ``cb_spread`` (True: ``ssd_chunked_prefill``'s option, C.B^T spread over the head programs).
     """
 
@@ -365,9 +368,10 @@ class FastMambaLayer(ReferenceMambaLayer):
         return None
 
     def _mask_facts(self, attention_mask: torch.Tensor) -> MaskFacts:
-        """The mask's facts from one Triton launch and one copy (``mask_row_facts``) where Triton runs, else the
-        reference's eager ``mask_facts`` (same facts)."""
-        if attention_mask.is_cuda or os.environ.get("TRITON_INTERPRET") == "1":
+        """The mask's facts from one Triton launch and one copy (``mask_row_facts``) where Triton runs and for the
+        dtypes it reads, else the reference's eager ``mask_facts`` (same facts)."""
+        if attention_mask.dtype in MASK_DTYPES and (attention_mask.is_cuda
+                                                    or os.environ.get("TRITON_INTERPRET") == "1"):
             lengths, binary, left_padded = mask_row_facts(attention_mask)
             return MaskFacts(binary=binary, lengths=lengths, left_padded=left_padded)
         return super()._mask_facts(attention_mask)
@@ -387,9 +391,10 @@ class FastMambaLayer(ReferenceMambaLayer):
         on cached layouts) replays it directly; everything else takes the full checks and dispatch below."""
         if self.decode_fast_path and attention_mask is None and type(cache) is MambaCache:
             ssm = cache.ssm_state
-            bound = self._decode_bound.get(ssm.data_ptr()) if type(ssm) is torch.Tensor else None
+            bound = (self._decode_bound.get(ssm.data_ptr())
+                     if type(ssm) is torch.Tensor and type(cache.conv_state) is torch.Tensor else None)
             if bound is not None and bound.matches(hidden_states, cache, self._decode_switches()):
-                if torch.is_grad_enabled():  # (the copy in must not record autograd history)
+                if torch.is_grad_enabled():  # (no autograd history for the replay's inputs and outputs)
                     with torch.no_grad():
                         out = bound.graph.run(hidden_states)
                 else:

@@ -47,7 +47,8 @@ def test_gather_and_several_outputs_with_one_ack():
     index = torch.randperm(74, generator=g)[:29].to(DEVICE)
     rows = torch.full((29, 300), float("nan"), dtype=torch.bfloat16, device=DEVICE)
     a, b = torch.randn(5, generator=g).to(DEVICE), torch.randn(3, 7, generator=g).to(DEVICE)
-    dst_a, dst_b, dst_c = torch.full_like(a, float("nan")), torch.full_like(b, float("nan")), torch.empty(1)
+    dst_a, dst_b = torch.full_like(a, float("nan")), torch.full_like(b, float("nan"))
+    dst_c = torch.empty(1, device=DEVICE)
     io.post(src, (dst_a, dst_b, dst_c))
     io.gather_in(rows, index)
     io.copy_out(a, slot=0, ack=False)
@@ -59,3 +60,30 @@ def test_gather_and_several_outputs_with_one_ack():
     if DEVICE.type == "cuda":
         torch.cuda.synchronize()
     assert torch.equal(dst_b, b) and int(io.ack[0]) == 1
+
+
+def test_replay_that_raises_leaves_the_table_usable():
+    """MappedIO.replay: when the graph's replay raises after the post, the sequence number is set back to what
+    the GPU acknowledged, so the next call posts and replays normally."""
+    io = MappedIO(DEVICE)
+    x, y = torch.randn(8, device=DEVICE), torch.empty(8, device=DEVICE)
+    static = torch.empty(8, device=DEVICE)
+
+    class Graph:  # a stand-in replay: the copies a captured graph would run
+        fail = True
+
+        def replay(self):
+            if self.fail:
+                self.fail = False
+                raise RuntimeError("replay failed")
+            io.copy_in(static)
+            io.copy_out(static)
+
+    graph = Graph()
+    with pytest.raises(RuntimeError, match="replay failed"):
+        io.replay(graph, x, (y,))
+    assert io.seq == int(io.ack[0]) == 0
+    io.replay(graph, x, (y,))
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+    assert torch.equal(y, x) and io.seq == int(io.ack[0]) == 1

