@@ -116,37 +116,27 @@ def mask_check_costs(mask: torch.Tensor, reps: int) -> dict[str, float]:
             "cpu copy + host checks": host_us(host_side, reps)}
 
 
-def mask_check_ab(layer, prepare, call, calls: int) -> dict[str, float]:
-    """Median call latency (us) with the layer's own mask check and with the reference's eager one, alternating
-    in blocks of 10 calls (the eager one installed as an instance attribute, then removed)."""
-    eager = ReferenceMambaLayer._mask_facts.__get__(layer)
-    times = {"layer": [], "eager mask_facts": []}
-    for i in range(2 * (calls // 10)):
-        side = "layer" if i % 2 == 0 else "eager mask_facts"
-        if side != "layer":
-            layer._mask_facts = eager
-        for _ in range(10):
-            times[side].append(time_call(prepare, call, "cuda") * 1e3)
-        layer.__dict__.pop("_mask_facts", None)
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
-def attribute_ab(layer, name: str, values: tuple, prepare, call, calls: int) -> dict[str, float]:
-    """Median call latency (us) per value of ``layer.<name>``, the values alternating in blocks of 10 calls
-    (after one warm-up call each: captures). The attribute is restored."""
-    saved = getattr(layer, name)
-    times = {str(v): [] for v in values}
+def attribute_ab(layer, name: str, values: dict, prepare, call, calls: int) -> dict[str, float]:
+    """Median call latency (us) per labelled value of ``layer.<name>`` (``values``: label -> value), the values
+    alternating in blocks of 10 calls after one warm-up call each (captures). Set as instance attributes; the
+    layer's own attribute is restored (an instance attribute it did not have is removed)."""
+    had, saved = name in layer.__dict__, layer.__dict__.get(name)
+    times = {label: [] for label in values}
     try:
-        for v in values:
-            setattr(layer, name, v)
+        for value in values.values():
+            setattr(layer, name, value)
             call(prepare())
-        for i in range(len(values) * (calls // 10)):
-            v = values[i % len(values)]
-            setattr(layer, name, v)
-            times[str(v)] += [time_call(prepare, call, "cuda") * 1e3 for _ in range(10)]
+        labels = list(values)
+        for i in range(len(labels) * (calls // 10)):
+            label = labels[i % len(labels)]
+            setattr(layer, name, values[label])
+            times[label] += [time_call(prepare, call, "cuda") * 1e3 for _ in range(10)]
     finally:
-        setattr(layer, name, saved)
-    return {k: statistics.median(t) for k, t in times.items()}
+        if had:
+            setattr(layer, name, saved)
+        else:
+            delattr(layer, name)
+    return {label: statistics.median(t) for label, t in times.items()}
 
 
 def cpu_op_table(prepare, call, n: int = 5, top: int = 25) -> list[dict]:
@@ -262,13 +252,16 @@ def main() -> None:
             if w.kind == "decode":
                 token, cache = prepare()
                 row["pieces"] = decode_pieces(layer, cache, token, args.calls)
-                row["latency_by_decode_io_us"] = attribute_ab(layer, "decode_io", ("copy", "mapped"), prepare, call,
-                                                              args.calls)
+                row["latency_by_decode_io_us"] = attribute_ab(
+                    layer, "decode_io", {"copy": "copy", "mapped": "mapped"}, prepare, call, args.calls)
             else:
                 row["mask_check_us"] = mask_check_costs(inputs[0].mask, 50)
-                row["latency_by_mask_check_us"] = mask_check_ab(layer, prepare, call, args.calls)
-                row["latency_by_prefill_graphs_us"] = attribute_ab(layer, "prefill_graphs", ("kernels", "mapped"),
-                                                                   prepare, call, args.calls)
+                row["latency_by_mask_check_us"] = attribute_ab(
+                    layer, "_mask_facts", {"layer": layer._mask_facts,
+                                           "eager mask_facts": ReferenceMambaLayer._mask_facts.__get__(layer)},
+                    prepare, call, args.calls)
+                row["latency_by_prefill_graphs_us"] = attribute_ab(
+                    layer, "prefill_graphs", {"kernels": "kernels", "mapped": "mapped"}, prepare, call, args.calls)
                 row["cpu_ops"] = cpu_op_table(prepare, call)
             row["gpu_gaps"] = gpu_gaps(prepare, call)
             row["host_marks_us"] = host_marks(prepare, call)

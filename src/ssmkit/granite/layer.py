@@ -122,7 +122,7 @@ class _DecodeGraph:
             self.graph.replay()
             return self.static_out.clone()
         out = torch.empty_like(self.static_out)  # (contiguous: static_out is)
-        src = hidden_states if hidden_states.is_contiguous() else hidden_states.contiguous()  # alive until replayed
+        src = hidden_states.contiguous()  # (a copy, if one is made, stays alive until the replay)
         self.io.replay(self.graph, src, (out,))
         return out
 
@@ -184,14 +184,14 @@ class _PrefillGraph:
     def run_mapped(self, hidden_states: torch.Tensor, cache: MambaCache | None) -> tuple[torch.Tensor, MambaCache]:
         """A "mapped" graph (packed left-padded batch, whole forward): post the token rows' source and the three
         destinations (a new output, the cache's tensors or new ones), replay; returns (output, cache)."""
-        out = torch.empty(hidden_states.shape, dtype=hidden_states.dtype, device=hidden_states.device)
+        src = hidden_states.contiguous()  # (a copy, if one is made, stays alive until the replay)
+        out = torch.empty_like(src)
         static = self.static_cache
         if cache is None:
             cache = MambaCache(torch.empty_like(static.conv_state), torch.empty_like(static.ssm_state))
         given = (cache.conv_state, cache.ssm_state)
         dsts = [t if t.is_contiguous() else torch.empty_like(s) for t, s in zip(given, (static.conv_state,
                                                                                          static.ssm_state))]
-        src = hidden_states if hidden_states.is_contiguous() else hidden_states.contiguous()  # alive until replayed
         self.io.replay(self.graph, src, (out, *dsts))
         for t, d in zip(given, dsts):
             if d is not t:  # a given non-contiguous cache tensor: filled in place from the posted copy
@@ -663,7 +663,7 @@ class FastMambaLayer(ReferenceMambaLayer):
             io = MappedIO(device) if self.decode_io == "mapped" else None
             # scratch and warm_out: allocated on the current stream, used by the side-stream warm-up, freed after
             # _capture made the current stream wait for it (stream-ordered reuse is then safe)
-            warm_out = torch.empty_like(static_in)
+            warm_out = None if io is None else torch.empty_like(static_in)
             if io is not None:  # the warm-up's copies: static_in onto itself, the output into warm_out
                 io.post(static_in, (warm_out,))
 

@@ -25,7 +25,7 @@ def _mask_facts_kernel(mask_ptr, stride_b, stride_l, facts_ptr, seqlen, UPCAST: 
     other = tl.zeros((BLOCK,), dtype=tl.int32)
     drops = tl.zeros((BLOCK,), dtype=tl.int32)
     start = 0
-    while start < seqlen:
+    while start < seqlen:  # (a while loop: the interpreter cannot range() over a runtime bound with numpy 2)
         offs = start + tl.arange(0, BLOCK)
         here = offs < seqlen
         at = offs.to(tl.int64) * stride_l  # (int64: a strided view can span more than 2^31 elements)
