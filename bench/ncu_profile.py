@@ -29,7 +29,7 @@ def granite_call(workload_name: str):
     layer = build_layer(FastMambaLayer, layer_slice, torch.device("cuda"), torch.bfloat16)
     layer.use_cuda_graphs = False
     layer.prefill_graphs = False
-    w = next(w for w in load_workloads(default_workloads_path()) if w.name == workload_name)
+    w = next(w for w in load_workloads(default_workloads_path("cuda")) if w.name == workload_name)
     sets = [make_inputs(w, layer_slice.config.hidden_size, torch.device("cuda"), torch.bfloat16)]
     prepare, call = timed_side(layer, w, sets)
     return lambda: call(prepare())

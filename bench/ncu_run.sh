@@ -27,4 +27,4 @@ for k in _m3b_chunk_kernel _ssd_chunk_scan_kernel _ssd_chunk_state_kernel _conv1
     || "$NCU" --import "$OUT/src_$k.ncu-rep" --page source --csv > "$OUT/source_$k.csv" 2>&1
   rm -f "$OUT/src_$k.ncu-rep"
 done
-ls -la "$OUT"
+(cd "$OUT" && tar czf ncu_all.tgz --remove-files ./*.csv ./*.log) ; ls -la "$OUT"
