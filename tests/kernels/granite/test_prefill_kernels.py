@@ -72,10 +72,11 @@ def _conv_517(raw, weight, bias):
     return F.silu(out).transpose(1, 2)
 
 
-@pytest.mark.parametrize("seqlen", [1, 2, 3, 9, 20])
-def test_conv_matches_float64_and_writes_conv_state(seqlen):
+@pytest.mark.parametrize("seqlen,conv_dim", [(1, 40), (2, 40), (3, 40), (9, 40), (20, 40), (41, 32), (20, 32)])
+def test_conv_matches_float64_and_writes_conv_state(seqlen, conv_dim):
+    """conv_dim 32 with 16-channel blocks: full blocks, so tiles 1.. of 8 rows (3 rows of history real) take the
+    unmasked interior path; 40: every tile the masked one."""
     gen = torch.Generator().manual_seed(100 + seqlen)
-    conv_dim = 40
     zxbcdt, weight, bias = _conv_inputs(gen, 2, seqlen, conv_dim)
     raw = zxbcdt[:, :, 5:5 + conv_dim]
     state_out = torch.full((2, conv_dim, 4), float("nan"), dtype=torch.bfloat16)
@@ -130,11 +131,13 @@ def _packed(padded, mask, margin=2):
 
 
 @pytest.mark.parametrize("continuing", [False, True])
-def test_conv_packed_layout_equals_padded_layout(continuing):
+@pytest.mark.parametrize("seqlen,conv_dim,lengths", [(19, 24, [19, 4, 1, 0, 3]), (37, 32, [37, 29, 0, 12, 2])])
+def test_conv_packed_layout_equals_padded_layout(continuing, seqlen, conv_dim, lengths):
     """Packed varlen layout (real tokens only, rows from packed_layout_rows) == the padded layout with its mask, bit
-    for bit: outputs at real positions and the conv state, for an empty row and rows shorter than the window."""
+    for bit: outputs at real positions and the conv state, for an empty row and rows shorter than the window. With
+    conv_dim 32 (full 16-channel blocks) the packed rows' interior tiles take the unmasked path, the padded layout
+    (with its mask) never does."""
     gen = torch.Generator().manual_seed(12)
-    seqlen, conv_dim, lengths = 19, 24, [19, 4, 1, 0, 3]
     mask = _left_pad_mask(lengths, seqlen)
     zxbcdt, weight, bias = _conv_inputs(gen, len(lengths), seqlen, conv_dim)
     zxbcdt = zxbcdt * mask[:, :, None].to(zxbcdt.dtype)
@@ -415,7 +418,7 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
         build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=mask, LOAD_CB=True,
               PREC=0, HEADS=1, PACKED=packed))
         build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
-              HAS_MASK=mask, PACKED=packed, BLOCK_L=32, BLOCK_C=256))
+              HAS_MASK=mask, PACKED=packed, EVEN_C=True, BLOCK_L=32, BLOCK_C=256))
 for indirect in (False, True):
     build(conv1d._varlen_unpack_kernel, dict(WIDTH=1536, OUT_INDIRECT=indirect, BLOCK_L=16, BLOCK_D=256),
           {"out_ptr": "*i64"} if indirect else None)

@@ -3,7 +3,9 @@
 # zeroes pad positions (spec §2.1 steps 6-7). Optionally writes the last 4 raw columns into a conv state.
 # Grid: (cdiv(conv_dim, BLOCK_C), cdiv(L, BLOCK_L), batch), channel blocks fastest so that programs running
 # together read and write whole rows; tiles BLOCK_L x BLOCK_C = 32 x 256 by default (measured on an H200 against
-# 64 x 128: 91 vs 136 us at L = 16384, bench/results/granite_prefill_v2.json).
+# 64 x 128: 91 vs 136 us at L = 16384, bench/results/granite_prefill_v2.json). Interior tiles (the tile and its 3 rows of
+# history all real, full channel block, no attention mask) take an unmasked path: Nsight Compute showed the kernel
+# issue-bound at ~33 instructions per element (bench/granite/NOTES.md "Session 4"), much of it mask arithmetic.
 # Packed varlen layout (PACKED): a left-padded batch's real tokens only, rows one after another; position l of row
 # b lives at packed row base[b] + l and is real from first[b] = L - len_b on. Loads before first[b] return 0 (the
 # reference's masked values) and pad positions are not written (they do not exist in the packed output).
@@ -37,6 +39,45 @@ def _varlen_first(rows_ptr, pid_b, PACKED: tl.constexpr):
 
 
 @triton.jit
+def _conv_tile_is_interior(pid_l, first, seqlen, K: tl.constexpr, BLOCK_L: tl.constexpr, ALLOWED: tl.constexpr):
+    """Whether tile pid_l's rows and their K - 1 rows of history all lie in [first, seqlen) (ALLOWED: the layout
+    lets an interior tile skip every mask: full channel blocks, no attention mask)."""
+    inside = (pid_l * BLOCK_L - (K - 1) >= first) & ((pid_l + 1) * BLOCK_L <= seqlen)
+    return inside & ALLOWED
+
+
+@triton.jit
+def _conv_taps_silu(src, stride_sl, w_ptr, stride_wc, stride_wk, bias_ptr, offs_l, offs_c, first,
+                    state_row, stride_ic, stride_ik, conv_dim, out_mask, K: tl.constexpr, HAS_BIAS: tl.constexpr,
+                    HAS_STATE_IN: tl.constexpr, MASKED: tl.constexpr):
+    """silu(bias + sum_k w[:, k] * raw[t - (K - 1) + k]) of a (BLOCK_L, BLOCK_C) tile in fp32. MASKED: positions
+    before ``first`` read 0, positions t < 0 read the conv state row (HAS_STATE_IN; column K + t), channels past
+    conv_dim and rows outside out_mask are not read; otherwise every load is unmasked (interior tiles)."""
+    acc = tl.zeros((offs_l.shape[0], offs_c.shape[0]), dtype=tl.float32)
+    if HAS_BIAS:
+        if MASKED:
+            acc += tl.load(bias_ptr + offs_c, mask=offs_c < conv_dim, other=0.0).to(tl.float32)[None, :]
+        else:
+            acc += tl.load(bias_ptr + offs_c).to(tl.float32)[None, :]
+    for k in tl.static_range(K):
+        # tap k multiplies the input at t - (K - 1) + k (PyTorch cross-correlation with left padding K - 1)
+        t_in = offs_l - (K - 1) + k
+        ptrs = src + t_in[:, None] * stride_sl + offs_c[None, :]
+        if MASKED:
+            w_k = tl.load(w_ptr + offs_c * stride_wc + k * stride_wk, mask=offs_c < conv_dim, other=0.0)
+            x = tl.load(ptrs, mask=(t_in[:, None] >= first) & out_mask, other=0.0).to(tl.float32)
+            if HAS_STATE_IN:
+                # continuation: t < 0 reads the cached columns K + t of the conv state
+                x += tl.load(state_row + offs_c[None, :] * stride_ic + (t_in[:, None] + K) * stride_ik,
+                             mask=(t_in[:, None] < 0) & out_mask, other=0.0).to(tl.float32)
+        else:
+            w_k = tl.load(w_ptr + offs_c * stride_wc + k * stride_wk)
+            x = tl.load(ptrs).to(tl.float32)
+        acc += w_k.to(tl.float32)[None, :] * x
+    return acc * tl.sigmoid(acc)
+
+
+@triton.jit
 def _conv1d_silu_kernel(
     src_ptr, stride_sb, stride_sl,  # raw xBC: (b, L, conv_dim), channel stride 1 (a slice of zxbcdt)
     w_ptr, stride_wc, stride_wk,  # weight (conv_dim, K)
@@ -49,7 +90,7 @@ def _conv1d_silu_kernel(
     seqlen, conv_dim,
     K: tl.constexpr,
     HAS_BIAS: tl.constexpr, HAS_STATE_IN: tl.constexpr, HAS_STATE_OUT: tl.constexpr, HAS_MASK: tl.constexpr,
-    PACKED: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
+    PACKED: tl.constexpr, EVEN_C: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
     pid_c = tl.program_id(0)
     pid_l = tl.program_id(1)
@@ -68,27 +109,19 @@ def _conv1d_silu_kernel(
         real = tl.load(mask_ptr + pid_b * stride_mb + offs_l * stride_ml, mask=valid_l, other=0) != 0
     if PACKED:
         out_mask = out_mask & real[:, None]  # pad positions do not exist in the packed output
-    if tl.max(real.to(tl.int32), axis=0) == 0:
+    if _conv_tile_is_interior(pid_l, first, seqlen, K, BLOCK_L, EVEN_C and not HAS_MASK):
+        # Every row of the tile and its K - 1 rows of history are real positions: no masks (the common case).
+        y = _conv_taps_silu(src, stride_sl, w_ptr, stride_wc, stride_wk, bias_ptr, offs_l, offs_c, first,
+                            state_in_ptr, 0, 0, 0, out_mask, K, HAS_BIAS, False, False)
+        tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty))
+    elif tl.max(real.to(tl.int32), axis=0) == 0:
         # Only pad positions in this tile: the output is exactly 0 (mask #2) and the raw input need not be read.
         if not PACKED:
             tl.store(out_ptrs, tl.zeros((BLOCK_L, BLOCK_C), dtype=out_ptr.dtype.element_ty), mask=out_mask)
     else:
-        acc = tl.zeros((BLOCK_L, BLOCK_C), dtype=tl.float32)
-        if HAS_BIAS:
-            acc += tl.load(bias_ptr + offs_c, mask=valid_c, other=0.0).to(tl.float32)[None, :]
-        for k in tl.static_range(K):
-            # tap k multiplies the input at t - (K - 1) + k (PyTorch cross-correlation with left padding K - 1)
-            t_in = offs_l - (K - 1) + k
-            w_k = tl.load(w_ptr + offs_c * stride_wc + k * stride_wk, mask=valid_c, other=0.0).to(tl.float32)
-            x = tl.load(src + t_in[:, None] * stride_sl + offs_c[None, :],
-                        mask=(t_in[:, None] >= first) & out_mask, other=0.0).to(tl.float32)
-            if HAS_STATE_IN:
-                # continuation: t < 0 reads the cached columns K + t of the conv state
-                x += tl.load(state_in_ptr + pid_b * stride_ib + offs_c[None, :] * stride_ic
-                             + (t_in[:, None] + K) * stride_ik,
-                             mask=(t_in[:, None] < 0) & out_mask, other=0.0).to(tl.float32)
-            acc += w_k[None, :] * x
-        y = acc * tl.sigmoid(acc)
+        y = _conv_taps_silu(src, stride_sl, w_ptr, stride_wc, stride_wk, bias_ptr, offs_l, offs_c, first,
+                            state_in_ptr + pid_b * stride_ib, stride_ic, stride_ik, conv_dim, out_mask, K,
+                            HAS_BIAS, HAS_STATE_IN, True)
         y = tl.where(real[:, None], y, 0.0)
         tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=out_mask)
 
@@ -200,6 +233,7 @@ def causal_conv1d_silu_prefill(
     block_l: int = 32,
     block_c: int = 256,
     num_warps: int = 4,
+    unmasked_interior: bool = True,
 ) -> torch.Tensor:
     """Causal depthwise conv1d + bias + SiLU on the xBC slice of the in_proj output (spec §2.1 steps 6-7).
 
@@ -220,6 +254,7 @@ def causal_conv1d_silu_prefill(
             implied (must be None) and the output is packed the same way.
         seqlen: L, the padded length (only with packed_rows).
         block_l, block_c, num_warps: tile (time x channels) and warps per program.
+        unmasked_interior: let interior tiles skip the masks (same results; False for A/B timing only).
 
     Returns:
         xBC: (b, L, conv_dim) (packed: (T, conv_dim)), dtype of zxbcdt, contiguous.
@@ -288,6 +323,6 @@ def causal_conv1d_silu_prefill(
         seqlen, conv_dim,
         K=k, HAS_BIAS=bias is not None, HAS_STATE_IN=conv_state_in is not None,
         HAS_STATE_OUT=conv_state_out is not None, HAS_MASK=attention_mask is not None, PACKED=packed,
-        BLOCK_L=block_l, BLOCK_C=block_c, num_warps=num_warps,
+        EVEN_C=unmasked_interior and conv_dim % block_c == 0, BLOCK_L=block_l, BLOCK_C=block_c, num_warps=num_warps,
     )
     return out[0] if packed else out

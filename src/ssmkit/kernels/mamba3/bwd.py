@@ -22,7 +22,7 @@ import triton.language as tl
 from ssmkit.kernels.mamba3.fwd import _fwd_locate_chunk
 from ssmkit.mamba3.shapes import CHUNK
 
-_REDUCE_TOKENS = 2  # (32, 2, 128) fp32 tile per tensor: 32 registers a thread at 8 warps
+_REDUCE_TOKENS = 8  # (8, 128) fp32 accumulator per tensor: 8 registers a thread at 4 warps
 _REDUCE_SLOTS = 64
 _ANGLE_SLOTS = 16  # later chunks' dPhi sums per tile in the angle kernel
 
@@ -361,22 +361,27 @@ def _m3b_reduce_kernel(
     T, NSLOT,
     H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr,
 ):
-    """Grid (ceil(T/BT) + H,): token blocks sum dq_hat/dk_hat over the H heads (GQA; one (H, BT, N) tile per tensor,
-    all loads in flight at once); the last H programs sum one head's per-chunk-slot bias and D partials, BS slots
-    per tile. Fixed reduction orders (bit-identical repeats)."""
+    """Grid (ceil(T/BT) + H,): token blocks sum dq_hat/dk_hat over the H heads (GQA), head after head into a (BT, N)
+    fp32 tile that each thread keeps in registers (no cross-thread reduction: Nsight Compute showed the old
+    (H, BT, N) tile sum stalled on the shared-memory queue, bench/mamba3/NOTES.md "Session 4"); the last H programs
+    sum one head's per-chunk-slot bias and D partials, BS slots per tile. Fixed reduction orders (bit-identical
+    repeats)."""
     pid = tl.program_id(0)
     n = tl.arange(0, N)
     nblocks = tl.cdiv(T, BT)
     if pid < nblocks:
-        hh = tl.arange(0, H)
         tok = pid * BT + tl.arange(0, BT)
-        msk = (tok < T)[None, :, None]
-        off = tok[None, :, None] * (H * N) + hh[:, None, None] * N + n[None, None, :]
+        msk = (tok < T)[:, None]
+        off = tok[:, None] * (H * N) + n[None, :]
         out = tok[:, None] * N + n[None, :]
-        dq = tl.sum(tl.load(dqp_ptr + off, mask=msk, other=0.0), axis=0)
-        tl.store(dq_ptr + out, dq.to(dq_ptr.dtype.element_ty), mask=(tok < T)[:, None])
-        dk = tl.sum(tl.load(dkp_ptr + off, mask=msk, other=0.0), axis=0)
-        tl.store(dk_ptr + out, dk.to(dk_ptr.dtype.element_ty), mask=(tok < T)[:, None])
+        dq = tl.zeros([BT, N], dtype=tl.float32)
+        for hh in tl.static_range(H):
+            dq += tl.load(dqp_ptr + off + hh * N, mask=msk, other=0.0)
+        tl.store(dq_ptr + out, dq.to(dq_ptr.dtype.element_ty), mask=msk)
+        dk = tl.zeros([BT, N], dtype=tl.float32)
+        for hh in tl.static_range(H):
+            dk += tl.load(dkp_ptr + off + hh * N, mask=msk, other=0.0)
+        tl.store(dk_ptr + out, dk.to(dk_ptr.dtype.element_ty), mask=msk)
     else:
         h = pid - nblocks
         sl = tl.arange(0, BS)
@@ -508,6 +513,6 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dd = torch.empty_like(d)
     _m3b_reduce_kernel[(triton.cdiv(T, _REDUCE_TOKENS) + H,)](
         dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd, T, nslot,
-        H=H, N=N, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS, num_warps=8,
+        H=H, N=N, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS, num_warps=4,
     )
     return Mamba3BwdGrads(dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz)
