@@ -103,8 +103,8 @@ def _check_against_oracle(args, result, oracle):
     out, final_angle, final_ssm, final_k, final_v, saved = result
     out_ref, angle_ref, ssm_ref, k_ref, v_ref = oracle
     assert out.dtype == torch.bfloat16 and final_v.dtype == torch.bfloat16
-    assert all(x.dtype == torch.float32 for x in (final_angle, final_ssm, final_k, *saved[:2], saved.chunk_states))
-    for x in (out, final_angle, final_ssm, final_k, final_v, saved.y, saved.phi):
+    assert all(x.dtype == torch.float32 for x in (final_angle, final_ssm, final_k, *saved[:3], saved.chunk_states))
+    for x in (out, final_angle, final_ssm, final_k, final_v, saved.y, saved.cos_phi, saved.sin_phi):
         assert not torch.isnan(x).any(), "an output element was left unwritten"
     # out: within one bf16 ulp of float64 (plus fp32 noise where the gate nearly cancels)
     err = (out.double() - out_ref).abs()
@@ -116,8 +116,11 @@ def _check_against_oracle(args, result, oracle):
     assert _rel(final_k, k_ref) <= FP32_REL_TOL
     assert torch.equal(final_v.double(), v_ref), "final_v must be v of the last token, bit for bit"
     assert _circular_max(final_angle, angle_ref) <= ANGLE_ABS_TOL
-    assert _circular_max(saved.phi, _phi_float64(args)) <= ANGLE_ABS_TOL
-    assert ((saved.phi >= 0) & (saved.phi <= 2 * math.pi)).all(), "phi must be wrapped into [0, 2pi]"
+    assert ((final_angle >= 0) & (final_angle <= 2 * math.pi)).all(), "Phi must be wrapped into [0, 2pi]"
+    # the saved rotation: cos and sin of Phi, off by at most the angle error (|d cos|, |d sin| <= |d Phi|)
+    phi64 = _phi_float64(args)
+    assert (saved.cos_phi.double() - torch.cos(phi64)).abs().max() <= ANGLE_ABS_TOL
+    assert (saved.sin_phi.double() - torch.sin(phi64)).abs().max() <= ANGLE_ABS_TOL
 
     expected_states = _chunk_states_float64(args)
     states = saved.chunk_states
@@ -148,7 +151,8 @@ def test_sequences_are_independent_bitwise(panel_run):
         alone = _select_tokens(args, torch.arange(a, b), [b - a])
         one_out, one_angle, one_ssm, one_k, one_v, one_saved = mamba3_siso_fwd(**alone)
         assert torch.equal(one_out, out[a:b])
-        assert torch.equal(one_saved.y, saved.y[a:b]) and torch.equal(one_saved.phi, saved.phi[a:b])
+        assert torch.equal(one_saved.y, saved.y[a:b]) and torch.equal(one_saved.cos_phi, saved.cos_phi[a:b])
+        assert torch.equal(one_saved.sin_phi, saved.sin_phi[a:b])
         assert torch.equal(one_ssm[0], final_ssm[s]) and torch.equal(one_k[0], final_k[s])
         assert torch.equal(one_angle[0], final_angle[s]) and torch.equal(one_v[0], final_v[s])
         n_chunks = math.ceil((b - a) / CHUNK)

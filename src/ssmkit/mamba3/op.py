@@ -55,7 +55,7 @@ def mamba3_siso_varlen_joint_states_full_vjp(
 
 
 class _Mamba3Siso(torch.autograd.Function):
-    """Forward kernel saving (y, phi, chunk states); backward = the backward kernels on those (spec §7)."""
+    """Forward kernel saving (y, cos and sin of Phi, chunk states); backward = the backward kernels on those (spec §7)."""
 
     @staticmethod
     def forward(ctx, q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens):
@@ -66,8 +66,8 @@ class _Mamba3Siso(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v):
-        *inputs, y, phi, chunk_states = ctx.saved_tensors
-        grads = mamba3_siso_bwd(*inputs, Mamba3FwdSaved(y, phi, chunk_states),
+        *inputs, y, cos_phi, sin_phi, chunk_states = ctx.saved_tensors
+        grads = mamba3_siso_bwd(*inputs, Mamba3FwdSaved(y, cos_phi, sin_phi, chunk_states),
                                 dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v)
         return (*grads, None)  # no gradient for cu_seqlens
 

@@ -36,7 +36,7 @@ def _m3b_tanh(x):
 
 
 @triton.jit
-def _m3b_qk_half(x_ptr, b_ptr, phi_ptr, tok, vmask, h, half: tl.constexpr,
+def _m3b_qk_half(x_ptr, b_ptr, cos_ptr, sin_ptr, tok, vmask, h, half: tl.constexpr,
                  C: tl.constexpr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr):
     """Biased, rotated q or k (F3, F4) on the dims [half*64, half*64 + 64) of a chunk: (C, 64) fp32, zero on
     invalid rows. Half 0 holds the 32 rotated pairs, half 1 passes through. The rotation reads each dim's pair
@@ -46,7 +46,7 @@ def _m3b_qk_half(x_ptr, b_ptr, phi_ptr, tok, vmask, h, half: tl.constexpr,
     x = tl.load(x_ptr + tok[:, None] * N + cols[None, :], mask=vmask, other=0.0).to(tl.float32)
     x = tl.where(vmask, x + tl.load(b_ptr + h * N + cols)[None, :], 0.0)
     if half == 0:
-        cs, sn = _m3b_pair_angles(phi_ptr, tok, vmask, h, True, H, NA)
+        cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, True, H, NA)
         swap = cols ^ 1
         xs = tl.load(x_ptr + tok[:, None] * N + swap[None, :], mask=vmask, other=0.0).to(tl.float32)
         xs = tl.where(vmask, xs + tl.load(b_ptr + h * N + swap)[None, :], 0.0)
@@ -55,12 +55,15 @@ def _m3b_qk_half(x_ptr, b_ptr, phi_ptr, tok, vmask, h, half: tl.constexpr,
 
 
 @triton.jit
-def _m3b_pair_angles(phi_ptr, tok, vmask, h, active, H: tl.constexpr, NA: tl.constexpr):
-    """cos and signed sin of Phi per rotated dim, (C, 2 NA): x~ = x cos + x_partner sin_signed, the sine taken
-    negative on even dims (spec F4); angle 0 (identity) where active is false."""
+def _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, active, H: tl.constexpr, NA: tl.constexpr):
+    """cos and signed sin of Phi per rotated dim, (C, 2 NA), read from the forward's saved cos / sin (T, H, NA):
+    x~ = x cos + x_partner sin_signed, the sine taken negative on even dims (spec F4); angle 0 (identity: cos 1,
+    sin 0) where active is false."""
     cols = tl.arange(0, 2 * NA)
-    phi = tl.load(phi_ptr + tok[:, None] * (H * NA) + h * NA + (cols // 2)[None, :], mask=vmask & active, other=0.0)
-    return tl.cos(phi), tl.sin(phi) * tl.where(cols % 2 == 0, -1.0, 1.0)[None, :]
+    off = tok[:, None] * (H * NA) + h * NA + (cols // 2)[None, :]
+    cs = tl.load(cos_ptr + off, mask=vmask & active, other=1.0)
+    sn = tl.load(sin_ptr + off, mask=vmask & active, other=0.0)
+    return cs, sn * tl.where(cols % 2 == 0, -1.0, 1.0)[None, :]
 
 
 @triton.jit
@@ -93,7 +96,7 @@ def _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, hp, vmask, write_dz):
 
 @triton.jit
 def _m3b_dstate_kernel(
-    q_ptr, qb_ptr, adt_ptr, phi_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dfs_ptr, dstates_ptr, dz_ptr,
+    q_ptr, qb_ptr, adt_ptr, cos_ptr, sin_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dfs_ptr, dstates_ptr, dz_ptr,
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr,
 ):
     """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns; stores the
@@ -124,16 +127,16 @@ def _m3b_dstate_kernel(
         hp = tok[:, None] * (H * P) + h * P + pv[None, :]
         dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, hp, vmask, half == 0)
         if half == 0:
-            qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, 0, C, H, N, NA)
+            qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, 0, C, H, N, NA)
         else:
-            qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, 1, C, H, N, NA)
+            qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, 1, C, H, N, NA)
         ds = tl.exp(lam) * ds + tl.dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, input_precision=PREC)
         ci += 1
 
 
 @triton.jit
 def _m3b_dstate_local_kernel(
-    q_ptr, qb_ptr, adt_ptr, phi_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dloc_ptr, dz_ptr, S,
+    q_ptr, qb_ptr, adt_ptr, cos_ptr, sin_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dloc_ptr, dz_ptr, S,
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
     PREC: tl.constexpr,
 ):
@@ -155,7 +158,7 @@ def _m3b_dstate_local_kernel(
         w = tl.trans(dy * tl.exp(ell)[:, None])
         row = dloc_ptr + (slot * H + h) * P * N + pv[:, None] * N
         for half in tl.static_range(2):
-            qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
+            qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
             tl.store(row + (half * NH + tl.arange(0, NH))[None, :], tl.dot(w, qt, input_precision=PREC))
 
 
@@ -190,7 +193,7 @@ def _m3b_dstate_scan_kernel(adt_ptr, cu_ptr, dfs_ptr, dstates_ptr,
 @triton.jit
 def _m3b_chunk_kernel(
     q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, d_ptr, z_ptr, cu_ptr,
-    phi_ptr, states_ptr, dstates_ptr, dout_ptr, dfk_ptr, dfv_ptr,
+    cos_ptr, sin_ptr, states_ptr, dstates_ptr, dout_ptr, dfk_ptr, dfv_ptr,
     dv_ptr, dadt_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dsg_ptr, dgam_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
@@ -247,8 +250,8 @@ def _m3b_chunk_kernel(
     am = tl.zeros([C, C], dtype=tl.float32)
     qk = tl.zeros([C], dtype=tl.float32)
     for half in tl.static_range(2):
-        qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
-        kt = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
+        qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
+        kt = _m3b_qk_half(k_ptr, kb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
         am += tl.dot(qt, tl.trans(kt * sc[:, None]), input_precision=PREC)
         qk += tl.sum(qt * kt, axis=1)
     ma = decay * am
@@ -266,8 +269,8 @@ def _m3b_chunk_kernel(
     # per state half: the q side, then the k side
     for half in tl.static_range(2):
         cols = half * NH + tl.arange(0, NH)
-        qt = _m3b_qk_half(q_ptr, qb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
-        kt = _m3b_qk_half(k_ptr, kb_ptr, phi_ptr, tok, vmask, h, half, C, H, N, NA)
+        qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
+        kt = _m3b_qk_half(k_ptr, kb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
         ks = kt * sc[:, None]
         hn = tok[:, None] * (H * N) + h * N + cols[None, :]
         part = (slot * H + h) * N + cols
@@ -280,7 +283,7 @@ def _m3b_chunk_kernel(
         ds_out = tl.load(dstates_ptr + st_row + cols[None, :], mask=active, other=0.0)  # grad of leaving
         dlam += e_lam * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
         if half == 0:
-            cs, sn = _m3b_pair_angles(phi_ptr, tok, vmask, h, True, H, NA)
+            cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, True, H, NA)
             dphi_q = _m3b_dphi(dqt, qt, C, NA)
             dqt = _m3b_unrotate(dqt, cs, sn, C, NA)
         tl.store(dqp_ptr + hn, dqt, mask=vmask)
@@ -445,9 +448,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
 
     Inputs in the project layout (spec "Decisions"): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
     fp32; trap (T, 32) bf16; q_bias, k_bias (32, 128) fp32; angles (T, 32, 32) bf16; d (32,) fp32; cu_seqlens
-    (S+1,) int32. `saved` is the forward's `Mamba3FwdSaved`: y fp32 (T, 32, 64) pre-gate output, phi fp32
-    (T, 32, 32) wrapped cumulative angle, chunk_states fp32 (T//64 + S, 32, 64, 128) state entering each chunk
-    (sequence s, chunk c at cu_seqlens[s]//64 + s + c). Cotangents: dout (T, 32, 64), dfinal_angle (S, 32, 32),
+    (S+1,) int32. `saved` is the forward's `Mamba3FwdSaved`: y fp32 (T, 32, 64) pre-gate output, cos_phi and
+    sin_phi fp32 (T, 32, 32) of the wrapped cumulative angle, chunk_states fp32 (T//64 + S, 32, 64, 128) state
+    entering each chunk (sequence s, chunk c at cu_seqlens[s]//64 + s + c). Cotangents: dout (T, 32, 64), dfinal_angle (S, 32, 32),
     dfinal_ssm (S, 32, 64, 128), dfinal_k (S, 32, 128), dfinal_v (S, 32, 64).
     `config`: a Mamba3BwdConfig (warps, dot precision).
     Returns `Mamba3BwdGrads` (dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz); no host sync.
@@ -459,10 +462,10 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     nslot = T // CHUNK + S  # chunk slots, as the forward's chunk_states
     dev = v.device
     f32 = torch.float32
-    (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, y, phi, chunk_states,
+    (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, y, cos_phi, sin_phi, chunk_states,
      dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = (
         x.contiguous() for x in (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
-                                 saved.y, saved.phi, saved.chunk_states,
+                                 saved.y, saved.cos_phi, saved.sin_phi, saved.chunk_states,
                                  dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
     if P * N % config.scan_block != 0:
         raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
@@ -470,7 +473,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dz = torch.empty_like(z)
     if config.dstate_scan:
         _m3b_dstate_local_kernel[(nslot, H)](
-            q, q_bias, adt, phi, z, y, dout, cu_seqlens, dstates, dz, S,
+            q, q_bias, adt, cos_phi, sin_phi, z, y, dout, cu_seqlens, dstates, dz, S,
             H=H, P=P, N=N, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1), PREC=config.input_precision,
             num_warps=config.dstate_warps,
         )
@@ -479,7 +482,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         )
     else:
         _m3b_dstate_kernel[(H, S, 2)](
-            q, q_bias, adt, phi, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz,
+            q, q_bias, adt, cos_phi, sin_phi, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz,
             H=H, P=P, N=N, NA=NA, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
         )
     dv = torch.empty_like(v)
@@ -494,8 +497,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dkb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
     dd_part = torch.empty((nslot, H), device=dev, dtype=f32)
     _m3b_chunk_kernel[(nslot, H)](
-        q, k, v, adt, dt, trap, q_bias, k_bias, d, z, cu_seqlens, phi, chunk_states, dstates, dout, dfinal_k,
-        dfinal_v, dv, dadt, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part, dd_part,
+        q, k, v, adt, dt, trap, q_bias, k_bias, d, z, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates, dout,
+        dfinal_k, dfinal_v, dv, dadt, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part, dd_part,
         S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=max(2, triton.next_power_of_2(S)), PREC=config.input_precision,
         num_warps=config.num_warps,
     )

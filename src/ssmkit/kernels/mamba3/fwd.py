@@ -47,14 +47,17 @@ class Mamba3FwdSaved(NamedTuple):
     """Tensors the forward keeps for the backward (T4b reads this).
 
     y: (T, 32, 64) fp32, pre-gate output (spec F7).
-    phi: (T, 32, 32) fp32, Phi_t = wrap(cumsum(pi * tanh(angles) * dt)) in [0, 2pi) (spec F2), fp32 cumsum.
+    cos_phi, sin_phi: (T, 32, 32) fp32, cos and sin of Phi_t = wrap(cumsum(pi * tanh(angles) * dt)) in [0, 2pi)
+        (spec F2, fp32 cumsum), the rotation of F4 (the backward reads them instead of evaluating cos and sin again
+        five times per chunk: bench/mamba3/NOTES.md "Session 4").
     chunk_states: (T // 64 + S, 32, 64, 128) fp32, the (v, qk)-ordered SSM state ENTERING each chunk; sequence s,
         chunk c (local tokens 64c .. 64c+63) is at index cu_seqlens[s] // 64 + s + c. Indices no chunk maps to are
         left unwritten (torch.empty).
     """
 
     y: torch.Tensor
-    phi: torch.Tensor
+    cos_phi: torch.Tensor
+    sin_phi: torch.Tensor
     chunk_states: torch.Tensor
 
 
@@ -186,7 +189,7 @@ def _mamba3_fwd_state_passing_kernel(
 @triton.jit
 def _mamba3_fwd_chunk_scan_kernel(
     q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, ang_ptr, d_ptr, z_ptr, cu_ptr, S,
-    states_ptr, carry_ptr, out_ptr, fangle_ptr, fk_ptr, fv_ptr, y_ptr, phi_ptr,
+    states_ptr, carry_ptr, out_ptr, fangle_ptr, fk_ptr, fv_ptr, y_ptr, cos_ptr, sin_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
     BLOCK_S: tl.constexpr, SAVE: tl.constexpr, PRECISION: tl.constexpr,
 ):
@@ -233,7 +236,9 @@ def _mamba3_fwd_chunk_scan_kernel(
         tl.store(out_ptr + tv_off, (y * zg * tl.sigmoid(zg)).to(out_ptr.dtype.element_ty), mask=vmask)
         if SAVE:
             tl.store(y_ptr + tv_off, y, mask=vmask)
-            tl.store(phi_ptr + t[:, None] * (H * NA) + h * NA + acols[None, :], phi, mask=vmask)
+            t_a = t[:, None] * (H * NA) + h * NA + acols[None, :]
+            tl.store(cos_ptr + t_a, cos, mask=vmask)
+            tl.store(sin_ptr + t_a, sin, mask=vmask)
 
         # final states of the sequence: the row of its last token (only in its last chunk)
         last = (t == end - 1)[:, None]
@@ -286,13 +291,14 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     if save_for_backward:
         saved = Mamba3FwdSaved(
             y=torch.empty((T, NHEADS, HEADDIM), dtype=f32, device=dev),
-            phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
+            cos_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
+            sin_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
             chunk_states=chunk_states,
         )
-        y_buf, phi_buf = saved.y, saved.phi
+        y_buf, cos_buf, sin_buf = saved.y, saved.cos_phi, saved.sin_phi
     else:
         saved = None
-        y_buf = phi_buf = out  # never written: SAVE is False
+        y_buf = cos_buf = sin_buf = out  # never written: SAVE is False
     carry = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # wrapped Phi before the chunk
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
         cu_seqlens, dstate, decay, angsum, chunk_states, carry, final_ssm,
@@ -300,7 +306,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     )
     _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
         q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, S, chunk_states, carry,
-        out, final_angle, final_k, final_v, y_buf, phi_buf,
+        out, final_angle, final_k, final_v, y_buf, cos_buf, sin_buf,
         **sizes, BLOCK_S=block_s, SAVE=save_for_backward, PRECISION=config.input_precision,
         num_warps=config.chunk_warps,
     )
