@@ -1,0 +1,106 @@
+"""Same-process A/B of the Mamba-3 kernels: the working tree's fwd.py + bwd.py against a baseline copy of both.
+
+The baseline directory holds a fwd.py and a bwd.py from another commit (e.g. ``git show REF:src/ssmkit/kernels/
+mamba3/bwd.py``), loaded as their own modules, so both versions run in one process on the same inputs. Per case
+(cases.json, 3 rotating input sets): the 16 results of both (forward outputs, then the 11 gradients) compared
+(norm-relative difference; 0 = bit-identical), then the full call (forward + backward kernels, no validation)
+timed alternately A, B, A, B: host wall per call (median) and the GPU kernel time per call from torch.profiler,
+and for the first case the per-kernel split.
+Usage (CUDA): PYTHONPATH=src python bench/mamba3_ab.py --baseline DIR --out DIR [--cases c1_four_mixed,...]
+"""
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mamba3_bench import gpu_kernel_split, gpu_ms  # noqa: E402
+
+from ssmkit.harness.report import run_metadata  # noqa: E402
+from ssmkit.kernels.mamba3 import bwd as new_bwd  # noqa: E402
+from ssmkit.kernels.mamba3 import fwd as new_fwd  # noqa: E402
+from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
+from ssmkit.mamba3.shapes import COTANGENT_NAMES, INPUT_NAMES, RESULT_NAMES  # noqa: E402
+
+ROTATE, CALLS = 3, 40
+
+
+def load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def full_call(fwd_mod, bwd_mod):
+    """args dict -> the 16 results, through the given modules' kernel entries."""
+    def run(args):
+        inputs = [args[n] for n in INPUT_NAMES]
+        *outputs, saved = fwd_mod.mamba3_siso_fwd(*inputs)
+        return (*outputs, *bwd_mod.mamba3_siso_bwd(*inputs, saved, *[args[n] for n in COTANGENT_NAMES]))
+    return run
+
+
+def interleaved_wall_ms(fns, arg_sets):
+    """Median host wall ms per call of each fn, calls alternating between them (warm-up first)."""
+    for fn in fns:
+        for args in arg_sets:
+            fn(args)
+    torch.cuda.synchronize()
+    times = [[] for _ in fns]
+    for i in range(CALLS):
+        for j, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn(arg_sets[i % len(arg_sets)])
+            torch.cuda.synchronize()
+            times[j].append((time.perf_counter() - start) * 1e3)
+    return [statistics.median(t) for t in times]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--baseline", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--cases", default="")
+    args = ap.parse_args()
+    device = torch.device("cuda")
+    base_fwd = load(args.baseline / "fwd.py", "ab_baseline_fwd")
+    base_bwd = load(args.baseline / "bwd.py", "ab_baseline_bwd")
+    sides = {"baseline": full_call(base_fwd, base_bwd), "new": full_call(new_fwd, new_bwd)}
+    cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
+    if args.cases:
+        cases = [c for c in cases if c["name"] in args.cases.split(",")]
+    rows = []
+    with torch.no_grad():
+        for i, case in enumerate(cases):
+            sets = [make_inputs(case["seqlens"], case["seed"] + r, device=device) for r in range(ROTATE)]
+            res = {name: fn(sets[0]) for name, fn in sides.items()}
+            diff = {n: ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()
+                    for n, a, b in zip(RESULT_NAMES, res["new"], res["baseline"])}
+            walls = interleaved_wall_ms(list(sides.values()), sets)
+            gpus = [gpu_ms(fn, sets) for fn in sides.values()]
+            row = dict(case=case["name"], T=sum(case["seqlens"]), wall_ms=dict(zip(sides, walls)),
+                       gpu_ms=dict(zip(sides, gpus)), new_vs_baseline=diff)
+            if i == 0:
+                row["kernels_ms"] = {name: gpu_kernel_split(fn, sets[0]) for name, fn in sides.items()}
+            rows.append(row)
+            print(f"{case['name']:24s} wall {walls[0]:.3f} -> {walls[1]:.3f} ms  GPU {gpus[0]:.3f} -> {gpus[1]:.3f} ms"
+                  f"  max rel diff {max(diff.values()):.2e} ({max(diff, key=diff.get)})", flush=True)
+            if "kernels_ms" in row:
+                for name, split in row["kernels_ms"].items():
+                    print(f"   {name}: " + ", ".join(f"{k[:28]} {v:.3f}" for k, v in sorted(
+                        split.items(), key=lambda kv: -kv[1])), flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "mamba3_ab.json"
+    path.write_text(json.dumps(dict(run_metadata(None, device), rows=rows), indent=1))
+    print("json:", path)
+
+
+if __name__ == "__main__":
+    main()
