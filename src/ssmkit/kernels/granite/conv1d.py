@@ -2,8 +2,9 @@
 # Computes xBC[b, t, c] = silu(bias[c] + sum_k w[c, k] * raw[b, t - 3 + k, c]) in fp32, rounds once to bf16, and
 # zeroes pad positions (spec §2.1 steps 6-7). Optionally writes the last 4 raw columns into a conv state.
 # Grid: (cdiv(conv_dim, BLOCK_C), cdiv(L, BLOCK_L), batch), channel blocks fastest so that programs running
-# together read and write whole rows; tiles BLOCK_L x BLOCK_C = 32 x 256 by default (measured on an H200 against
-# 64 x 128: 91 vs 136 us at L = 16384, bench/results/granite_prefill_v2.json). Interior tiles (the tile and its 3 rows of
+# together read and write whole rows; tiles BLOCK_L x BLOCK_C = 32 x 128 by default (H200, kernel alone in a graph,
+# bench/results/session4/run3/granite_conv_bench.json: 87.8 us at L = 16384 and 91.0 us on the packed B=8 batch,
+# against 98.9 / 101.3 for 32 x 256 and 101.6 / 120.7 for 32 x 256 without the interior path). Interior tiles (the tile and its 3 rows of
 # history all real, full channel block, no attention mask) take an unmasked path: Nsight Compute showed the kernel
 # issue-bound at ~33 instructions per element (bench/granite/NOTES.md "Session 4"), much of it mask arithmetic.
 # Packed varlen layout (PACKED): a left-padded batch's real tokens only, rows one after another; position l of row
@@ -231,7 +232,7 @@ def causal_conv1d_silu_prefill(
     packed_rows: torch.Tensor | None = None,
     seqlen: int | None = None,
     block_l: int = 32,
-    block_c: int = 256,
+    block_c: int = 128,
     num_warps: int = 4,
     unmasked_interior: bool = True,
 ) -> torch.Tensor:

@@ -24,8 +24,7 @@ def _mask_facts_kernel(mask_ptr, stride_b, stride_l, facts_ptr, seqlen, UPCAST: 
     real = tl.zeros((BLOCK,), dtype=tl.int32)
     other = tl.zeros((BLOCK,), dtype=tl.int32)
     drops = tl.zeros((BLOCK,), dtype=tl.int32)
-    start = 0
-    while start < seqlen:  # (a while loop: the interpreter cannot range() over a runtime bound with numpy 2)
+    for start in range(0, seqlen, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         here = offs < seqlen
         at = offs.to(tl.int64) * stride_l  # (int64: a strided view can span more than 2^31 elements)
@@ -37,7 +36,6 @@ def _mask_facts_kernel(mask_ptr, stride_b, stride_l, facts_ptr, seqlen, UPCAST: 
         real += is_real.to(tl.int32)
         other += (is_real & (x != 1)).to(tl.int32)
         drops += (is_real & (offs + 1 < seqlen) & (nxt == 0)).to(tl.int32)
-        start += BLOCK
     tl.store(facts_ptr + row * 3, tl.sum(real, axis=0).to(tl.int64))
     tl.store(facts_ptr + row * 3 + 1, tl.sum(other, axis=0).to(tl.int64))
     tl.store(facts_ptr + row * 3 + 2, tl.sum(drops, axis=0).to(tl.int64))

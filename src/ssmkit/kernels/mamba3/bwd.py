@@ -114,8 +114,7 @@ def _m3b_dstate_kernel(
     cols = half * NH + tl.arange(0, NH)
     tile = pv[:, None] * N + cols[None, :]
     ds = tl.load(dfs_ptr + (s * H + h) * P * N + tile)
-    ci = 0
-    while ci < nchunks:  # not `for ... in range(nchunks)`: the interpreter (numpy 2) rejects a runtime range bound
+    for ci in range(0, nchunks):  # (a run-time bound: Triton software-pipelines the next chunk's loads)
         c = nchunks - 1 - ci
         tok = bos + c * C + i
         valid = tok < eos
@@ -131,7 +130,6 @@ def _m3b_dstate_kernel(
         else:
             qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, 1, C, H, N, NA)
         ds = tl.exp(lam) * ds + tl.dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, input_precision=PREC)
-        ci += 1
 
 
 @triton.jit
@@ -178,8 +176,7 @@ def _m3b_dstate_scan_kernel(adt_ptr, cu_ptr, dfs_ptr, dstates_ptr,
     e = b * BLOCK + tl.arange(0, BLOCK)
     i = tl.arange(0, C)
     g = tl.load(dfs_ptr + (s * H + h) * PN + e)
-    ci = 0
-    while ci < nchunks:  # runtime bound: see _m3b_dstate_kernel
+    for ci in range(0, nchunks):
         c = nchunks - 1 - ci
         tok = bos + c * C + i
         lam = tl.sum(tl.load(adt_ptr + tok * H + h, mask=tok < eos, other=0.0), axis=0)
@@ -187,7 +184,6 @@ def _m3b_dstate_scan_kernel(adt_ptr, cu_ptr, dfs_ptr, dstates_ptr,
         loc = tl.load(ptr, mask=c > 0, other=0.0)  # the first chunk's term is never written (nor needed)
         tl.store(ptr, g)
         g = tl.exp(lam) * g + loc
-        ci += 1
 
 
 @triton.jit
@@ -333,13 +329,11 @@ def _m3b_angle_kernel(
         m = tl.arange(0, NA)
         g_carry = tl.load(dfa_ptr + (s * H + h) * NA + m)
         later = tl.arange(0, CB)
-        c0 = c + 1
-        while c0 < nchunks:  # runtime bound: see _m3b_dstate_kernel
+        for c0 in range(c + 1, nchunks, CB):
             cc = c0 + later
             blk = tl.load(dphis_ptr + ((slot - c + cc) * H + h)[:, None] * NA + m[None, :],
                           mask=(cc < nchunks)[:, None], other=0.0)
             g_carry += tl.sum(blk, axis=0)
-            c0 += CB
         tok = t0 + i
         valid = tok < eos
         th_ = tok * H + h
@@ -391,15 +385,13 @@ def _m3b_reduce_kernel(
         acc_qb = tl.zeros([N], dtype=tl.float32)
         acc_kb = tl.zeros([N], dtype=tl.float32)
         acc_d = tl.sum(tl.zeros([BS], dtype=tl.float32), axis=0)
-        s0 = 0
-        while s0 < NSLOT:  # runtime bound: see _m3b_dstate_kernel
+        for s0 in range(0, NSLOT, BS):
             si = s0 + sl
             smask = si < NSLOT
             off = si[:, None] * (H * N) + h * N + n[None, :]
             acc_qb += tl.sum(tl.load(dqbp_ptr + off, mask=smask[:, None], other=0.0), axis=0)
             acc_kb += tl.sum(tl.load(dkbp_ptr + off, mask=smask[:, None], other=0.0), axis=0)
             acc_d += tl.sum(tl.load(ddp_ptr + si * H + h, mask=smask, other=0.0), axis=0)
-            s0 += BS
         tl.store(dqb_ptr + h * N + n, acc_qb)
         tl.store(dkb_ptr + h * N + n, acc_kb)
         tl.store(dd_ptr + h, acc_d)

@@ -172,9 +172,8 @@ def _mamba3_fwd_state_passing_kernel(
     tile = ((pid % NPB) * BLOCK_P + tl.arange(0, BLOCK_P))[:, None] * N + tl.arange(0, N)[None, :]
     state = tl.zeros((BLOCK_P, N), dtype=tl.float32)
     carry = tl.zeros((N // 2,), dtype=tl.float32)  # angle of each dim pair; pairs >= NA stay 0 (pass through)
-    slot = start // CHUNK_ + seq
-    last = slot + tl.cdiv(end - start, CHUNK_)
-    while slot < last:  # not `for`: the interpreter (numpy 2) rejects a runtime range bound
+    first_slot = start // CHUNK_ + seq
+    for slot in range(first_slot, first_slot + tl.cdiv(end - start, CHUNK_)):
         head_slot = slot * H + h
         dstate = tl.load(dstate_ptr + head_slot * (P * N) + tile)
         tl.store(states_ptr + head_slot * (P * N) + tile, state)
@@ -182,7 +181,6 @@ def _mamba3_fwd_state_passing_kernel(
         dstate = _fwd_rotate_pairs(dstate, tl.cos(carry)[None, :], tl.sin(carry)[None, :], BLOCK_P, N // 2)
         state = state * tl.exp(tl.load(decay_ptr + head_slot)) + dstate
         carry = _fwd_wrap_angle(carry + tl.load(angsum_ptr + head_slot * NA + pairs, mask=pairs < NA, other=0.0))
-        slot += 1
     tl.store(fssm_ptr + (seq * H + h) * (P * N) + tile, state)
 
 

@@ -1,0 +1,75 @@
+"""Same-process A/B of the Granite chunked SSD (``ssd_chunked_prefill``): working tree against a baseline copy.
+
+The baseline directory holds an ``ssd_prefill.py`` from another commit, loaded as its own module. Both run the
+layer's settings (bf16 operands, cb_spread, final state written) on the same inputs: B=1 at L = 16384 and 4096, and
+the left-padded B=8 bench batch in the packed varlen layout. y and the final state must be equal bit for bit; each
+is timed as a CUDA graph of launches (``granite_conv_bench.graph_us``), us per launch.
+Usage (CUDA): PYTHONPATH=src python bench/granite_ssd_ab.py --baseline DIR --out DIR
+"""
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from granite_conv_bench import VARLEN_L, VARLEN_LENGTHS, graph_us  # noqa: E402
+
+from ssmkit.harness.granite_run import default_slice  # noqa: E402
+from ssmkit.harness.report import run_metadata  # noqa: E402
+from ssmkit.kernels.granite import ssd_prefill as new_ssd  # noqa: E402
+from ssmkit.kernels.granite.conv1d import packed_layout_rows  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--baseline", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--launches", type=int, default=10)
+    ap.add_argument("--reps", type=int, default=20)
+    args = ap.parse_args()
+    device = torch.device("cuda")
+    spec = importlib.util.spec_from_file_location("ab_baseline_ssd", args.baseline / "ssd_prefill.py")
+    base_ssd = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(base_ssd)
+    sl = default_slice()
+    cfg = sl.config
+    params = {k: sl.mamba[k].to(device, torch.bfloat16) for k in ("dt_bias", "A_log", "D")}
+    conv_dim = cfg.conv_dim
+    gen = torch.Generator().manual_seed(3)
+    layouts = {}
+    for seqlen in (16384, 4096):
+        layouts[f"b1_l{seqlen}"] = (seqlen, 1, {})
+    rows = packed_layout_rows(torch.tensor(VARLEN_LENGTHS, device=device), VARLEN_L)
+    layouts["varlen_b8_packed"] = (sum(VARLEN_LENGTHS), len(VARLEN_LENGTHS), dict(packed_rows=rows, seqlen=VARLEN_L))
+    results = []
+    for lname, (tokens, batch, layout) in layouts.items():
+        shape = (tokens,) if layout else (1, tokens)
+        xbc = (0.5 * torch.randn(*shape, conv_dim, generator=gen)).to(device, torch.bfloat16)
+        dt_raw = torch.randn(*shape, cfg.num_heads, generator=gen).to(device, torch.bfloat16)
+        outs = {}
+        for side, module in (("baseline", base_ssd), ("new", new_ssd)):
+            state = torch.empty(batch, cfg.num_heads, cfg.head_dim, cfg.d_state, device=device)
+
+            def run(module=module, state=state):
+                return module.ssd_chunked_prefill(xbc, dt_raw, params["dt_bias"], params["A_log"], params["D"],
+                                                  cfg.chunk_size, ssm_state_out=state, cb_spread=True, **layout)
+            y = run()
+            outs[side] = (y, state.clone(), graph_us(run, args.launches, args.reps))
+        equal = bool(torch.equal(outs["new"][0], outs["baseline"][0]) and torch.equal(outs["new"][1],
+                                                                                      outs["baseline"][1]))
+        row = dict(layout=lname, baseline_us=round(outs["baseline"][2], 2), new_us=round(outs["new"][2], 2),
+                   equal=equal)
+        results.append(row)
+        print(f"{lname:18s} baseline {row['baseline_us']:8.2f} us  new {row['new_us']:8.2f} us  equal={equal}",
+              flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "granite_ssd_ab.json"
+    path.write_text(json.dumps(dict(run_metadata(None, device), rows=results), indent=1))
+    print("json:", path)
+
+
+if __name__ == "__main__":
+    main()
