@@ -1,7 +1,8 @@
 """Same-process A/B of the Granite chunked SSD (``ssd_chunked_prefill``): working tree against a baseline copy.
 
 The baseline directory holds an ``ssd_prefill.py`` from another commit, loaded as its own module. Both run the
-layer's settings (bf16 operands, cb_spread, final state written) on the same inputs: B=1 at L = 16384 and 4096, and
+layer's settings (bf16 operands, cb_spread, final state written) on the same inputs, and the working tree's kernels
+also with the launch options of VARIANTS: B=1 at L = 16384 and 4096, and
 the left-padded B=8 bench batch in the packed varlen layout. y and the final state must be equal bit for bit; each
 is timed as a CUDA graph of launches (``granite_conv_bench.graph_us``), us per launch.
 Usage (CUDA): PYTHONPATH=src python bench/granite_ssd_ab.py --baseline DIR --out DIR
@@ -21,6 +22,9 @@ from ssmkit.harness.granite_run import default_slice  # noqa: E402
 from ssmkit.harness.report import run_metadata  # noqa: E402
 from ssmkit.kernels.granite import ssd_prefill as new_ssd  # noqa: E402
 from ssmkit.kernels.granite.conv1d import packed_layout_rows  # noqa: E402
+
+
+VARIANTS = {"state_1stage": {"state": dict(num_stages=1)}, "state_2stages": {"state": dict(num_stages=2)}}
 
 
 def main() -> None:
@@ -50,21 +54,24 @@ def main() -> None:
         xbc = (0.5 * torch.randn(*shape, conv_dim, generator=gen)).to(device, torch.bfloat16)
         dt_raw = torch.randn(*shape, cfg.num_heads, generator=gen).to(device, torch.bfloat16)
         outs = {}
-        for side, module in (("baseline", base_ssd), ("new", new_ssd)):
+        sides = [("baseline", base_ssd, {}), ("new", new_ssd, {})] + [(n, new_ssd, dict(launch=v))
+                                                                   for n, v in VARIANTS.items()]
+        for side, module, extra in sides:
             state = torch.empty(batch, cfg.num_heads, cfg.head_dim, cfg.d_state, device=device)
 
-            def run(module=module, state=state):
+            def run(module=module, state=state, extra=extra):
                 return module.ssd_chunked_prefill(xbc, dt_raw, params["dt_bias"], params["A_log"], params["D"],
-                                                  cfg.chunk_size, ssm_state_out=state, cb_spread=True, **layout)
+                                                  cfg.chunk_size, ssm_state_out=state, cb_spread=True, **layout,
+                                                  **extra)
             y = run()
             outs[side] = (y, state.clone(), graph_us(run, args.launches, args.reps))
-        equal = bool(torch.equal(outs["new"][0], outs["baseline"][0]) and torch.equal(outs["new"][1],
-                                                                                      outs["baseline"][1]))
-        row = dict(layout=lname, baseline_us=round(outs["baseline"][2], 2), new_us=round(outs["new"][2], 2),
-                   equal=equal)
+        ref_y, ref_state = outs["baseline"][:2]
+        row = dict(layout=lname, us={side: round(o[2], 2) for side, o in outs.items()},
+                   equal={side: bool(torch.equal(o[0], ref_y) and torch.equal(o[1], ref_state))
+                          for side, o in outs.items()})
         results.append(row)
-        print(f"{lname:18s} baseline {row['baseline_us']:8.2f} us  new {row['new_us']:8.2f} us  equal={equal}",
-              flush=True)
+        print(f"{lname:18s} " + "  ".join(f"{side} {us:.2f} us{'' if row['equal'][side] else ' (DIFFERS)'}"
+                                          for side, us in row["us"].items()), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "granite_ssd_ab.json"
     path.write_text(json.dumps(dict(run_metadata(None, device), rows=results), indent=1))

@@ -118,6 +118,7 @@ def test_fast_decode_updates_cache_in_place(tiny):
     assert not torch.equal(conv, before[0]) and not torch.equal(ssm, before[1])
 
 
+@INTERPRETER_ONLY
 def test_fast_decode_float32_matches_float32_reference(tiny):
     """With fp32 weights both layers do the same math in fp32: far tighter than any bf16 tolerance."""
     weights = synthetic_slice(tiny, 6).mamba

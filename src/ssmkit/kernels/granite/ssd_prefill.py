@@ -267,7 +267,10 @@ def _ssd_chunk_scan_kernel(
             acc = _ssd_dot(c_l, st_t, tl.zeros((BLOCK_M, P), dtype=tl.float32), PREC)
             acc = acc * tl.exp(cs_l)[:, None]
             # in-chunk contribution: sum over s <= l of CB[l, s] exp(cs_l - cs_s) dt_s x_s
-            for k in range(0, m + 1):  # a run-time bound: Triton software-pipelines the loads of this loop
+            # a while loop, which Triton leaves unpipelined: as a for loop (software-pipelined, 3 stages) the kernels
+            # took 22 % longer (H200, bench/results/session4/run4/granite_ssd_ab.json)
+            k = 0
+            while k <= m:
                 t_s = chunk_start + k * BLOCK_M + offs_i
                 valid_s = (t_s < seqlen) & (t_s >= first)
                 cs_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i) + 1)
@@ -285,6 +288,7 @@ def _ssd_chunk_scan_kernel(
                 x_s = tl.load(xbc + t_s[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_s[:, None],
                               other=0.0)
                 acc = _ssd_dot(scores, x_s, acc, PREC)
+                k += 1
             x_l = tl.load(xbc + t_l[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_l[:, None],
                           other=0.0).to(tl.float32)
             acc += tl.load(d_ptr + h).to(tl.float32) * x_l
