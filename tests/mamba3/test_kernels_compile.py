@@ -2,14 +2,9 @@
 
 The interpreter does not type-check like Triton's compiler (and cannot run ptxas), so a kernel that passes every
 interpreter test can still fail to build on the GPU; this runs the real compiler (frontend, LLVM, ptxas) on the CPU,
-in a subprocess without TRITON_INTERPRET, for every forward and backward kernel in the configurations the
-operator launches (both dot precisions it offers by default, both state-gradient forms).
+in a subprocess without TRITON_INTERPRET (the ``compile_for_sm90`` fixture), for every forward and backward kernel
+in the configurations the operator launches (tf32 and tf32x3 dots, both state-gradient forms).
 """
-import os
-import subprocess
-import sys
-
-import pytest
 
 _SM90_COMPILE = r"""
 import triton
@@ -45,12 +40,5 @@ build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=16))
 """
 
 
-def test_mamba3_kernels_compile_for_sm90():
-    import triton.backends
-
-    if "nvidia" not in triton.backends.backends:
-        pytest.skip("Triton's nvidia backend is not installed")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", _SM90_COMPILE], env=env, capture_output=True, text=True,
-                          timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_mamba3_kernels_compile_for_sm90(compile_for_sm90):
+    compile_for_sm90(_SM90_COMPILE)

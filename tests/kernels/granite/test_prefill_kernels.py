@@ -438,21 +438,10 @@ for mask_type, upcast in (("*i64", False), ("*u8", False), ("*fp64", False), ("*
 """
 
 
-def test_granite_kernels_compile_for_sm90():
+def test_granite_kernels_compile_for_sm90(compile_for_sm90):
     """The conv, SSD and unpack kernels compile for an H100/H200 (sm_90) in every layout the layer uses (padded
     with and without a mask, packed; cb_spread, continuation), and so do the decode kernels (with and without the
-    evict-first hint), the decode graph's mapped copies and the mask-facts kernel. The interpreter does not type-check like the compiler (a
-    loop-carried variable changing type passed here and failed on the GPU), so this runs Triton's real compiler
-    (frontend, LLVM, ptxas) on the CPU, in a subprocess without TRITON_INTERPRET."""
-    import os
-    import subprocess
-    import sys
-
-    import triton.backends
-
-    if "nvidia" not in triton.backends.backends:
-        pytest.skip("Triton's nvidia backend is not installed")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", _SM90_COMPILE], env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    evict-first hint), the decode graph's mapped copies and the mask-facts kernel. The interpreter does not
+    type-check like the compiler (a loop-carried variable changing type passed here and failed on the GPU), so
+    this runs Triton's real compiler on the CPU (the ``compile_for_sm90`` fixture)."""
+    compile_for_sm90(_SM90_COMPILE, timeout=600)
