@@ -358,15 +358,17 @@ def test_ssd_rejects_bad_inputs():
 # ---------------------------------------------------------------- gated RMSNorm
 
 
-@pytest.mark.parametrize("y_dtype", [torch.float32, torch.bfloat16])
-def test_gated_rmsnorm_matches_float64(y_dtype):
+@pytest.mark.parametrize("y_dtype,block_c", [(torch.float32, 1024), (torch.bfloat16, 1024), (torch.float32, 16),
+                                             (torch.bfloat16, 32)])
+def test_gated_rmsnorm_matches_float64(y_dtype, block_c):
+    """Channels in one masked block (1024), in 3 full blocks (16) or in 2 blocks, the last half masked (32)."""
     gen = torch.Generator().manual_seed(4)
     b, seqlen, c = 2, 3, 48
     y = torch.randn(b, seqlen, c, generator=gen).to(y_dtype)
     zx = torch.randn(b, seqlen, c + 10, generator=gen).to(torch.bfloat16)
     z = zx[:, :, 2:2 + c]  # strided view, as the gate slice of the in_proj output
     w = (1 + 0.1 * torch.randn(c, generator=gen)).to(torch.bfloat16)
-    out = gated_rmsnorm(y, z, w, 1e-5, block_t=4)
+    out = gated_rmsnorm(y, z, w, 1e-5, block_t=4, block_c=block_c)
     t = y.double() * F.silu(z.double())
     ref = w.double() * t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-5)
     assert out.dtype == torch.bfloat16 and out.is_contiguous()
@@ -381,7 +383,7 @@ def test_gated_rmsnorm_pad_rows_are_zero_without_reading_them():
     z = torch.randn(b, seqlen, c, generator=gen).to(torch.bfloat16)
     y[mask == 0] = float("nan")  # would poison the pad rows if they were read
     w = torch.ones(c, dtype=torch.bfloat16)
-    out = gated_rmsnorm(y, z, w, 1e-5, attention_mask=mask, block_t=4)
+    out = gated_rmsnorm(y, z, w, 1e-5, attention_mask=mask, block_t=4, block_c=16)
     assert (out[mask == 0] == 0).all()
     t = y[mask == 1].double() * F.silu(z[mask == 1].double())
     ref = t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-5)
@@ -395,7 +397,7 @@ import itertools
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from ssmkit.kernels.granite import conv1d, mapped_io, mask_facts, ssd_decode, ssd_prefill
+from ssmkit.kernels.granite import conv1d, gated_norm, mapped_io, mask_facts, ssd_decode, ssd_prefill
 
 PTR = {"mask_ptr": "*i64", "index_ptr": "*i64", "table_ptr": "*i64", "stash_ptr": "*i64", "ack_ptr": "*i64", "facts_ptr": "*i64", "rows_ptr": "*i64", "dtcs_ptr": "*fp32", "states_ptr": "*fp32", "cb_ptr": "*fp32",
        "init_ptr": "*fp32", "final_ptr": "*fp32", "ssm_state_ptr": "*fp32", "gated_ptr": "*fp32"}
@@ -419,6 +421,8 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
               PREC=0, HEADS=1, PACKED=packed))
         build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
               HAS_MASK=mask, PACKED=packed, EVEN_C=True, BLOCK_L=32, BLOCK_C=256))
+for mask in (False, True):
+    build(gated_norm._gated_rmsnorm_kernel, dict(HAS_MASK=mask, BLOCK_T=2, BLOCK_C=1024, NUM_C=3))
 for indirect in (False, True):
     build(conv1d._varlen_unpack_kernel, dict(WIDTH=1536, OUT_INDIRECT=indirect, BLOCK_L=16, BLOCK_D=256),
           {"out_ptr": "*i64"} if indirect else None)
