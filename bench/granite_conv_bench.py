@@ -21,14 +21,14 @@ from ssmkit.kernels.granite.conv1d import packed_layout_rows
 
 IN_PROJ_DIM, XBC_OFFSET, CONV_DIM, K = 6448, 3072, 3328, 4
 VARLEN_LENGTHS, VARLEN_L = [4096, 3100, 2048, 1500, 1024, 777, 512, 300], 4096
-CONFIGS = {  # name: wrapper options; the first is the baseline (the session-3 kernel's behaviour)
-    "masked_32x256_w4": dict(unmasked_interior=False),
-    "interior_32x256_w4": {},
-    "interior_16x256_w4": dict(block_l=16),
-    "interior_32x256_w8": dict(num_warps=8),
-    "interior_64x256_w8": dict(block_l=64, num_warps=8),
-    "interior_32x128_w4": dict(block_c=128),
-    "interior_16x256_w2": dict(block_l=16, num_warps=2),
+CONFIGS = {  # name: wrapper options, all spelled out; the first is the baseline (the session-3 kernel's behaviour)
+    "masked_32x256_w4": dict(block_l=32, block_c=256, num_warps=4, unmasked_interior=False),
+    "interior_32x256_w4": dict(block_l=32, block_c=256, num_warps=4),
+    "interior_16x256_w4": dict(block_l=16, block_c=256, num_warps=4),
+    "interior_32x256_w8": dict(block_l=32, block_c=256, num_warps=8),
+    "interior_64x256_w8": dict(block_l=64, block_c=256, num_warps=8),
+    "interior_32x128_w4": dict(block_l=32, block_c=128, num_warps=4),
+    "interior_16x256_w2": dict(block_l=16, block_c=256, num_warps=2),
 }
 
 

@@ -17,25 +17,27 @@ BF16 = {"q_ptr", "k_ptr", "v_ptr", "z_ptr", "trap_ptr", "ang_ptr", "dout_ptr", "
 SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64)
 
 
-def build(fn, consts):
+def build(fn, consts, num_warps=4):
     consts = {k: v for k, v in {**SIZES, **consts}.items() if k in fn.arg_names}
     sig = {n: "constexpr" if n in consts else ("*bf16" if n in BF16 else "*i32" if n == "cu_ptr" else "*fp32")
            if n.endswith("_ptr") else "i32" for n in fn.arg_names}
     src = ASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
-    triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
 
 
+# warps as launched (Mamba3BwdConfig / Mamba3FwdConfig defaults, and the chunk body's 8-warp option)
 for prec in ("tf32", "tf32x3"):
-    build(bwd._m3b_chunk_kernel, dict(SB=4, PREC=prec))
-    build(bwd._m3b_dstate_kernel, dict(PREC=prec))
-    build(bwd._m3b_dstate_local_kernel, dict(SB=8, PREC=prec))
+    for warps in (4, 8):
+        build(bwd._m3b_chunk_kernel, dict(SB=4, PREC=prec), warps)
+    build(bwd._m3b_dstate_kernel, dict(PREC=prec), 8)
+    build(bwd._m3b_dstate_local_kernel, dict(SB=8, PREC=prec), 8)
 build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024))
 build(bwd._m3b_angle_kernel, dict(SB=8, CB=16))
 build(bwd._m3b_reduce_kernel, dict(BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS))
 for prec in ("tf32", "tf32x3"):
-    build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, PRECISION=prec))
+    build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, PRECISION=prec), 8)
     for save in (False, True):
-        build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec))
+        build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec), 8)
 build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=16))
 """
 

@@ -8,7 +8,8 @@ Three known interpreter defects would otherwise make correct kernels look wrong 
 - ``for i in range(n)`` with a run-time bound ``n`` (a value the kernel loaded or computed) raises under numpy 2:
   the interpreter turns a scalar into a Python int with ``int()`` of a one-element 1-D array. Kernels used
   ``while`` loops instead, which Triton does not software-pipeline on the GPU; here the scalar is read with
-  ``.item()``, so kernels can use ``range`` (bench/granite/NOTES.md "Session 4").
+  ``.item()``, so kernels can use ``range`` (bench/granite/NOTES.md "Session 4"). (The Granite SSD's state pass
+  and chunk scan keep their ``while`` loops on purpose: pipelined, the scan was measured slower.)
 
 ``patch_triton_interpreter()`` fixes the three in the interpreter only; it changes no kernel and has no effect on a GPU.
 ``ssmkit.kernels`` applies it on import when ``TRITON_INTERPRET=1``.

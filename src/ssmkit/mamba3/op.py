@@ -55,7 +55,8 @@ def mamba3_siso_varlen_joint_states_full_vjp(
 
 
 class _Mamba3Siso(torch.autograd.Function):
-    """Forward kernel saving (y, cos and sin of Phi, chunk states); backward = the backward kernels on those (spec §7)."""
+    """Forward kernel saving (y, cos and sin of Phi, chunk states); backward = the backward kernels on those
+    (spec §7)."""
 
     @staticmethod
     def forward(ctx, q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens):

@@ -106,7 +106,7 @@ def test_conv_left_padding_zeroes_pad_positions():
     assert ((out.double() - ref).abs() <= U_BF16 * ref.abs() + 1e-6).all()
 
 
-@pytest.mark.parametrize("new_len", [1, 2, 6])
+@pytest.mark.parametrize("new_len", [1, 2, 6, 20])
 def test_conv_continuation_matches_full_sequence(new_len):
     gen = torch.Generator().manual_seed(11 + new_len)
     conv_dim, prefix = 32, 5
@@ -119,6 +119,29 @@ def test_conv_continuation_matches_full_sequence(new_len):
     full = _conv_f64(zxbcdt, weight, bias)[:, prefix:]
     assert ((out.double() - full).abs() <= U_BF16 * full.abs() + 1e-6).all()
     assert torch.equal(state, zxbcdt[:, -4:].transpose(1, 2))
+
+
+def test_conv_interior_path_equals_masked_path():
+    """The unmasked interior path changes no bit: outputs and conv state with it on and off, padded (no mask) and
+    packed layouts, prefill and continuation, at full 16-channel blocks where tiles 1.. are interior."""
+    gen = torch.Generator().manual_seed(31)
+    seqlen, conv_dim, lengths = 41, 32, [41, 30, 9]
+    zxbcdt, weight, bias = _conv_inputs(gen, len(lengths), seqlen, conv_dim)
+    mask = _left_pad_mask(lengths, seqlen)
+    zxbcdt = zxbcdt * mask[:, :, None].to(zxbcdt.dtype)
+    state_in = torch.randn(len(lengths), conv_dim, 4, generator=gen).to(torch.bfloat16)
+    rows = packed_layout_rows(mask.sum(1), seqlen)
+    for layout in ({}, dict(packed_rows=rows, seqlen=seqlen)):
+        x = _packed(zxbcdt, mask) if layout else zxbcdt
+        for given in (None, state_in):
+            results = []
+            for interior in (True, False):
+                state = torch.full((len(lengths), conv_dim, 4), float("nan"), dtype=torch.bfloat16)
+                out = causal_conv1d_silu_prefill(x, weight, bias, conv_state_in=given, conv_state_out=state,
+                                                 xbc_offset=5, block_l=8, block_c=16, unmasked_interior=interior,
+                                                 **layout)
+                results.append((out, state))
+            assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
 
 
 def _packed(padded, mask, margin=2):
@@ -358,17 +381,18 @@ def test_ssd_rejects_bad_inputs():
 # ---------------------------------------------------------------- gated RMSNorm
 
 
-@pytest.mark.parametrize("y_dtype,block_c", [(torch.float32, 1024), (torch.bfloat16, 1024), (torch.float32, 16),
-                                             (torch.bfloat16, 32)])
-def test_gated_rmsnorm_matches_float64(y_dtype, block_c):
-    """Channels in one masked block (1024), in 3 full blocks (16) or in 2 blocks, the last half masked (32)."""
+@pytest.mark.parametrize("y_dtype,block_c,block_t", [(torch.float32, 1024, 4), (torch.bfloat16, 1024, 4),
+                                                     (torch.float32, 16, 1), (torch.bfloat16, 32, 4)])
+def test_gated_rmsnorm_matches_float64(y_dtype, block_c, block_t):
+    """Channels in one masked block (1024), in 3 full blocks (16) or in 2 blocks, the last half masked (32); 4 or
+    1 tokens per program (the last program of 4 holds 2 rows past the end)."""
     gen = torch.Generator().manual_seed(4)
     b, seqlen, c = 2, 3, 48
     y = torch.randn(b, seqlen, c, generator=gen).to(y_dtype)
     zx = torch.randn(b, seqlen, c + 10, generator=gen).to(torch.bfloat16)
     z = zx[:, :, 2:2 + c]  # strided view, as the gate slice of the in_proj output
     w = (1 + 0.1 * torch.randn(c, generator=gen)).to(torch.bfloat16)
-    out = gated_rmsnorm(y, z, w, 1e-5, block_t=4, block_c=block_c)
+    out = gated_rmsnorm(y, z, w, 1e-5, block_t=block_t, block_c=block_c)
     t = y.double() * F.silu(z.double())
     ref = w.double() * t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-5)
     assert out.dtype == torch.bfloat16 and out.is_contiguous()
@@ -420,9 +444,9 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
         build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=mask, LOAD_CB=True,
               PREC=0, HEADS=1, PACKED=packed))
         build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
-              HAS_MASK=mask, PACKED=packed, EVEN_C=True, BLOCK_L=32, BLOCK_C=256))
+              HAS_MASK=mask, PACKED=packed, INTERIOR_OK=flag, BLOCK_L=32, BLOCK_C=128))
 for mask in (False, True):
-    build(gated_norm._gated_rmsnorm_kernel, dict(HAS_MASK=mask, BLOCK_T=2, BLOCK_C=1024, NUM_C=3))
+    build(gated_norm._gated_rmsnorm_kernel, dict(HAS_MASK=mask, BLOCK_T=1, BLOCK_C=1024, NUM_C=3))
 for indirect in (False, True):
     build(conv1d._varlen_unpack_kernel, dict(WIDTH=1536, OUT_INDIRECT=indirect, BLOCK_L=16, BLOCK_D=256),
           {"out_ptr": "*i64"} if indirect else None)

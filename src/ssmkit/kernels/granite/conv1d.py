@@ -4,8 +4,8 @@
 # Grid: (cdiv(conv_dim, BLOCK_C), cdiv(L, BLOCK_L), batch), channel blocks fastest so that programs running
 # together read and write whole rows; tiles BLOCK_L x BLOCK_C = 32 x 128 by default (H200, kernel alone in a graph,
 # bench/results/session4/run3/granite_conv_bench.json: 87.8 us at L = 16384 and 91.0 us on the packed B=8 batch,
-# against 98.9 / 101.3 for 32 x 256 and 101.6 / 120.7 for 32 x 256 without the interior path). Interior tiles (the tile and its 3 rows of
-# history all real, full channel block, no attention mask) take an unmasked path: Nsight Compute showed the kernel
+# against 98.9 / 101.3 for 32 x 256 and 101.6 / 120.7 for 32 x 256 without the interior path). Interior tiles (the
+# tile and its 3 rows of history all real, full channel block, no attention mask) take an unmasked path: Nsight Compute showed the kernel
 # issue-bound at ~33 instructions per element (bench/granite/NOTES.md "Session 4"), much of it mask arithmetic.
 # Packed varlen layout (PACKED): a left-padded batch's real tokens only, rows one after another; position l of row
 # b lives at packed row base[b] + l and is real from first[b] = L - len_b on. Loads before first[b] return 0 (the
@@ -91,7 +91,7 @@ def _conv1d_silu_kernel(
     seqlen, conv_dim,
     K: tl.constexpr,
     HAS_BIAS: tl.constexpr, HAS_STATE_IN: tl.constexpr, HAS_STATE_OUT: tl.constexpr, HAS_MASK: tl.constexpr,
-    PACKED: tl.constexpr, EVEN_C: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
+    PACKED: tl.constexpr, INTERIOR_OK: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
     pid_c = tl.program_id(0)
     pid_l = tl.program_id(1)
@@ -102,7 +102,8 @@ def _conv1d_silu_kernel(
     valid_c = offs_c < conv_dim
     first = _varlen_first(rows_ptr, pid_b, PACKED)
     src = src_ptr + _varlen_base(rows_ptr, pid_b, stride_sb, stride_sl, PACKED)
-    out_ptrs = out_ptr + _varlen_base(rows_ptr, pid_b, stride_yb, stride_yl, PACKED) + offs_l[:, None] * stride_yl + offs_c[None, :]
+    out_ptrs = (out_ptr + _varlen_base(rows_ptr, pid_b, stride_yb, stride_yl, PACKED) + offs_l[:, None] * stride_yl
+                + offs_c[None, :])
     out_mask = valid_l[:, None] & valid_c[None, :]
 
     real = valid_l & (offs_l >= first)
@@ -110,7 +111,7 @@ def _conv1d_silu_kernel(
         real = tl.load(mask_ptr + pid_b * stride_mb + offs_l * stride_ml, mask=valid_l, other=0) != 0
     if PACKED:
         out_mask = out_mask & real[:, None]  # pad positions do not exist in the packed output
-    if _conv_tile_is_interior(pid_l, first, seqlen, K, BLOCK_L, EVEN_C and not HAS_MASK):
+    if _conv_tile_is_interior(pid_l, first, seqlen, K, BLOCK_L, INTERIOR_OK and not HAS_MASK):
         # Every row of the tile and its K - 1 rows of history are real positions: no masks (the common case).
         y = _conv_taps_silu(src, stride_sl, w_ptr, stride_wc, stride_wk, bias_ptr, offs_l, offs_c, first,
                             state_in_ptr, 0, 0, 0, out_mask, K, HAS_BIAS, False, False)
@@ -324,6 +325,7 @@ def causal_conv1d_silu_prefill(
         seqlen, conv_dim,
         K=k, HAS_BIAS=bias is not None, HAS_STATE_IN=conv_state_in is not None,
         HAS_STATE_OUT=conv_state_out is not None, HAS_MASK=attention_mask is not None, PACKED=packed,
-        EVEN_C=unmasked_interior and conv_dim % block_c == 0, BLOCK_L=block_l, BLOCK_C=block_c, num_warps=num_warps,
+        INTERIOR_OK=unmasked_interior and conv_dim % block_c == 0, BLOCK_L=block_l, BLOCK_C=block_c,
+        num_warps=num_warps,
     )
     return out[0] if packed else out

@@ -11,7 +11,7 @@
 # 3. `_m3b_angle_kernel`, grid (chunk slots, H): the terms that cross chunk edges, per chunk: reverse cumsum of dPhi
 #    (+ dfinal_angle + the later chunks' dPhi sums) -> dangles and the angle part of ddt; the shifted-gamma term
 #    (ds of the token before) -> ddt, dtrap.
-# 4. `_m3b_reduce_kernel`, grid (ceil(T/2) + H,): GQA sum of dq_hat/dk_hat over the 32 heads; bias/D sums per head.
+# 4. `_m3b_reduce_kernel`, grid (ceil(T/8) + H,): GQA sum of dq_hat/dk_hat over the 32 heads; bias/D sums per head.
 # No atomics: every sum has a fixed order, so repeated calls are bit-identical.
 from typing import NamedTuple
 
@@ -442,8 +442,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     fp32; trap (T, 32) bf16; q_bias, k_bias (32, 128) fp32; angles (T, 32, 32) bf16; d (32,) fp32; cu_seqlens
     (S+1,) int32. `saved` is the forward's `Mamba3FwdSaved`: y fp32 (T, 32, 64) pre-gate output, cos_phi and
     sin_phi fp32 (T, 32, 32) of the wrapped cumulative angle, chunk_states fp32 (T//64 + S, 32, 64, 128) state
-    entering each chunk (sequence s, chunk c at cu_seqlens[s]//64 + s + c). Cotangents: dout (T, 32, 64), dfinal_angle (S, 32, 32),
-    dfinal_ssm (S, 32, 64, 128), dfinal_k (S, 32, 128), dfinal_v (S, 32, 64).
+    entering each chunk (sequence s, chunk c at cu_seqlens[s]//64 + s + c). Cotangents: dout (T, 32, 64),
+    dfinal_angle (S, 32, 32), dfinal_ssm (S, 32, 64, 128), dfinal_k (S, 32, 128), dfinal_v (S, 32, 64).
     `config`: a Mamba3BwdConfig (warps, dot precision).
     Returns `Mamba3BwdGrads` (dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz); no host sync.
     """

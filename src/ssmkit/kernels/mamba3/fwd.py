@@ -8,7 +8,7 @@
 #      chunk, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
 #   3. chunk scan, grid (chunk slots, H): Phi = wrap(carry + csum), rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by
 #      Phi[m], dims 64..127 pass through), strict-causal scores, readout from the entering state, gamma diagonal + D
-#      skip, silu(z) gate; y, phi and the final angle/k/v.
+#      skip, silu(z) gate; y, cos/sin of Phi (saved for the backward) and the final angle/k/v.
 # Chunk slots: sequence s, local chunk c -> slot cu_seqlens[s] // 64 + s + c < T // 64 + S (no host sync); programs of
 # unused slots exit. Tiles: 64 tokens x 128 state dims (as a rotated and a pass-through 64-wide half) x 64 values.
 # All arithmetic fp32; dots take fp32 operands with the configured input precision (rotated q/k and scaled k never
@@ -257,7 +257,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (TypeError/ValueError); the cu_seqlens values are not (that needs a host sync: see validate_cu_seqlens).
     Returns (out (T, 32, 64) bf16, final_angle (S, 32, 32) fp32, final_ssm (S, 32, 64, 128) fp32,
     final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, saved): saved is a Mamba3FwdSaved, or None when
-    save_for_backward is False (then y and phi are not written and the chunk states are a temporary).
+    save_for_backward is False (then y, cos_phi and sin_phi are not written and the chunk states are a
+    temporary).
     """
     validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, check_cu_seqlens_values=False)
     for name, x in zip(INPUT_NAMES, (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens)):
