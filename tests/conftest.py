@@ -3,7 +3,8 @@
 On a machine without CUDA every Triton kernel in the suite runs in Triton's CPU interpreter. ``triton.jit`` picks
 the interpreter at decoration time, so TRITON_INTERPRET must be set before any kernel module is imported; the
 interpreter's bf16 defects (raw-bit ``tl.dot``, truncating casts) and its ``range()`` over run-time bounds are then
-patched by ``ssmkit.kernels.interpreter`` so kernels keep their real GPU numerics and loops. Nothing here changes kernel code.
+patched by ``ssmkit.kernels.interpreter`` so kernels keep their real GPU numerics and loops. Nothing here changes
+kernel code.
 """
 import os
 

@@ -63,7 +63,6 @@ Paths:
 from __future__ import annotations
 
 import contextlib
-import os
 import warnings
 from collections import OrderedDict
 
@@ -73,6 +72,7 @@ import torch.nn.functional as F
 from ssmkit.granite.cache import MambaCache
 from ssmkit.granite.config import GraniteMambaConfig
 from ssmkit.granite.reference import MaskFacts, ReferenceMambaLayer, apply_padding_mask
+from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
 from ssmkit.kernels.granite.mapped_io import MappedIO
@@ -350,7 +350,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         """Why the kernels cannot run this call (None when they can)."""
         if self._config_problem is not None:
             return self._config_problem
-        if hidden_states.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+        if not kernels_apply(hidden_states.device):
             return (f"Triton kernels need CUDA tensors (or TRITON_INTERPRET=1 on the CPU), got device "
                     f"{hidden_states.device}")
         if decode:
@@ -370,8 +370,7 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _mask_facts(self, attention_mask: torch.Tensor) -> MaskFacts:
         """The mask's facts from one Triton launch and one copy (``mask_row_facts``) where Triton runs and for the
         dtypes it reads, else the reference's eager ``mask_facts`` (same facts)."""
-        if attention_mask.dtype in MASK_DTYPES and (attention_mask.is_cuda
-                                                    or os.environ.get("TRITON_INTERPRET") == "1"):
+        if attention_mask.dtype in MASK_DTYPES and kernels_apply(attention_mask.device):
             lengths, binary, left_padded = mask_row_facts(attention_mask)
             return MaskFacts(binary=binary, lengths=lengths, left_padded=left_padded)
         return super()._mask_facts(attention_mask)

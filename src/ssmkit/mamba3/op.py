@@ -8,19 +8,13 @@ values (start 0, strictly increasing, end T) need a device-to-host copy, so ``ch
 (default) checks them on CPU and skips them on CUDA (the hot path stays free of host syncs; wrong values there give
 wrong results, not an error); True or False forces the choice.
 """
-import os
-
 import torch
 
+from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, mamba3_siso_bwd
 from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, Mamba3FwdSaved, mamba3_siso_fwd
 from ssmkit.mamba3.reference import mamba3_siso_reference, mamba3_siso_varlen_joint_states_full_vjp_reference
 from ssmkit.mamba3.validate import validate_inputs
-
-
-def kernels_apply(device: torch.device) -> bool:
-    """True when tensors on ``device`` run the Triton kernels (CUDA, or CPU under TRITON_INTERPRET=1)."""
-    return device.type == "cuda" or (device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1")
 
 
 def _validate(inputs, cotangents, check_cu_seqlens):

@@ -5,8 +5,9 @@
 # together read and write whole rows; tiles BLOCK_L x BLOCK_C = 32 x 128 by default (H200, kernel alone in a graph,
 # bench/results/session4/run3/granite_conv_bench.json: 87.8 us at L = 16384 and 91.0 us on the packed B=8 batch,
 # against 98.9 / 101.3 for 32 x 256 and 101.6 / 120.7 for 32 x 256 without the interior path). Interior tiles (the
-# tile and its 3 rows of history all real, full channel block, no attention mask) take an unmasked path: Nsight Compute showed the kernel
-# issue-bound at ~33 instructions per element (bench/granite/NOTES.md "Session 4"), much of it mask arithmetic.
+# tile and its 3 rows of history all real, full channel block, no attention mask) take an unmasked path: Nsight
+# Compute showed the kernel issue-bound at ~33 instructions per element (bench/granite/NOTES.md "Session 4"), much
+# of it mask arithmetic.
 # Packed varlen layout (PACKED): a left-padded batch's real tokens only, rows one after another; position l of row
 # b lives at packed row base[b] + l and is real from first[b] = L - len_b on. Loads before first[b] return 0 (the
 # reference's masked values) and pad positions are not written (they do not exist in the packed output).

@@ -353,6 +353,16 @@ def _m3b_angle_kernel(
 
 
 @triton.jit
+def _m3b_head_sum(ptrs, msk, H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr):
+    """Sum over the H heads of per-head (BT, N) fp32 rows at ``ptrs`` (head h at ptrs + h * N), head after head in
+    one per-thread accumulator (fixed order)."""
+    acc = tl.zeros([BT, N], dtype=tl.float32)
+    for hh in tl.static_range(H):
+        acc += tl.load(ptrs + hh * N, mask=msk, other=0.0)
+    return acc
+
+
+@triton.jit
 def _m3b_reduce_kernel(
     dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
     T, NSLOT,
@@ -371,14 +381,8 @@ def _m3b_reduce_kernel(
         msk = (tok < T)[:, None]
         off = tok[:, None] * (H * N) + n[None, :]
         out = tok[:, None] * N + n[None, :]
-        dq = tl.zeros([BT, N], dtype=tl.float32)
-        for hh in tl.static_range(H):
-            dq += tl.load(dqp_ptr + off + hh * N, mask=msk, other=0.0)
-        tl.store(dq_ptr + out, dq.to(dq_ptr.dtype.element_ty), mask=msk)
-        dk = tl.zeros([BT, N], dtype=tl.float32)
-        for hh in tl.static_range(H):
-            dk += tl.load(dkp_ptr + off + hh * N, mask=msk, other=0.0)
-        tl.store(dk_ptr + out, dk.to(dk_ptr.dtype.element_ty), mask=msk)
+        tl.store(dq_ptr + out, _m3b_head_sum(dqp_ptr + off, msk, H, N, BT).to(dq_ptr.dtype.element_ty), mask=msk)
+        tl.store(dk_ptr + out, _m3b_head_sum(dkp_ptr + off, msk, H, N, BT).to(dk_ptr.dtype.element_ty), mask=msk)
     else:
         h = pid - nblocks
         sl = tl.arange(0, BS)
