@@ -5,7 +5,7 @@ Layouts: B=1 at L = 16384 and 4096 (no mask), and the left-padded B=8 bench batc
 3072), the real conv weight shape (3328, 1, 4) and bias; the conv state is written, as in the layer.
 Each config is timed as a CUDA graph of ``--launches`` launches (host launch cost out of the picture), median of
 ``--reps`` replays, us per launch; every config's output and conv state must equal the baseline's bit for bit
-(the masked path at the old default tile). Bytes per launch (raw xBC read + xBC written) give the rate.
+(the session-4 default). Bytes per launch (raw xBC read + xBC written) give the rate.
 Usage (CUDA): PYTHONPATH=src python bench/granite_conv_bench.py --out DIR
 """
 import argparse
@@ -21,14 +21,15 @@ from ssmkit.kernels.granite.conv1d import packed_layout_rows
 
 IN_PROJ_DIM, XBC_OFFSET, CONV_DIM, K = 6448, 3072, 3328, 4
 VARLEN_LENGTHS, VARLEN_L = [4096, 3100, 2048, 1500, 1024, 777, 512, 300], 4096
-CONFIGS = {  # name: wrapper options, all spelled out; the first is the baseline (the session-3 kernel's behaviour)
-    "masked_32x256_w4": dict(block_l=32, block_c=256, num_warps=4, unmasked_interior=False),
-    "interior_32x256_w4": dict(block_l=32, block_c=256, num_warps=4),
-    "interior_16x256_w4": dict(block_l=16, block_c=256, num_warps=4),
-    "interior_32x256_w8": dict(block_l=32, block_c=256, num_warps=8),
-    "interior_64x256_w8": dict(block_l=64, block_c=256, num_warps=8),
+CONFIGS = {  # name: wrapper options, all spelled out; the first is the baseline (the session-4 default)
     "interior_32x128_w4": dict(block_l=32, block_c=128, num_warps=4),
-    "interior_16x256_w2": dict(block_l=16, block_c=256, num_warps=2),
+    "rows_16x256_w1_m4": dict(block_l=16, block_c=256, num_warps=1, interior_rows=True, masked_rows=4),
+    "rows_8x256_w1_m4": dict(block_l=8, block_c=256, num_warps=1, interior_rows=True, masked_rows=4),
+    "rows_16x256_w2_m8": dict(block_l=16, block_c=256, num_warps=2, interior_rows=True, masked_rows=8),
+    "rows_32x256_w2_m4": dict(block_l=32, block_c=256, num_warps=2, interior_rows=True, masked_rows=4),
+    "rows_16x256_w4": dict(block_l=16, block_c=256, num_warps=4, interior_rows=True),
+    "rows_32x256_w4_m8": dict(block_l=32, block_c=256, num_warps=4, interior_rows=True, masked_rows=8),
+    "rows_32x128_w4": dict(block_l=32, block_c=128, num_warps=4, interior_rows=True),
 }
 
 

@@ -122,8 +122,9 @@ def test_conv_continuation_matches_full_sequence(new_len):
 
 
 def test_conv_interior_path_equals_masked_path():
-    """The unmasked interior path changes no bit: outputs and conv state with it on and off, padded (no mask) and
-    packed layouts, prefill and continuation, at full 16-channel blocks where tiles 1.. are interior."""
+    """The unmasked interior paths (2-D tiles and the sliding window over rows, the latter with the masked path in
+    2-row steps) change no bit: outputs and conv state against the masked path, padded (no mask) and packed layouts, prefill and continuation, at full
+    16-channel blocks where tiles 1.. are interior."""
     gen = torch.Generator().manual_seed(31)
     seqlen, conv_dim, lengths = 41, 32, [41, 30, 9]
     zxbcdt, weight, bias = _conv_inputs(gen, len(lengths), seqlen, conv_dim)
@@ -135,13 +136,14 @@ def test_conv_interior_path_equals_masked_path():
         x = _packed(zxbcdt, mask) if layout else zxbcdt
         for given in (None, state_in):
             results = []
-            for interior in (True, False):
+            for interior, by_rows, sub in ((False, False, None), (True, False, None), (True, True, 2)):
                 state = torch.full((len(lengths), conv_dim, 4), float("nan"), dtype=torch.bfloat16)
                 out = causal_conv1d_silu_prefill(x, weight, bias, conv_state_in=given, conv_state_out=state,
                                                  xbc_offset=5, block_l=8, block_c=16, unmasked_interior=interior,
-                                                 **layout)
+                                                 interior_rows=by_rows, masked_rows=sub, **layout)
                 results.append((out, state))
-            assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+            for out, state in results[1:]:
+                assert torch.equal(out, results[0][0]) and torch.equal(state, results[0][1])
 
 
 def _packed(padded, mask, margin=2):
@@ -428,12 +430,12 @@ PTR = {"mask_ptr": "*i64", "index_ptr": "*i64", "table_ptr": "*i64", "stash_ptr"
        "init_ptr": "*fp32", "final_ptr": "*fp32", "ssm_state_ptr": "*fp32", "gated_ptr": "*fp32"}
 
 
-def build(fn, consts, types=None):
+def build(fn, consts, types=None, warps=4):
     sig = {n: "constexpr" if n in consts else PTR.get(n, "*bf16") if n.endswith("_ptr") else "fp32" if n == "eps"
            else "i32" for n in fn.arg_names}
     sig.update(types or {})
     src = ASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
-    triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
 
 
 for packed, mask, flag in itertools.product((False, True), (False, True), (False, True)):
@@ -445,7 +447,9 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
         build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=mask, LOAD_CB=True,
               PREC=0, HEADS=1, PACKED=packed))
         build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
-              HAS_MASK=mask, PACKED=packed, INTERIOR_OK=flag, BLOCK_L=32, BLOCK_C=128))
+              HAS_MASK=mask, PACKED=packed, INTERIOR_OK=flag, INTERIOR_ROWS=False, BLOCK_L=32, BLOCK_C=128, SUB_L=32))
+        build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
+              HAS_MASK=mask, PACKED=packed, INTERIOR_OK=True, INTERIOR_ROWS=True, BLOCK_L=16, BLOCK_C=256, SUB_L=4), warps=1)
 for mask in (False, True):
     build(gated_norm._gated_rmsnorm_kernel, dict(HAS_MASK=mask, BLOCK_T=1, BLOCK_C=1024, NUM_C=3))
 for indirect in (False, True):
@@ -458,7 +462,7 @@ for evict in (False, True):
 build(ssd_decode._granite_decode_norm_roll_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, D_CONV=4, BLOCK_I=4096,
       BLOCK_C=512))
 build(mapped_io._mapped_fetch_kernel, dict(WORDS=5, BLOCK=8))
-build(mapped_io._mapped_copy_in_kernel, dict(BLOCK=1024))
+build(mapped_io._mapped_fetch_copy_in_kernel, dict(WORDS=3, BLOCK_W=4, BLOCK=1024))
 build(mapped_io._mapped_gather_kernel, dict(WIDTH=1536, BLOCK_R=16, BLOCK_D=256))
 for ack, in_type in ((False, "*bf16"), (True, "*fp32")):  # the ssm_state copy-out is fp32
     build(mapped_io._mapped_copy_out_kernel, dict(SLOT=1, ACK=ack, BLOCK=1024), {"in_ptr": in_type})

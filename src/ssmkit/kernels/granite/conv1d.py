@@ -41,6 +41,15 @@ def _varlen_first(rows_ptr, pid_b, PACKED: tl.constexpr):
 
 
 @triton.jit
+def _conv_rows_real(offs_l, seqlen, first, mask_row, stride_ml, HAS_MASK: tl.constexpr):
+    """(in range, real) of positions offs_l: real = a real token (attention mask row, or from ``first`` on)."""
+    valid_l = offs_l < seqlen
+    if HAS_MASK:
+        return valid_l, tl.load(mask_row + offs_l * stride_ml, mask=valid_l, other=0) != 0
+    return valid_l, valid_l & (offs_l >= first)
+
+
+@triton.jit
 def _conv_tile_is_interior(pid_l, first, seqlen, K: tl.constexpr, BLOCK_L: tl.constexpr, ALLOWED: tl.constexpr):
     """Whether tile pid_l's rows and their K - 1 rows of history all lie in [first, seqlen) (ALLOWED: the layout
     lets an interior tile skip every mask: full channel blocks, no attention mask)."""
@@ -80,6 +89,28 @@ def _conv_taps_silu(src, stride_sl, w_ptr, stride_wc, stride_wk, bias_ptr, offs_
 
 
 @triton.jit
+def _conv_rows_silu_store(src, stride_sl, w_ptr, stride_wc, stride_wk, bias_ptr, out, stride_yl, l0, offs_c,
+                          K: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_L: tl.constexpr):
+    """An interior tile (rows [l0, l0 + BLOCK_L), no masks) as a sliding window over time: each of its
+    BLOCK_L + K - 1 input rows is loaded once as a (BLOCK_C,) vector, so every thread keeps its channels' window
+    in registers (the 2-D form loads each row K times, shifted); output row r = silu(bias + sum_k w_k x[r + k]),
+    stored as it is done. The same fp32 operations in the same order as ``_conv_taps_silu``: bit-identical."""
+    ws = ()
+    for k in tl.static_range(K):
+        ws = ws + (tl.load(w_ptr + offs_c * stride_wc + k * stride_wk).to(tl.float32),)
+    xs = ()
+    for r in tl.static_range(BLOCK_L + K - 1):
+        xs = xs + (tl.load(src + (l0 - (K - 1) + r) * stride_sl + offs_c),)
+    for r in tl.static_range(BLOCK_L):
+        acc = tl.zeros((offs_c.shape[0],), dtype=tl.float32)
+        if HAS_BIAS:
+            acc += tl.load(bias_ptr + offs_c).to(tl.float32)
+        for k in tl.static_range(K):
+            acc += ws[k] * xs[r + k].to(tl.float32)
+        tl.store(out + (l0 + r) * stride_yl + offs_c, (acc * tl.sigmoid(acc)).to(out.dtype.element_ty))
+
+
+@triton.jit
 def _conv1d_silu_kernel(
     src_ptr, stride_sb, stride_sl,  # raw xBC: (b, L, conv_dim), channel stride 1 (a slice of zxbcdt)
     w_ptr, stride_wc, stride_wk,  # weight (conv_dim, K)
@@ -92,41 +123,49 @@ def _conv1d_silu_kernel(
     seqlen, conv_dim,
     K: tl.constexpr,
     HAS_BIAS: tl.constexpr, HAS_STATE_IN: tl.constexpr, HAS_STATE_OUT: tl.constexpr, HAS_MASK: tl.constexpr,
-    PACKED: tl.constexpr, INTERIOR_OK: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_C: tl.constexpr,
+    PACKED: tl.constexpr, INTERIOR_OK: tl.constexpr, INTERIOR_ROWS: tl.constexpr, BLOCK_L: tl.constexpr,
+    BLOCK_C: tl.constexpr, SUB_L: tl.constexpr,
 ):
     pid_c = tl.program_id(0)
     pid_l = tl.program_id(1)
     pid_b = tl.program_id(2).to(tl.int64)
     offs_l = pid_l * BLOCK_L + tl.arange(0, BLOCK_L)
     offs_c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
-    valid_l = offs_l < seqlen
     valid_c = offs_c < conv_dim
     first = _varlen_first(rows_ptr, pid_b, PACKED)
     src = src_ptr + _varlen_base(rows_ptr, pid_b, stride_sb, stride_sl, PACKED)
-    out_ptrs = (out_ptr + _varlen_base(rows_ptr, pid_b, stride_yb, stride_yl, PACKED) + offs_l[:, None] * stride_yl
-                + offs_c[None, :])
-    out_mask = valid_l[:, None] & valid_c[None, :]
-
-    real = valid_l & (offs_l >= first)
-    if HAS_MASK:
-        real = tl.load(mask_ptr + pid_b * stride_mb + offs_l * stride_ml, mask=valid_l, other=0) != 0
-    if PACKED:
-        out_mask = out_mask & real[:, None]  # pad positions do not exist in the packed output
+    out_row0 = out_ptr + _varlen_base(rows_ptr, pid_b, stride_yb, stride_yl, PACKED)
+    valid_l, real = _conv_rows_real(offs_l, seqlen, first, mask_ptr + pid_b * stride_mb, stride_ml, HAS_MASK)
     if _conv_tile_is_interior(pid_l, first, seqlen, K, BLOCK_L, INTERIOR_OK and not HAS_MASK):
         # Every row of the tile and its K - 1 rows of history are real positions: no masks (the common case).
-        y = _conv_taps_silu(src, stride_sl, w_ptr, stride_wc, stride_wk, bias_ptr, offs_l, offs_c, first,
-                            state_in_ptr, 0, 0, 0, out_mask, K, HAS_BIAS, False, False)
-        tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty))
+        if INTERIOR_ROWS:
+            _conv_rows_silu_store(src, stride_sl, w_ptr, stride_wc, stride_wk, bias_ptr, out_row0, stride_yl,
+                                  pid_l * BLOCK_L, offs_c, K, HAS_BIAS, BLOCK_L)
+        else:
+            y = _conv_taps_silu(src, stride_sl, w_ptr, stride_wc, stride_wk, bias_ptr, offs_l, offs_c, first,
+                                state_in_ptr, 0, 0, 0, None, K, HAS_BIAS, False, False)
+            tl.store(out_row0 + offs_l[:, None] * stride_yl + offs_c[None, :], y.to(out_ptr.dtype.element_ty))
     elif tl.max(real.to(tl.int32), axis=0) == 0:
         # Only pad positions in this tile: the output is exactly 0 (mask #2) and the raw input need not be read.
         if not PACKED:
-            tl.store(out_ptrs, tl.zeros((BLOCK_L, BLOCK_C), dtype=out_ptr.dtype.element_ty), mask=out_mask)
+            tl.store(out_row0 + offs_l[:, None] * stride_yl + offs_c[None, :],
+                     tl.zeros((BLOCK_L, BLOCK_C), dtype=out_ptr.dtype.element_ty),
+                     mask=valid_l[:, None] & valid_c[None, :])
     else:
-        y = _conv_taps_silu(src, stride_sl, w_ptr, stride_wc, stride_wk, bias_ptr, offs_l, offs_c, first,
-                            state_in_ptr + pid_b * stride_ib, stride_ic, stride_ik, conv_dim, out_mask, K,
-                            HAS_BIAS, HAS_STATE_IN, True)
-        y = tl.where(real[:, None], y, 0.0)
-        tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=out_mask)
+        # masked, SUB_L rows at a time (bounds the registers of this path when the interior tile is large)
+        for r0 in tl.static_range(0, BLOCK_L, SUB_L):
+            sub_l = pid_l * BLOCK_L + r0 + tl.arange(0, SUB_L)
+            sub_valid, sub_real = _conv_rows_real(sub_l, seqlen, first, mask_ptr + pid_b * stride_mb, stride_ml,
+                                                  HAS_MASK)
+            out_mask = sub_valid[:, None] & valid_c[None, :]
+            if PACKED:
+                out_mask = out_mask & sub_real[:, None]  # pad positions do not exist in the packed output
+            y = _conv_taps_silu(src, stride_sl, w_ptr, stride_wc, stride_wk, bias_ptr, sub_l, offs_c, first,
+                                state_in_ptr + pid_b * stride_ib, stride_ic, stride_ik, conv_dim, out_mask, K,
+                                HAS_BIAS, HAS_STATE_IN, True)
+            y = tl.where(sub_real[:, None], y, 0.0)
+            tl.store(out_row0 + sub_l[:, None] * stride_yl + offs_c[None, :], y.to(out_ptr.dtype.element_ty),
+                     mask=out_mask)
 
     if HAS_STATE_OUT:
         if pid_l == 0:
@@ -237,6 +276,8 @@ def causal_conv1d_silu_prefill(
     block_c: int = 128,
     num_warps: int = 4,
     unmasked_interior: bool = True,
+    interior_rows: bool = False,
+    masked_rows: int | None = None,
 ) -> torch.Tensor:
     """Causal depthwise conv1d + bias + SiLU on the xBC slice of the in_proj output (spec §2.1 steps 6-7).
 
@@ -258,6 +299,10 @@ def causal_conv1d_silu_prefill(
         seqlen: L, the padded length (only with packed_rows).
         block_l, block_c, num_warps: tile (time x channels) and warps per program.
         unmasked_interior: let interior tiles skip the masks (same results; False for A/B timing only).
+        interior_rows: interior tiles as a sliding window over time (``_conv_rows_silu_store``: each input row
+            loaded once; same results).
+        masked_rows: rows per step of the masked path (a power of two dividing block_l; default block_l): bounds
+            its registers when a large tile suits the interior path.
 
     Returns:
         xBC: (b, L, conv_dim) (packed: (T, conv_dim)), dtype of zxbcdt, contiguous.
@@ -306,6 +351,9 @@ def causal_conv1d_silu_prefill(
         if attention_mask.dtype == torch.bool:
             attention_mask = attention_mask.view(torch.uint8)
 
+    sub_l = block_l if masked_rows is None else masked_rows
+    if sub_l < 1 or block_l % sub_l or sub_l & (sub_l - 1):
+        raise ValueError(f"masked_rows: expected a power of two dividing block_l = {block_l}, got {masked_rows}")
     src = zxbcdt[:, :, offset:offset + conv_dim]
     rows = zxbcdt.shape[:2] if packed else (batch, seqlen)  # (1, T) packed
     out = torch.empty((*rows, conv_dim), device=zxbcdt.device, dtype=zxbcdt.dtype)
@@ -326,7 +374,8 @@ def causal_conv1d_silu_prefill(
         seqlen, conv_dim,
         K=k, HAS_BIAS=bias is not None, HAS_STATE_IN=conv_state_in is not None,
         HAS_STATE_OUT=conv_state_out is not None, HAS_MASK=attention_mask is not None, PACKED=packed,
-        INTERIOR_OK=unmasked_interior and conv_dim % block_c == 0, BLOCK_L=block_l, BLOCK_C=block_c,
+        INTERIOR_OK=unmasked_interior and conv_dim % block_c == 0, INTERIOR_ROWS=interior_rows, BLOCK_L=block_l,
+        BLOCK_C=block_c, SUB_L=sub_l,
         num_warps=num_warps,
     )
     return out[0] if packed else out
