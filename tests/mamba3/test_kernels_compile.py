@@ -3,8 +3,7 @@
 The interpreter does not type-check like Triton's compiler (and cannot run ptxas), so a kernel that passes every
 interpreter test can still fail to build on the GPU; this runs the real compiler (frontend, LLVM, ptxas) on the CPU,
 in a subprocess without TRITON_INTERPRET (the ``compile_for_sm90`` fixture), for every forward and backward kernel
-in the configurations the operator launches (tf32 and tf32x3 dots, both state-gradient forms, the chain whole and
-in blocks).
+in the configurations the operator launches (tf32 and tf32x3 dots, both state-gradient forms).
 """
 
 _SM90_COMPILE = r"""
@@ -30,8 +29,7 @@ def build(fn, consts, num_warps=4):
 for prec in ("tf32", "tf32x3"):
     for warps in (4, 8):
         build(bwd._m3b_chunk_kernel, dict(SB=4, PREC=prec), warps)
-    for pb, w, stages in ((64, 64, None), (32, 32, 1), (32, 16, None)):
-        build(bwd._m3b_dstate_kernel, dict(PB=pb, W=w, STAGES=stages, PREC=prec), 8 if pb == 64 else 4)
+    build(bwd._m3b_dstate_kernel, dict(PREC=prec), 8)
     build(bwd._m3b_dstate_local_kernel, dict(SB=8, PREC=prec), 8)
 build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024))
 build(bwd._m3b_angle_kernel, dict(SB=8, CB=16))

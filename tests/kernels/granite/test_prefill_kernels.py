@@ -123,8 +123,8 @@ def test_conv_continuation_matches_full_sequence(new_len):
 
 def test_conv_interior_path_equals_masked_path():
     """The unmasked interior paths (2-D tiles and the sliding window over rows, the latter with the masked path in
-    2-row steps) change no bit: outputs and conv state against the masked path, padded (no mask) and packed layouts, prefill and continuation, at full
-    16-channel blocks where tiles 1.. are interior."""
+    2-row steps) change no bit: outputs and conv state against the masked path, padded (no mask) and packed
+    layouts, prefill and continuation, at full 16-channel blocks where tiles 1.. are interior."""
     gen = torch.Generator().manual_seed(31)
     seqlen, conv_dim, lengths = 41, 32, [41, 30, 9]
     zxbcdt, weight, bias = _conv_inputs(gen, len(lengths), seqlen, conv_dim)
@@ -153,6 +153,14 @@ def _packed(padded, mask, margin=2):
     buf = torch.full((real.shape[0] + 2 * margin, padded.shape[2]), float("nan"), dtype=padded.dtype)
     buf[margin:margin + real.shape[0]] = real
     return buf[margin:margin + real.shape[0]]
+
+
+def test_conv_rejects_masked_rows_not_dividing_the_tile():
+    gen = torch.Generator().manual_seed(2)
+    zxbcdt, weight, bias = _conv_inputs(gen, 1, 9, 16)
+    for rows in (3, 0, 16):
+        with pytest.raises(ValueError, match="masked_rows"):
+            causal_conv1d_silu_prefill(zxbcdt, weight, bias, xbc_offset=5, block_l=8, masked_rows=rows)
 
 
 @pytest.mark.parametrize("continuing", [False, True])
@@ -446,10 +454,10 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
               HAS_MASK=mask, PACKED=packed))
         build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=mask, LOAD_CB=True,
               PREC=0, HEADS=1, PACKED=packed))
-        build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
-              HAS_MASK=mask, PACKED=packed, INTERIOR_OK=flag, INTERIOR_ROWS=False, BLOCK_L=32, BLOCK_C=128, SUB_L=32))
-        build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
-              HAS_MASK=mask, PACKED=packed, INTERIOR_OK=True, INTERIOR_ROWS=True, BLOCK_L=16, BLOCK_C=256, SUB_L=4), warps=1)
+        for rows in (False, True):  # the 2-D interior tiles, and the default sliding window
+            build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
+                  HAS_MASK=mask, PACKED=packed, INTERIOR_OK=flag, INTERIOR_ROWS=rows, BLOCK_L=32,
+                  BLOCK_C=256 if rows else 128, SUB_L=8 if rows else 32))
 for mask in (False, True):
     build(gated_norm._gated_rmsnorm_kernel, dict(HAS_MASK=mask, BLOCK_T=1, BLOCK_C=1024, NUM_C=3))
 for indirect in (False, True):
@@ -462,7 +470,7 @@ for evict in (False, True):
 build(ssd_decode._granite_decode_norm_roll_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, D_CONV=4, BLOCK_I=4096,
       BLOCK_C=512))
 build(mapped_io._mapped_fetch_kernel, dict(WORDS=5, BLOCK=8))
-build(mapped_io._mapped_fetch_copy_in_kernel, dict(WORDS=3, BLOCK_W=4, BLOCK=1024))
+build(mapped_io._mapped_copy_in_kernel, dict(BLOCK=1024))
 build(mapped_io._mapped_gather_kernel, dict(WIDTH=1536, BLOCK_R=16, BLOCK_D=256))
 for ack, in_type in ((False, "*bf16"), (True, "*fp32")):  # the ssm_state copy-out is fp32
     build(mapped_io._mapped_copy_out_kernel, dict(SLOT=1, ACK=ack, BLOCK=1024), {"in_ptr": in_type})

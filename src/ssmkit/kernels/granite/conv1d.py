@@ -2,12 +2,14 @@
 # Computes xBC[b, t, c] = silu(bias[c] + sum_k w[c, k] * raw[b, t - 3 + k, c]) in fp32, rounds once to bf16, and
 # zeroes pad positions (spec §2.1 steps 6-7). Optionally writes the last 4 raw columns into a conv state.
 # Grid: (cdiv(conv_dim, BLOCK_C), cdiv(L, BLOCK_L), batch), channel blocks fastest so that programs running
-# together read and write whole rows; tiles BLOCK_L x BLOCK_C = 32 x 128 by default (H200, kernel alone in a graph,
-# bench/results/session4/run3/granite_conv_bench.json: 87.8 us at L = 16384 and 91.0 us on the packed B=8 batch,
-# against 98.9 / 101.3 for 32 x 256 and 101.6 / 120.7 for 32 x 256 without the interior path). Interior tiles (the
-# tile and its 3 rows of history all real, full channel block, no attention mask) take an unmasked path: Nsight
-# Compute showed the kernel issue-bound at ~33 instructions per element (bench/granite/NOTES.md "Session 4"), much
-# of it mask arithmetic.
+# together read and write whole rows; tiles BLOCK_L x BLOCK_C = 32 x 256 by default. Interior tiles (the tile and
+# its 3 rows of history all real, full channel block, no attention mask) take an unmasked path: Nsight Compute
+# showed the kernel issue-bound at ~33 instructions per element (bench/granite/NOTES.md "Session 4"), much of it
+# mask arithmetic. Since session 5 that path is a sliding window over time (_conv_rows_silu_store: each input row
+# loaded once, every thread keeping its channels' window) instead of K shifted 2-D tile loads, and the masked path
+# (edge tiles) runs in 8-row steps to bound registers. H200, kernel alone in a graph: 69.4 us at L = 16384 and 68.0
+# us on the packed B=8 batch (session 4's 2-D interior tiles, 32 x 128: 85.7 / 87.8; without the interior path,
+# 32 x 256: 101.6 / 120.7): bench/results/session5/run1/ and session4/run3/granite_conv_bench.json.
 # Packed varlen layout (PACKED): a left-padded batch's real tokens only, rows one after another; position l of row
 # b lives at packed row base[b] + l and is real from first[b] = L - len_b on. Loads before first[b] return 0 (the
 # reference's masked values) and pad positions are not written (they do not exist in the packed output).
@@ -273,10 +275,10 @@ def causal_conv1d_silu_prefill(
     packed_rows: torch.Tensor | None = None,
     seqlen: int | None = None,
     block_l: int = 32,
-    block_c: int = 128,
+    block_c: int = 256,
     num_warps: int = 4,
     unmasked_interior: bool = True,
-    interior_rows: bool = False,
+    interior_rows: bool = True,
     masked_rows: int | None = None,
 ) -> torch.Tensor:
     """Causal depthwise conv1d + bias + SiLU on the xBC slice of the in_proj output (spec §2.1 steps 6-7).
@@ -301,8 +303,12 @@ def causal_conv1d_silu_prefill(
         unmasked_interior: let interior tiles skip the masks (same results; False for A/B timing only).
         interior_rows: interior tiles as a sliding window over time (``_conv_rows_silu_store``: each input row
             loaded once; same results).
-        masked_rows: rows per step of the masked path (a power of two dividing block_l; default block_l): bounds
+        masked_rows: rows per step of the masked path (a power of two dividing block_l; None: min(block_l, 8)): bounds
             its registers when a large tile suits the interior path.
+        The defaults (32 x 256 tiles, 4 warps, sliding-window interior, masked path in 8-row steps) were the fastest
+        on the H200 (bench/results/session5/run1/granite_conv_bench.json, kernel alone in a graph: 69.4 us at
+        L = 16384, 68.0 us on the packed B=8 batch, against 85.7 / 87.8 for the session-4 default 32 x 128 2-D
+        interior tiles; bit-identical outputs and conv states).
 
     Returns:
         xBC: (b, L, conv_dim) (packed: (T, conv_dim)), dtype of zxbcdt, contiguous.
@@ -351,7 +357,7 @@ def causal_conv1d_silu_prefill(
         if attention_mask.dtype == torch.bool:
             attention_mask = attention_mask.view(torch.uint8)
 
-    sub_l = block_l if masked_rows is None else masked_rows
+    sub_l = min(block_l, 8) if masked_rows is None else masked_rows
     if sub_l < 1 or block_l % sub_l or sub_l & (sub_l - 1):
         raise ValueError(f"masked_rows: expected a power of two dividing block_l = {block_l}, got {masked_rows}")
     src = zxbcdt[:, :, offset:offset + conv_dim]

@@ -7,9 +7,8 @@
 #   table (pinned int64, host writes): [seq, src, dst_0, ..., dst_{n-1}]
 #   stash (device int64):              the same words, copied by the graph's first node
 #   ack   (pinned int64, GPU writes):  seq of the last replay whose final copy-out has run
-# The graph's first node (_mapped_fetch_kernel, one program, or _mapped_fetch_copy_in_kernel, the fetch fused with
-# the copy-in) copies the table into the stash; every later node reads its addresses from the stash in device
-# memory (_mapped_gather_kernel for src,
+# The graph's first node (_mapped_fetch_kernel, one program) copies the table into the stash; every later node
+# reads its addresses from the stash in device memory (_mapped_copy_in_kernel or _mapped_gather_kernel for src,
 # _mapped_copy_out_kernel or any kernel given ``dst_address(k)`` for dst_k), and the last copy-out writes ack.
 # (Reading the table from every program instead cost 7.4 us for a 196 KB copy of 96 programs and 33 us for the
 # 41 MB row gather on the H200: reads of one host cache line over PCIe queue up; bench/granite/NOTES.md.)
@@ -27,9 +26,6 @@ import triton.language as tl
 __all__ = ["MappedIO"]
 
 _COPY_BLOCK = 1024
-# Programs of the fused fetch + copy-in (each reads the host-mapped table once; the decode token is 3 KB at B=1,
-# 196 KB at B=64).
-_COPY_IN_PROGRAMS = 8
 _GATHER_ROWS = 16
 # How many reads of the ack ``MappedIO.post`` spends waiting for the previous replay (a few ms of spinning; no
 # clock: the judge's scan forbids timers in candidates) before it synchronises the device instead.
@@ -44,18 +40,11 @@ def _mapped_fetch_kernel(table_ptr, stash_ptr, WORDS: tl.constexpr, BLOCK: tl.co
 
 
 @triton.jit
-def _mapped_fetch_copy_in_kernel(table_ptr, stash_ptr, out_ptr, n, WORDS: tl.constexpr, BLOCK_W: tl.constexpr,
-                                 BLOCK: tl.constexpr):
-    """The fetch and the copy-in in one node: program 0 copies table[:WORDS] into the stash; every program reads
-    src = table[1] itself (a few programs: one host-mapped read each) and copies its share of out[:n] = (*src)[:n],
-    blocks pid, pid + programs, ..."""
-    if tl.program_id(0) == 0:
-        w = tl.arange(0, BLOCK_W)
-        tl.store(stash_ptr + w, tl.load(table_ptr + w, mask=w < WORDS), mask=w < WORDS)
-    src = tl.load(table_ptr + 1).to(tl.pointer_type(out_ptr.dtype.element_ty))
-    for start in range(tl.program_id(0) * BLOCK, n, tl.num_programs(0) * BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        tl.store(out_ptr + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+def _mapped_copy_in_kernel(stash_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """out[:n] = (*src)[:n], src = stash[1]."""
+    src = tl.load(stash_ptr + 1).to(tl.pointer_type(out_ptr.dtype.element_ty))
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
 
 
 @triton.jit
@@ -114,13 +103,10 @@ class MappedIO:
         _mapped_fetch_kernel[(1,)](self.table, self.stash, WORDS=words, BLOCK=triton.next_power_of_2(words))
 
     def copy_in(self, static_in: torch.Tensor) -> None:
-        """Launch the table fetch fused with static_in (contiguous) <- the posted src (same numel and dtype), one
-        node (``_mapped_fetch_copy_in_kernel``)."""
+        """Launch the table fetch, then static_in (contiguous) <- the posted src (same numel and dtype)."""
+        self._fetch()
         n = static_in.numel()
-        words = 2 + self.n_out
-        _mapped_fetch_copy_in_kernel[(min(triton.cdiv(n, _COPY_BLOCK), _COPY_IN_PROGRAMS),)](
-            self.table, self.stash, static_in, n, WORDS=words, BLOCK_W=triton.next_power_of_2(words),
-            BLOCK=_COPY_BLOCK)
+        _mapped_copy_in_kernel[(triton.cdiv(n, _COPY_BLOCK),)](self.stash, static_in, n, BLOCK=_COPY_BLOCK)
 
     def gather_in(self, static_rows: torch.Tensor, index: torch.Tensor) -> None:
         """Launch the table fetch, then static_rows (T, d) contiguous <- rows ``index`` (T,) int64 of the posted

@@ -2,8 +2,7 @@
 # 1. the state-gradient chain dS <- e^Lambda dS + (diag(e^l) dY)^T Q~ over each sequence's 64-token chunks in
 #    reverse, from dfinal_ssm; stores the gradient of the state leaving every chunk (fp32, the forward's chunk-state
 #    layout) and dz. Two forms (Mamba3BwdConfig.dstate_scan):
-#    chain: `_m3b_dstate_kernel`, grid (H, S, column blocks of Mamba3BwdConfig.dstate_block), one dot per chunk on
-#    the serial path;
+#    chain: `_m3b_dstate_kernel`, grid (H, S, 2 column halves), one dot per chunk on the serial path;
 #    scan: `_m3b_dstate_local_kernel`, grid (chunk slots, H), the per-chunk term (one 64x64x128 dot) in parallel,
 #    then `_m3b_dstate_scan_kernel`, grid (64*128 / BLOCK, H, S), an elementwise reverse scan in place.
 # 2. `_m3b_chunk_kernel`, grid (T//64 + S chunk slots, H): everything that stays inside one chunk of one head:
@@ -37,17 +36,17 @@ def _m3b_tanh(x):
 
 
 @triton.jit
-def _m3b_qk_cols(x_ptr, b_ptr, cos_ptr, sin_ptr, tok, vmask, h, col0, W: tl.constexpr, ROT: tl.constexpr,
-                 H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr):
-    """Biased, rotated q or k (F3, F4) on the dims [col0, col0 + W) of a chunk: (C, W) fp32, zero on invalid rows.
-    ROT: the block lies in the 2 NA rotated dims (the 32 pairs); else it passes through (col0 a multiple of W, so a
-    pair never straddles two blocks). The rotation reads each dim's pair partner from memory (dim ^ 1), so no
-    register shuffle feeds the dots (Triton 3.6 fails to compile a dot operand made by reshape/join)."""
-    cols = col0 + tl.arange(0, W)
+def _m3b_qk_half(x_ptr, b_ptr, cos_ptr, sin_ptr, tok, vmask, h, half: tl.constexpr,
+                 C: tl.constexpr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr):
+    """Biased, rotated q or k (F3, F4) on the dims [half*64, half*64 + 64) of a chunk: (C, 64) fp32, zero on
+    invalid rows. Half 0 holds the 32 rotated pairs, half 1 passes through. The rotation reads each dim's pair
+    partner from memory (dim ^ 1), so no register shuffle feeds the dots (Triton 3.6 fails to compile a dot operand
+    made by reshape/join)."""
+    cols = half * (N // 2) + tl.arange(0, N // 2)
     x = tl.load(x_ptr + tok[:, None] * N + cols[None, :], mask=vmask, other=0.0).to(tl.float32)
     x = tl.where(vmask, x + tl.load(b_ptr + h * N + cols)[None, :], 0.0)
-    if ROT:
-        cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, cols, True, H, NA)
+    if half == 0:
+        cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, True, H, NA)
         swap = cols ^ 1
         xs = tl.load(x_ptr + tok[:, None] * N + swap[None, :], mask=vmask, other=0.0).to(tl.float32)
         xs = tl.where(vmask, xs + tl.load(b_ptr + h * N + swap)[None, :], 0.0)
@@ -56,10 +55,11 @@ def _m3b_qk_cols(x_ptr, b_ptr, cos_ptr, sin_ptr, tok, vmask, h, col0, W: tl.cons
 
 
 @triton.jit
-def _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, cols, active, H: tl.constexpr, NA: tl.constexpr):
-    """cos and signed sin of Phi for the rotated dims ``cols`` (< 2 NA), (C, len(cols)), read from the forward's
-    saved cos / sin (T, H, NA): x~ = x cos + x_partner sin_signed, the sine taken negative on even dims (spec F4);
-    angle 0 (identity: cos 1, sin 0) where active is false."""
+def _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, active, H: tl.constexpr, NA: tl.constexpr):
+    """cos and signed sin of Phi per rotated dim, (C, 2 NA), read from the forward's saved cos / sin (T, H, NA):
+    x~ = x cos + x_partner sin_signed, the sine taken negative on even dims (spec F4); angle 0 (identity: cos 1,
+    sin 0) where active is false."""
+    cols = tl.arange(0, 2 * NA)
     off = tok[:, None] * (H * NA) + h * NA + (cols // 2)[None, :]
     cs = tl.load(cos_ptr + off, mask=vmask & active, other=1.0)
     sn = tl.load(sin_ptr + off, mask=vmask & active, other=0.0)
@@ -97,27 +97,24 @@ def _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, hp, vmask, write_dz):
 @triton.jit
 def _m3b_dstate_kernel(
     q_ptr, qb_ptr, adt_ptr, cos_ptr, sin_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dfs_ptr, dstates_ptr, dz_ptr,
-    H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, PB: tl.constexpr,
-    W: tl.constexpr, PREC: tl.constexpr, STAGES: tl.constexpr = None,
+    H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr,
 ):
-    """Grid (H, S, (P // PB) (N // W)): the reverse state-gradient chain of §7.2 on one (PB, W) block of the state,
-    rows [rb PB, rb PB + PB), columns [blk W, blk W + W); stores the gradient of the state leaving each chunk
-    (dS_acc of that chunk), and dz (gate, F8) of its PB channels from the column-block-0 programs. W divides 2 NA (a
-    block is all rotated dims or none)."""
+    """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns; stores the
+    gradient of the state leaving each chunk (dS_acc of that chunk), and dz (gate, F8) from the half-0 programs."""
     h = tl.program_id(0)
     s = tl.program_id(1)
-    rb = tl.program_id(2) // (N // W)
-    blk = tl.program_id(2) % (N // W)
+    half = tl.program_id(2)
+    NH: tl.constexpr = N // 2
     bos = tl.load(cu_ptr + s)
     eos = tl.load(cu_ptr + s + 1)
     nchunks = tl.cdiv(eos - bos, C)
     base = bos // C + s
     i = tl.arange(0, C)
-    pv = rb * PB + tl.arange(0, PB)
-    col0 = blk * W
-    tile = pv[:, None] * N + (col0 + tl.arange(0, W))[None, :]
+    pv = tl.arange(0, P)
+    cols = half * NH + tl.arange(0, NH)
+    tile = pv[:, None] * N + cols[None, :]
     ds = tl.load(dfs_ptr + (s * H + h) * P * N + tile)
-    for ci in tl.range(0, nchunks, num_stages=STAGES):  # (a run-time bound: software-pipelined loads)
+    for ci in range(0, nchunks):  # (a run-time bound: Triton software-pipelines the next chunk's loads)
         c = nchunks - 1 - ci
         tok = bos + c * C + i
         valid = tok < eos
@@ -127,11 +124,11 @@ def _m3b_dstate_kernel(
         ell = tl.cumsum(adt, axis=0)
         lam = tl.sum(adt, axis=0)
         hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-        dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, hp, vmask, blk == 0)
-        if col0 < 2 * NA:
-            qt = _m3b_qk_cols(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, col0, W, True, H, N, NA)
+        dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, hp, vmask, half == 0)
+        if half == 0:
+            qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, 0, C, H, N, NA)
         else:
-            qt = _m3b_qk_cols(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, col0, W, False, H, N, NA)
+            qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, 1, C, H, N, NA)
         ds = tl.exp(lam) * ds + tl.dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, input_precision=PREC)
 
 
@@ -159,7 +156,7 @@ def _m3b_dstate_local_kernel(
         w = tl.trans(dy * tl.exp(ell)[:, None])
         row = dloc_ptr + (slot * H + h) * P * N + pv[:, None] * N
         for half in tl.static_range(2):
-            qt = _m3b_qk_cols(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half * NH, NH, half == 0, H, N, NA)
+            qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
             tl.store(row + (half * NH + tl.arange(0, NH))[None, :], tl.dot(w, qt, input_precision=PREC))
 
 
@@ -249,8 +246,8 @@ def _m3b_chunk_kernel(
     am = tl.zeros([C, C], dtype=tl.float32)
     qk = tl.zeros([C], dtype=tl.float32)
     for half in tl.static_range(2):
-        qt = _m3b_qk_cols(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half * NH, NH, half == 0, H, N, NA)
-        kt = _m3b_qk_cols(k_ptr, kb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half * NH, NH, half == 0, H, N, NA)
+        qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
+        kt = _m3b_qk_half(k_ptr, kb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
         am += tl.dot(qt, tl.trans(kt * sc[:, None]), input_precision=PREC)
         qk += tl.sum(qt * kt, axis=1)
     ma = decay * am
@@ -268,8 +265,8 @@ def _m3b_chunk_kernel(
     # per state half: the q side, then the k side
     for half in tl.static_range(2):
         cols = half * NH + tl.arange(0, NH)
-        qt = _m3b_qk_cols(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half * NH, NH, half == 0, H, N, NA)
-        kt = _m3b_qk_cols(k_ptr, kb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half * NH, NH, half == 0, H, N, NA)
+        qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
+        kt = _m3b_qk_half(k_ptr, kb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
         ks = kt * sc[:, None]
         hn = tok[:, None] * (H * N) + h * N + cols[None, :]
         part = (slot * H + h) * N + cols
@@ -282,7 +279,7 @@ def _m3b_chunk_kernel(
         ds_out = tl.load(dstates_ptr + st_row + cols[None, :], mask=active, other=0.0)  # grad of leaving
         dlam += e_lam * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
         if half == 0:
-            cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, tl.arange(0, 2 * NA), True, H, NA)
+            cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, True, H, NA)
             dphi_q = _m3b_dphi(dqt, qt, C, NA)
             dqt = _m3b_unrotate(dqt, cs, sn, C, NA)
         tl.store(dqp_ptr + hn, dqt, mask=vmask)
@@ -411,10 +408,7 @@ class Mamba3BwdConfig(NamedTuple):
     8 warps 1.308); input_precision: tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee");
     dstate_scan: False runs the state-gradient chain as one serial kernel (measured), True as a chunk-parallel
     local-term kernel plus an elementwise reverse scan (not yet measured); dstate_warps: warps of the chain kernel
-    or of the local-term kernel; scan_block: state elements (of 64 x 128) per scan program, a power of two;
-    dstate_block, dstate_rows: state columns and rows (P channels) per program of the chain kernel (powers of two
-    >= 16, the columns dividing the 64 rotated dims; more programs shorten each one's serial path); dstate_stages:
-    software-pipelining stages of the chain's loop (None: Triton's default).
+    or of the local-term kernel; scan_block: state elements (of 64 x 128) per scan program, a power of two.
     (A chunk_sides = 2 order of the chunk body, both halves' q sides first, measured 30 % slower and was removed.)
     """
 
@@ -423,9 +417,6 @@ class Mamba3BwdConfig(NamedTuple):
     dstate_scan: bool = False
     dstate_warps: int = 8
     scan_block: int = 1024
-    dstate_block: int = 64
-    dstate_rows: int = 64
-    dstate_stages: int | None = None
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -474,11 +465,6 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
                                  dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
     if P * N % config.scan_block != 0:
         raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
-    w, pb = config.dstate_block, config.dstate_rows
-    if w < 16 or w & (w - 1) or (2 * NA) % w or N % w:
-        raise ValueError(f"config.dstate_block: expected a power of two >= 16 dividing {2 * NA}, got {w}")
-    if pb < 16 or pb & (pb - 1) or P % pb:
-        raise ValueError(f"config.dstate_rows: expected a power of two >= 16 dividing {P}, got {pb}")
     dstates = torch.empty((nslot, H, P, N), device=dev, dtype=f32)
     dz = torch.empty_like(z)
     if config.dstate_scan:
@@ -491,10 +477,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
             adt, cu_seqlens, dfinal_ssm, dstates, H=H, PN=P * N, C=CHUNK, BLOCK=config.scan_block, num_warps=4,
         )
     else:
-        _m3b_dstate_kernel[(H, S, (P // config.dstate_rows) * (N // config.dstate_block))](
+        _m3b_dstate_kernel[(H, S, 2)](
             q, q_bias, adt, cos_phi, sin_phi, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz,
-            H=H, P=P, N=N, NA=NA, C=CHUNK, PB=config.dstate_rows, W=config.dstate_block, PREC=config.input_precision,
-            STAGES=config.dstate_stages, num_warps=config.dstate_warps,
+            H=H, P=P, N=N, NA=NA, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
         )
     dv = torch.empty_like(v)
     dadt = torch.empty_like(adt)
