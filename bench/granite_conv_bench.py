@@ -22,7 +22,7 @@ from ssmkit.kernels.granite.conv1d import packed_layout_rows
 IN_PROJ_DIM, XBC_OFFSET, CONV_DIM, K = 6448, 3072, 3328, 4
 VARLEN_LENGTHS, VARLEN_L = [4096, 3100, 2048, 1500, 1024, 777, 512, 300], 4096
 CONFIGS = {  # name: wrapper options, all spelled out; the first is the baseline (the session-4 default)
-    "interior_32x128_w4": dict(block_l=32, block_c=128, num_warps=4),
+    "interior_32x128_w4": dict(block_l=32, block_c=128, num_warps=4, interior_rows=False, masked_rows=32),
     "rows_16x256_w1_m4": dict(block_l=16, block_c=256, num_warps=1, interior_rows=True, masked_rows=4),
     "rows_8x256_w1_m4": dict(block_l=8, block_c=256, num_warps=1, interior_rows=True, masked_rows=4),
     "rows_16x256_w2_m8": dict(block_l=16, block_c=256, num_warps=2, interior_rows=True, masked_rows=8),
@@ -30,6 +30,9 @@ CONFIGS = {  # name: wrapper options, all spelled out; the first is the baseline
     "rows_16x256_w4": dict(block_l=16, block_c=256, num_warps=4, interior_rows=True),
     "rows_32x256_w4_m8": dict(block_l=32, block_c=256, num_warps=4, interior_rows=True, masked_rows=8),
     "rows_32x128_w4": dict(block_l=32, block_c=128, num_warps=4, interior_rows=True),
+    "rows_32x256_w8_m4": dict(block_l=32, block_c=256, num_warps=8, interior_rows=True, masked_rows=4),
+    "rows_64x256_w8_m8": dict(block_l=64, block_c=256, num_warps=8, interior_rows=True, masked_rows=8),
+    "rows_64x256_w4_m8": dict(block_l=64, block_c=256, num_warps=4, interior_rows=True, masked_rows=8),
 }
 
 

@@ -49,8 +49,8 @@ def mamba3_siso_varlen_joint_states_full_vjp(
 
 
 class _Mamba3Siso(torch.autograd.Function):
-    """Forward kernel saving (y, cos and sin of Phi, chunk states); backward = the backward kernels on those
-    (spec §7)."""
+    """Forward kernel saving ``Mamba3FwdSaved`` (y, cos and sin of Phi, chunk states, rotated q and k); backward =
+    the backward kernels on those (spec §7)."""
 
     @staticmethod
     def forward(ctx, q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens):
@@ -61,9 +61,9 @@ class _Mamba3Siso(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v):
-        *inputs, y, cos_phi, sin_phi, chunk_states = ctx.saved_tensors
-        grads = mamba3_siso_bwd(*inputs, Mamba3FwdSaved(y, cos_phi, sin_phi, chunk_states),
-                                dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v)
+        saved = ctx.saved_tensors
+        inputs, kept = saved[:-len(Mamba3FwdSaved._fields)], saved[-len(Mamba3FwdSaved._fields):]
+        grads = mamba3_siso_bwd(*inputs, Mamba3FwdSaved(*kept), dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v)
         return (*grads, None)  # no gradient for cu_seqlens
 
 

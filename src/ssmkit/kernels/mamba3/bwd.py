@@ -12,6 +12,8 @@
 #    (+ dfinal_angle + the later chunks' dPhi sums) -> dangles and the angle part of ddt; the shifted-gamma term
 #    (ds of the token before) -> ddt, dtrap.
 # 4. `_m3b_reduce_kernel`, grid (ceil(T/8) + H,): GQA sum of dq_hat/dk_hat over the 32 heads; bias/D sums per head.
+# Q~ and K~ (biased, rotated) come from the forward (Mamba3FwdSaved.q_rot / k_rot) instead of being rebuilt from q, k,
+# the biases and cos / sin in each kernel; cos / sin are still read to rotate dQ~, dK~ back.
 # No atomics: every sum has a fixed order, so repeated calls are bit-identical.
 from typing import NamedTuple
 
@@ -36,33 +38,22 @@ def _m3b_tanh(x):
 
 
 @triton.jit
-def _m3b_qk_half(x_ptr, b_ptr, cos_ptr, sin_ptr, tok, vmask, h, half: tl.constexpr,
-                 C: tl.constexpr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr):
-    """Biased, rotated q or k (F3, F4) on the dims [half*64, half*64 + 64) of a chunk: (C, 64) fp32, zero on
-    invalid rows. Half 0 holds the 32 rotated pairs, half 1 passes through. The rotation reads each dim's pair
-    partner from memory (dim ^ 1), so no register shuffle feeds the dots (Triton 3.6 fails to compile a dot operand
-    made by reshape/join)."""
+def _m3b_rot_half(xr_ptr, tok, vmask, h, half, H: tl.constexpr, N: tl.constexpr):
+    """The forward's saved q~ or k~ (biased and rotated, F3 and F4; ``Mamba3FwdSaved.q_rot``/``k_rot``, (T, H, N)
+    fp32) on the dims [half*N/2, half*N/2 + N/2) of a chunk: (C, N/2) fp32, zero on invalid rows."""
     cols = half * (N // 2) + tl.arange(0, N // 2)
-    x = tl.load(x_ptr + tok[:, None] * N + cols[None, :], mask=vmask, other=0.0).to(tl.float32)
-    x = tl.where(vmask, x + tl.load(b_ptr + h * N + cols)[None, :], 0.0)
-    if half == 0:
-        cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, True, H, NA)
-        swap = cols ^ 1
-        xs = tl.load(x_ptr + tok[:, None] * N + swap[None, :], mask=vmask, other=0.0).to(tl.float32)
-        xs = tl.where(vmask, xs + tl.load(b_ptr + h * N + swap)[None, :], 0.0)
-        x = x * cs + xs * sn
-    return x
+    return tl.load(xr_ptr + tok[:, None] * (H * N) + h * N + cols[None, :], mask=vmask, other=0.0)
 
 
 @triton.jit
-def _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, active, H: tl.constexpr, NA: tl.constexpr):
+def _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, H: tl.constexpr, NA: tl.constexpr):
     """cos and signed sin of Phi per rotated dim, (C, 2 NA), read from the forward's saved cos / sin (T, H, NA):
-    x~ = x cos + x_partner sin_signed, the sine taken negative on even dims (spec F4); angle 0 (identity: cos 1,
-    sin 0) where active is false."""
+    x~ = x cos + x_partner sin_signed, the sine taken negative on even dims (spec F4); identity (cos 1, sin 0) on
+    invalid rows."""
     cols = tl.arange(0, 2 * NA)
     off = tok[:, None] * (H * NA) + h * NA + (cols // 2)[None, :]
-    cs = tl.load(cos_ptr + off, mask=vmask & active, other=1.0)
-    sn = tl.load(sin_ptr + off, mask=vmask & active, other=0.0)
+    cs = tl.load(cos_ptr + off, mask=vmask, other=1.0)
+    sn = tl.load(sin_ptr + off, mask=vmask, other=0.0)
     return cs, sn * tl.where(cols % 2 == 0, -1.0, 1.0)[None, :]
 
 
@@ -96,8 +87,8 @@ def _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, hp, vmask, write_dz):
 
 @triton.jit
 def _m3b_dstate_kernel(
-    q_ptr, qb_ptr, adt_ptr, cos_ptr, sin_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dfs_ptr, dstates_ptr, dz_ptr,
-    H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr,
+    qr_ptr, adt_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dfs_ptr, dstates_ptr, dz_ptr,
+    H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr,
 ):
     """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns; stores the
     gradient of the state leaving each chunk (dS_acc of that chunk), and dz (gate, F8) from the half-0 programs."""
@@ -125,17 +116,14 @@ def _m3b_dstate_kernel(
         lam = tl.sum(adt, axis=0)
         hp = tok[:, None] * (H * P) + h * P + pv[None, :]
         dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, hp, vmask, half == 0)
-        if half == 0:
-            qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, 0, C, H, N, NA)
-        else:
-            qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, 1, C, H, N, NA)
+        qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
         ds = tl.exp(lam) * ds + tl.dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, input_precision=PREC)
 
 
 @triton.jit
 def _m3b_dstate_local_kernel(
-    q_ptr, qb_ptr, adt_ptr, cos_ptr, sin_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dloc_ptr, dz_ptr, S,
-    H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
+    qr_ptr, adt_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dloc_ptr, dz_ptr, S,
+    H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
     PREC: tl.constexpr,
 ):
     """Grid (chunk slots, H): chunk c's own term of the reverse chain, (diag(e^l) dY)^T Q~ (P, N) fp32, stored at the
@@ -156,7 +144,7 @@ def _m3b_dstate_local_kernel(
         w = tl.trans(dy * tl.exp(ell)[:, None])
         row = dloc_ptr + (slot * H + h) * P * N + pv[:, None] * N
         for half in tl.static_range(2):
-            qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
+            qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
             tl.store(row + (half * NH + tl.arange(0, NH))[None, :], tl.dot(w, qt, input_precision=PREC))
 
 
@@ -188,7 +176,7 @@ def _m3b_dstate_scan_kernel(adt_ptr, cu_ptr, dfs_ptr, dstates_ptr,
 
 @triton.jit
 def _m3b_chunk_kernel(
-    q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, d_ptr, z_ptr, cu_ptr,
+    qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, z_ptr, cu_ptr,
     cos_ptr, sin_ptr, states_ptr, dstates_ptr, dout_ptr, dfk_ptr, dfv_ptr,
     dv_ptr, dadt_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dsg_ptr, dgam_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
@@ -246,8 +234,8 @@ def _m3b_chunk_kernel(
     am = tl.zeros([C, C], dtype=tl.float32)
     qk = tl.zeros([C], dtype=tl.float32)
     for half in tl.static_range(2):
-        qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
-        kt = _m3b_qk_half(k_ptr, kb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
+        qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
+        kt = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N)
         am += tl.dot(qt, tl.trans(kt * sc[:, None]), input_precision=PREC)
         qk += tl.sum(qt * kt, axis=1)
     ma = decay * am
@@ -265,8 +253,8 @@ def _m3b_chunk_kernel(
     # per state half: the q side, then the k side
     for half in tl.static_range(2):
         cols = half * NH + tl.arange(0, NH)
-        qt = _m3b_qk_half(q_ptr, qb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
-        kt = _m3b_qk_half(k_ptr, kb_ptr, cos_ptr, sin_ptr, tok, vmask, h, half, C, H, N, NA)
+        qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
+        kt = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N)
         ks = kt * sc[:, None]
         hn = tok[:, None] * (H * N) + h * N + cols[None, :]
         part = (slot * H + h) * N + cols
@@ -279,7 +267,7 @@ def _m3b_chunk_kernel(
         ds_out = tl.load(dstates_ptr + st_row + cols[None, :], mask=active, other=0.0)  # grad of leaving
         dlam += e_lam * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
         if half == 0:
-            cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, True, H, NA)
+            cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, H, NA)
             dphi_q = _m3b_dphi(dqt, qt, C, NA)
             dqt = _m3b_unrotate(dqt, cs, sn, C, NA)
         tl.store(dqp_ptr + hn, dqt, mask=vmask)
@@ -446,7 +434,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     fp32; trap (T, 32) bf16; q_bias, k_bias (32, 128) fp32; angles (T, 32, 32) bf16; d (32,) fp32; cu_seqlens
     (S+1,) int32. `saved` is the forward's `Mamba3FwdSaved`: y fp32 (T, 32, 64) pre-gate output, cos_phi and
     sin_phi fp32 (T, 32, 32) of the wrapped cumulative angle, chunk_states fp32 (T//64 + S, 32, 64, 128) state
-    entering each chunk (sequence s, chunk c at cu_seqlens[s]//64 + s + c). Cotangents: dout (T, 32, 64),
+    entering each chunk (sequence s, chunk c at cu_seqlens[s]//64 + s + c), q_rot and k_rot fp32 (T, 32, 128), the
+    biased and rotated q~ and k~ per head (the kernels load them; q, k and the biases are only shape-checked
+    here). Cotangents: dout (T, 32, 64),
     dfinal_angle (S, 32, 32), dfinal_ssm (S, 32, 64, 128), dfinal_k (S, 32, 128), dfinal_v (S, 32, 64).
     `config`: a Mamba3BwdConfig (warps, dot precision).
     Returns `Mamba3BwdGrads` (dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz); no host sync.
@@ -458,19 +448,18 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     nslot = T // CHUNK + S  # chunk slots, as the forward's chunk_states
     dev = v.device
     f32 = torch.float32
-    (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, y, cos_phi, sin_phi, chunk_states,
-     dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = (
+    (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, y, cos_phi, sin_phi, chunk_states, q_rot,
+     k_rot, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = (
         x.contiguous() for x in (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
-                                 saved.y, saved.cos_phi, saved.sin_phi, saved.chunk_states,
-                                 dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
+                                 *saved, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
     if P * N % config.scan_block != 0:
         raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
     dstates = torch.empty((nslot, H, P, N), device=dev, dtype=f32)
     dz = torch.empty_like(z)
     if config.dstate_scan:
         _m3b_dstate_local_kernel[(nslot, H)](
-            q, q_bias, adt, cos_phi, sin_phi, z, y, dout, cu_seqlens, dstates, dz, S,
-            H=H, P=P, N=N, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1), PREC=config.input_precision,
+            q_rot, adt, z, y, dout, cu_seqlens, dstates, dz, S,
+            H=H, P=P, N=N, C=CHUNK, SB=triton.next_power_of_2(S + 1), PREC=config.input_precision,
             num_warps=config.dstate_warps,
         )
         _m3b_dstate_scan_kernel[(P * N // config.scan_block, H, S)](
@@ -478,8 +467,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         )
     else:
         _m3b_dstate_kernel[(H, S, 2)](
-            q, q_bias, adt, cos_phi, sin_phi, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz,
-            H=H, P=P, N=N, NA=NA, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
+            q_rot, adt, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz,
+            H=H, P=P, N=N, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
         )
     dv = torch.empty_like(v)
     dadt = torch.empty_like(adt)
@@ -493,7 +482,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dkb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
     dd_part = torch.empty((nslot, H), device=dev, dtype=f32)
     _m3b_chunk_kernel[(nslot, H)](
-        q, k, v, adt, dt, trap, q_bias, k_bias, d, z, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates, dout,
+        q_rot, k_rot, v, adt, dt, trap, d, z, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates, dout,
         dfinal_k, dfinal_v, dv, dadt, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part, dd_part,
         S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=max(2, triton.next_power_of_2(S)), PREC=config.input_precision,
         num_warps=config.num_warps,

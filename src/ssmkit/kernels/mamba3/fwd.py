@@ -8,7 +8,7 @@
 #      chunk, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
 #   3. chunk scan, grid (chunk slots, H): Phi = wrap(carry + csum), rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by
 #      Phi[m], dims 64..127 pass through), strict-causal scores, readout from the entering state, gamma diagonal + D
-#      skip, silu(z) gate; y, cos/sin of Phi (saved for the backward) and the final angle/k/v.
+#      skip, silu(z) gate; y, cos/sin of Phi and the rotated q~/k~ (saved for the backward) and the final angle/k/v.
 # Chunk slots: sequence s, local chunk c -> slot cu_seqlens[s] // 64 + s + c < T // 64 + S (no host sync); programs of
 # unused slots exit. Tiles: 64 tokens x 128 state dims (as a rotated and a pass-through 64-wide half) x 64 values.
 # All arithmetic fp32; dots take fp32 operands with the configured input precision (rotated q/k and scaled k never
@@ -53,12 +53,17 @@ class Mamba3FwdSaved(NamedTuple):
     chunk_states: (T // 64 + S, 32, 64, 128) fp32, the (v, qk)-ordered SSM state ENTERING each chunk; sequence s,
         chunk c (local tokens 64c .. 64c+63) is at index cu_seqlens[s] // 64 + s + c. Indices no chunk maps to are
         left unwritten (torch.empty).
+    q_rot, k_rot: (T, 32, 128) fp32, q~ and k~ per value head: biased (F3) and rotated by Phi (F4, dims 0..63; dims
+        64..127 biased only), as the forward's dots use them (the backward loads them instead of rebuilding them
+        from q, k, the biases and cos / sin in every kernel: bench/mamba3/NOTES.md "Session 5").
     """
 
     y: torch.Tensor
     cos_phi: torch.Tensor
     sin_phi: torch.Tensor
     chunk_states: torch.Tensor
+    q_rot: torch.Tensor
+    k_rot: torch.Tensor
 
 
 @triton.jit
@@ -187,7 +192,7 @@ def _mamba3_fwd_state_passing_kernel(
 @triton.jit
 def _mamba3_fwd_chunk_scan_kernel(
     q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, ang_ptr, d_ptr, z_ptr, cu_ptr, S,
-    states_ptr, carry_ptr, out_ptr, fangle_ptr, fk_ptr, fv_ptr, y_ptr, cos_ptr, sin_ptr,
+    states_ptr, carry_ptr, out_ptr, fangle_ptr, fk_ptr, fv_ptr, y_ptr, cos_ptr, sin_ptr, qrot_ptr, krot_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
     BLOCK_S: tl.constexpr, SAVE: tl.constexpr, PRECISION: tl.constexpr,
 ):
@@ -237,6 +242,11 @@ def _mamba3_fwd_chunk_scan_kernel(
             t_a = t[:, None] * (H * NA) + h * NA + acols[None, :]
             tl.store(cos_ptr + t_a, cos, mask=vmask)
             tl.store(sin_ptr + t_a, sin, mask=vmask)
+            t_n = t[:, None] * (H * N) + h * N + cols[None, :]
+            tl.store(qrot_ptr + t_n, qt_r, mask=vmask)
+            tl.store(qrot_ptr + t_n + HALF, q_p, mask=vmask)
+            tl.store(krot_ptr + t_n, kt_r, mask=vmask)
+            tl.store(krot_ptr + t_n + HALF, k_p, mask=vmask)
 
         # final states of the sequence: the row of its last token (only in its last chunk)
         last = (t == end - 1)[:, None]
@@ -257,8 +267,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (TypeError/ValueError); the cu_seqlens values are not (that needs a host sync: see validate_cu_seqlens).
     Returns (out (T, 32, 64) bf16, final_angle (S, 32, 32) fp32, final_ssm (S, 32, 64, 128) fp32,
     final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, saved): saved is a Mamba3FwdSaved, or None when
-    save_for_backward is False (then y, cos_phi and sin_phi are not written and the chunk states are a
-    temporary).
+    save_for_backward is False (then y, cos_phi, sin_phi, q_rot and k_rot are not written and the chunk states
+    are a temporary).
     """
     validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, check_cu_seqlens_values=False)
     for name, x in zip(INPUT_NAMES, (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens)):
@@ -293,11 +303,13 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
             cos_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
             sin_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
             chunk_states=chunk_states,
+            q_rot=torch.empty((T, NHEADS, DSTATE), dtype=f32, device=dev),
+            k_rot=torch.empty((T, NHEADS, DSTATE), dtype=f32, device=dev),
         )
-        y_buf, cos_buf, sin_buf = saved.y, saved.cos_phi, saved.sin_phi
+        save_bufs = (saved.y, saved.cos_phi, saved.sin_phi, saved.q_rot, saved.k_rot)
     else:
         saved = None
-        y_buf = cos_buf = sin_buf = out  # never written: SAVE is False
+        save_bufs = (out,) * 5  # never written: SAVE is False
     carry = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # wrapped Phi before the chunk
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
         cu_seqlens, dstate, decay, angsum, chunk_states, carry, final_ssm,
@@ -305,7 +317,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     )
     _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
         q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, S, chunk_states, carry,
-        out, final_angle, final_k, final_v, y_buf, cos_buf, sin_buf,
+        out, final_angle, final_k, final_v, *save_bufs,
         **sizes, BLOCK_S=block_s, SAVE=save_for_backward, PRECISION=config.input_precision,
         num_warps=config.chunk_warps,
     )
