@@ -29,7 +29,8 @@ def build(fn, consts, num_warps=4):
 for prec in ("tf32", "tf32x3"):
     for warps in (4, 8):
         build(bwd._m3b_chunk_kernel, dict(SB=4, PREC=prec), warps)
-    build(bwd._m3b_dstate_kernel, dict(PREC=prec), 8)
+    for warps in (4, 8):
+        build(bwd._m3b_dstate_kernel, dict(PREC=prec), warps)
     build(bwd._m3b_dstate_local_kernel, dict(SB=8, PREC=prec), 8)
 build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024))
 build(bwd._m3b_angle_kernel, dict(SB=8, CB=16))
