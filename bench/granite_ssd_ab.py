@@ -24,7 +24,12 @@ from ssmkit.kernels.granite import ssd_prefill as new_ssd  # noqa: E402
 from ssmkit.kernels.granite.conv1d import packed_layout_rows  # noqa: E402
 
 
-VARIANTS = {"state_1stage": {"state": dict(num_stages=1)}, "state_2stages": {"state": dict(num_stages=2)}}
+# (session 4: stage counts of the chunk-state kernel; session 5: register caps, so that 4 CTAs of 4 warps fit an SM:
+# 168 (scan) and 145 (state) registers allowed 3; the state kernel's 74 KB of shared memory at 3 stages also does)
+VARIANTS = {"scan_r128": {"scan": dict(maxnreg=128)},
+            "state_r128_s2": {"state": dict(maxnreg=128, num_stages=2)},
+            "both_r128": {"scan": dict(maxnreg=128), "state": dict(maxnreg=128, num_stages=2)},
+            "scan_r128_state_s2": {"scan": dict(maxnreg=128), "state": dict(num_stages=2)}}
 
 
 def main() -> None:
