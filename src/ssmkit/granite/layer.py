@@ -77,8 +77,7 @@ from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_lay
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
 from ssmkit.kernels.granite.mapped_io import MappedIO
 from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, mask_row_facts
-from ssmkit.kernels.granite.ssd_decode import (MAX_OUT_FUSED_ROWS, granite_decode_linear, granite_decode_step,
-                                                granite_decode_step_out)
+from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step
 from ssmkit.kernels.granite.ssd_prefill import ssd_chunked_prefill
 
 __all__ = ["FastMambaLayer"]
@@ -303,12 +302,9 @@ class FastMambaLayer(ReferenceMambaLayer):
     Captured graphs read the parameters at their addresses at capture: after replacing a parameter by a new tensor
     call ``clear_graphs()`` (``load_state_dict`` and ``.to()`` need nothing).
     Knobs: ``use_cuda_graphs`` (default True; False runs the CUDA decode step eagerly) and
-    ``decode_projections``: "fused_out" (default), "cublas" or "triton" (opt-in: the
+    ``decode_projections``: "cublas" (default, measured) or "triton" (opt-in: the
     decode in_proj / out_proj as ``granite_decode_linear`` skinny GEMMs, for bf16 layers without projection biases
     and batches <= 64; measured no better than cuBLAS per call: 44 / 56 / 116 vs 46 / 57 / 113 us at B=1/8/64).
-    "fused_out": in_proj on cuBLAS, out_proj inside the decode kernels' second launch together with the RMSNorm
-    and the conv-state roll, writing a mapped graph's output directly (``granite_decode_step_out``), for bf16
-    layers without an out_proj bias and batches <= 16; cuBLAS otherwise (session 5, bench/granite/NOTES.md).
     Session 2 decode knobs (bench/granite/NOTES.md "Session 2: decode"; H200,
     bench/results/session2/granite_decode_s2.json): ``decode_fast_path`` (True: a decode call on a cache bound to
     its graph replays it without the full checks and key, see ``forward``), ``decode_evict_first`` (True: the
@@ -325,7 +321,7 @@ class FastMambaLayer(ReferenceMambaLayer):
     def __init__(self, config: GraniteMambaConfig, layer_idx: int = 0) -> None:
         super().__init__(config, layer_idx)
         self.use_cuda_graphs = True
-        self.decode_projections = "fused_out"
+        self.decode_projections = "cublas"
         self.decode_fast_path = True
         self.decode_evict_first = True
         self.decode_io = "mapped"
@@ -600,24 +596,13 @@ class FastMambaLayer(ReferenceMambaLayer):
         return rows, step, io, warm
 
     # ----------------------------------------------------------------------------------------- decode
-    def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor, ssm_state: torch.Tensor,
-                     io: MappedIO | None = None) -> torch.Tensor | None:
-        """in_proj -> fused decode kernels -> out_proj for (b, 1, hidden); updates the two states in place.
-        ``decode_projections`` "fused_out" (bf16, no out_proj bias, b <= MAX_OUT_FUSED_ROWS): out_proj runs in the
-        decode kernels' second launch (``granite_decode_step_out``); with ``io`` that launch writes the output
-        to io's posted address and acknowledges the replay, and None is returned."""
+    def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor,
+                     ssm_state: torch.Tensor) -> torch.Tensor:
+        """in_proj -> fused decode kernels -> out_proj for (b, 1, hidden); updates the two states in place."""
         zxbcdt = self._project(hidden_states[:, 0], self.in_proj)
-        args = (zxbcdt, conv_state, ssm_state, self.conv1d.weight, self.conv1d.bias, self.dt_bias, self.A_log, self.D,
-                self.norm.weight, self.config.rms_norm_eps)
-        if (self.decode_projections == "fused_out" and self.out_proj.bias is None
-                and zxbcdt.dtype == torch.bfloat16 and zxbcdt.shape[0] <= MAX_OUT_FUSED_ROWS):
-            if io is None:
-                return granite_decode_step_out(*args, self.out_proj.weight,
-                                               evict_first=self.decode_evict_first)[:, None]
-            granite_decode_step_out(*args, self.out_proj.weight, out_address=io.dst_address(0),
-                                    ack=io.ack_target(), evict_first=self.decode_evict_first)
-            return None
-        y = granite_decode_step(*args, evict_first=self.decode_evict_first)
+        y = granite_decode_step(zxbcdt, conv_state, ssm_state, self.conv1d.weight, self.conv1d.bias, self.dt_bias,
+                                self.A_log, self.D, self.norm.weight, self.config.rms_norm_eps,
+                                evict_first=self.decode_evict_first)
         return self._project(y, self.out_proj)[:, None]
 
     def _project(self, x: torch.Tensor, linear: torch.nn.Linear) -> torch.Tensor:
@@ -685,9 +670,7 @@ class FastMambaLayer(ReferenceMambaLayer):
                 if io is None:
                     return self._decode_step(static_in, conv_state, ssm_state)
                 io.copy_in(static_in)
-                out = self._decode_step(static_in, conv_state, ssm_state, io)
-                if out is None:  # written through io's address by the fused out_proj launch (which acknowledged)
-                    return static_in  # (same shape and dtype as the output: the template of run()'s new outputs)
+                out = self._decode_step(static_in, conv_state, ssm_state)
                 io.copy_out(out)
                 return out
             graph, static_out = _capture(lambda: step(scratch.conv_state, scratch.ssm_state),

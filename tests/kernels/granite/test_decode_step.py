@@ -10,9 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ssmkit.kernels.granite.mapped_io import MappedIO
-from ssmkit.kernels.granite.ssd_decode import (MAX_OUT_FUSED_ROWS, granite_decode_linear, granite_decode_step,
-                                                granite_decode_step_out)
+from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step
 
 # Written for the interpreter on CPU tensors (tests/conftest.py); on a CUDA machine Triton compiles for the GPU
 # and cannot take CPU pointers, so the file is skipped there (the CUDA tests of the layer cover the kernels).
@@ -131,52 +129,6 @@ def test_decode_step_rejects_bad_inputs():
         granite_decode_step(zxbcdt[:, :-1], conv_state, ssm_state, *args)
     with pytest.raises(ValueError, match="ssm_state must be"):
         granite_decode_step(zxbcdt, conv_state, ssm_state[0], *args)
-
-
-@pytest.mark.parametrize("batch,hidden,block_k", [(1, 40, 256), (3, 72, 32), (MAX_OUT_FUSED_ROWS, 33, 64)])
-def test_decode_step_out_matches_float64_and_the_unfused_step(batch, hidden, block_k):
-    """granite_decode_step_out (kernel 1, then RMSNorm + out_proj + conv roll in one launch): the states exactly as
-    the unfused step leaves them; the output within one bf16 rounding of float64 (normed rows rounded to bf16
-    first, as out_proj's input is), every element written; several reduction steps (block_k < intermediate) and
-    a partial last column block."""
-    zxbcdt, conv_state, ssm_state, p = _make_inputs(batch, 4, 16, 16, 1, torch.bfloat16, seed=batch + hidden)
-    args = (p["conv_weight"], p["conv_bias"], p["dt_bias"], p["A_log"], p["D"], p["norm_weight"], 1e-5)
-    weight = (torch.randn(hidden, 64, generator=torch.Generator().manual_seed(hidden)) / 8).to(torch.bfloat16)
-    cs, ss = conv_state.clone(), ssm_state.clone()
-    normed = granite_decode_step(zxbcdt, cs, ss, *args)
-    out = granite_decode_step_out(zxbcdt, conv_state, ssm_state, *args, weight, block_k=block_k)
-    assert torch.equal(conv_state, cs) and torch.equal(ssm_state, ss)
-    ref = normed.double() @ weight.double().T
-    assert out.shape == (batch, hidden) and out.dtype == torch.bfloat16 and torch.isfinite(out).all()
-    assert ((out.double() - ref).abs() <= 2.0 ** -8 * ref.abs() + 1e-5 * ref.abs().max()).all()
-
-
-def test_decode_step_out_writes_the_posted_address_and_acknowledges():
-    zxbcdt, conv_state, ssm_state, p = _make_inputs(2, 4, 16, 16, 1, torch.bfloat16, seed=21)
-    args = (p["conv_weight"], p["conv_bias"], p["dt_bias"], p["A_log"], p["D"], p["norm_weight"], 1e-5)
-    weight = (torch.randn(24, 64, generator=torch.Generator().manual_seed(2)) / 8).to(torch.bfloat16)
-    want = granite_decode_step_out(zxbcdt, conv_state.clone(), ssm_state.clone(), *args, weight)
-    io = MappedIO(torch.device("cpu"))
-    dst = torch.full((2, 24), float("nan"), dtype=torch.bfloat16)
-    io.post(zxbcdt, (dst,))
-    io.copy_in(torch.empty_like(zxbcdt))  # (the fetch: the table into the stash)
-    assert granite_decode_step_out(zxbcdt, conv_state, ssm_state, *args, weight, out_address=io.dst_address(0),
-                                   ack=io.ack_target()) is None
-    assert torch.equal(dst, want) and int(io.ack[0]) == io.seq == 1
-
-
-def test_decode_step_out_rejects_what_it_does_not_fuse():
-    zxbcdt, conv_state, ssm_state, p = _make_inputs(MAX_OUT_FUSED_ROWS + 1, 4, 16, 16, 1, torch.bfloat16, seed=4)
-    args = (p["conv_weight"], p["conv_bias"], p["dt_bias"], p["A_log"], p["D"], p["norm_weight"], 1e-5)
-    weight = torch.zeros(8, 64, dtype=torch.bfloat16)
-    with pytest.raises(ValueError, match="fused out_proj takes bf16 rows"):
-        granite_decode_step_out(zxbcdt, conv_state, ssm_state, *args, weight)
-    with pytest.raises(ValueError, match="fused out_proj takes bf16 rows"):
-        granite_decode_step_out(zxbcdt[:2].float(), conv_state[:2].float(), ssm_state[:2], *args, weight)
-    with pytest.raises(ValueError, match="out_weight must be"):
-        granite_decode_step_out(zxbcdt[:2], conv_state[:2], ssm_state[:2], *args, weight[:, :32])
-    with pytest.raises(ValueError, match="block_n and block_k"):
-        granite_decode_step_out(zxbcdt[:2], conv_state[:2], ssm_state[:2], *args, weight, block_k=24)
 
 
 def test_decode_step_result_independent_of_tile_rows_and_warps():

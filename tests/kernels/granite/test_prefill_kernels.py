@@ -467,10 +467,6 @@ for evict in (False, True):
     build(ssd_decode._granite_decode_ssm_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, NGROUPS=1,
           HEADS_PER_GROUP=48, HEADDIM=64, DSTATE=128, D_CONV=4, BLOCK_P=32, HAS_CONV_BIAS=True, ROUND_BF16=True,
           EVICT_FIRST=evict))
-for indirect in (False, True):  # the fused RMSNorm + out_proj + roll: a new output, or a mapped graph's address
-    build(ssd_decode._granite_decode_out_kernel, dict(INTERMEDIATE=3072, HIDDEN=1536, CONV_DIM=3328, D_CONV=4,
-          BLOCK_M=16, BLOCK_N=16, BLOCK_K=256, BLOCK_C=512, OUT_INDIRECT=indirect, ACK=indirect),
-          {"out_ptr": "*i64"} if indirect else None)
 build(ssd_decode._granite_decode_norm_roll_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, D_CONV=4, BLOCK_I=4096,
       BLOCK_C=512))
 build(mapped_io._mapped_fetch_kernel, dict(WORDS=5, BLOCK=8))

@@ -121,12 +121,6 @@ class MappedIO:
         """Device int64 scalar view holding posted destination ``slot`` (for kernels that write there)."""
         return self.stash[2 + slot:3 + slot]
 
-    def ack_target(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(stash, ack) for a kernel that acknowledges the replay itself, as ``copy_out(ack=True)`` does: one of
-        its programs stores stash[0] (the replay's seq) into ack. It must be the graph's last node that uses the
-        posted addresses."""
-        return self.stash, self.ack
-
     def copy_out(self, static_out: torch.Tensor, slot: int = 0, ack: bool = True) -> None:
         """Launch: posted destination ``slot`` <- static_out (contiguous; same numel and dtype). ``ack``: this is
         the graph's last node that uses the addresses (it acknowledges the replay)."""

@@ -10,12 +10,6 @@
 #      RMSNorm over all intermediate channels (spec §2.1 step 10) and writes the model-dtype result for out_proj;
 #      the other programs roll conv_state left by one and write the new raw xBC column, in place (BLOCK_C channels
 #      each). The roll waits for kernel 1, which read the old window, by stream order.
-# Or (granite_decode_step_out, bf16 models, <= MAX_OUT_FUSED_ROWS rows) kernel 2 is _granite_decode_out_kernel:
-#   RMSNorm + out_proj + the conv-state roll in one launch, grid (cdiv(hidden, BLOCK_N) + batch * conv blocks,):
-#   each of the first programs computes every row's rstd (a pass over the gated rows, from L2), then streams its
-#   (BLOCK_N, intermediate) slab of the out_proj weight once against the bf16-rounded normed rows (tl.dot, fp32
-#   accumulation) and writes its output columns, optionally to an address read from device memory (MappedIO), so
-#   a decode graph needs no cuBLAS out_proj, no norm launch and no copy-out node.
 # Tiles: kernel 1 holds a (BLOCK_P, DSTATE) fp32 state tile (BLOCK_P chosen from the batch so that small batches
 # still fill the GPU); kernel 2 a (next_pow2(intermediate),) row or a (BLOCK_C, D_CONV) window tile.
 # Also here, opt-in (FastMambaLayer.decode_projections = "triton"): _granite_decode_linear_kernel, a skinny GEMM
@@ -40,12 +34,7 @@ import triton.language as tl
 
 from ssmkit.kernels.granite.ssd_prefill import _granite_softplus_dt
 
-__all__ = ["granite_decode_step", "granite_decode_step_out", "decode_launch_config", "granite_decode_linear",
-           "MAX_OUT_FUSED_ROWS"]
-
-# Rows the fused RMSNorm + out_proj launch takes: every program re-reads all rows' gated values from L2, which stops
-# paying off for large batches (cuBLAS tiles the rows instead).
-MAX_OUT_FUSED_ROWS = 16
+__all__ = ["granite_decode_step", "decode_launch_config", "granite_decode_linear"]
 
 
 @triton.jit
@@ -121,25 +110,6 @@ def _granite_decode_ssm_kernel(
 
 
 @triton.jit
-def _decode_roll_block(zxbcdt_ptr, conv_state_ptr, row, blk, stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k,
-                       INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, D_CONV: tl.constexpr,
-                       BLOCK_C: tl.constexpr):
-    """conv_state[row, c, :] <- [conv_state[row, c, 1:], xBC_new[c]] for channels c of block ``blk`` (spec §3.1
-    step 2), in place. Runs after kernel 1 (which read the old window), by stream order."""
-    ch = blk * BLOCK_C + tl.arange(0, BLOCK_C)
-    k = tl.arange(0, D_CONV)
-    cm = ch[:, None] < CONV_DIM
-    cs_row = conv_state_ptr + row * stride_cs_b
-    old = tl.load(cs_row + ch[:, None] * stride_cs_c + (k[None, :] + 1) * stride_cs_k,
-                  mask=cm & (k[None, :] < D_CONV - 1), other=0.0)
-    new = tl.load(zxbcdt_ptr + row * stride_zx_b + INTERMEDIATE + ch, mask=ch < CONV_DIM, other=0.0)
-    window = tl.where(k[None, :] == D_CONV - 1, new[:, None], old)
-    # Every thread's reads of the old window must land before any thread overwrites it.
-    tl.debug_barrier()
-    tl.store(cs_row + ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, window, mask=cm)
-
-
-@triton.jit
 def _granite_decode_norm_roll_kernel(
     gated_ptr, norm_weight_ptr, out_ptr, zxbcdt_ptr, conv_state_ptr, eps,
     stride_g_b, stride_out_b, stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k,
@@ -157,60 +127,18 @@ def _granite_decode_norm_roll_kernel(
         w = tl.load(norm_weight_ptr + offs, mask=m, other=0.0).to(tl.float32)
         tl.store(out_ptr + row * stride_out_b + offs, (t * rstd * w).to(out_ptr.dtype.element_ty), mask=m)
     else:
-        _decode_roll_block(zxbcdt_ptr, conv_state_ptr, row, blk - 1, stride_zx_b, stride_cs_b, stride_cs_c,
-                           stride_cs_k, INTERMEDIATE, CONV_DIM, D_CONV, BLOCK_C)
-
-
-@triton.jit
-def _granite_decode_out_kernel(
-    gated_ptr, norm_weight_ptr, w_ptr, out_ptr, stash_ptr, ack_ptr, zxbcdt_ptr, conv_state_ptr, eps, M,
-    stride_g_b, stride_w_n, stride_out_b, stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k,
-    INTERMEDIATE: tl.constexpr, HIDDEN: tl.constexpr, CONV_DIM: tl.constexpr, D_CONV: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_C: tl.constexpr,
-    OUT_INDIRECT: tl.constexpr, ACK: tl.constexpr,
-):
-    """RMSNorm + out_proj + conv-state roll in one launch. Programs [0, cdiv(HIDDEN, BLOCK_N)): out[:, n-block] =
-    bf16(t * rstd * w) @ W[n-block]^T for the M rows of t = gated (M, INTERMEDIATE) fp32, rstd from a first pass
-    over t (each program recomputes it: M <= BLOCK_M rows from L2), fp32 accumulation; OUT_INDIRECT: out_ptr holds
-    the output's address (MappedIO.dst_address), ACK: program 0 stores stash[0] into ack (MappedIO's
-    acknowledgement). The remaining programs roll the conv state, (row, channel block) each."""
-    pid = tl.program_id(0)
-    NB: tl.constexpr = (HIDDEN + BLOCK_N - 1) // BLOCK_N
-    if pid >= NB:
-        NCB: tl.constexpr = (CONV_DIM + BLOCK_C - 1) // BLOCK_C
-        r = pid - NB
-        _decode_roll_block(zxbcdt_ptr, conv_state_ptr, (r // NCB).to(tl.int64), r % NCB, stride_zx_b, stride_cs_b,
-                           stride_cs_c, stride_cs_k, INTERMEDIATE, CONV_DIM, D_CONV, BLOCK_C)
-    else:
-        offs_m = tl.arange(0, BLOCK_M)
-        m_ok = offs_m[:, None] < M
-        offs_n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-        n_ok = offs_n[None, :] < HIDDEN
-        t_rows = gated_ptr + offs_m[:, None].to(tl.int64) * stride_g_b
-        ssq = tl.zeros((BLOCK_M,), dtype=tl.float32)
-        for k0 in range(0, INTERMEDIATE, BLOCK_K):
-            k = k0 + tl.arange(0, BLOCK_K)
-            t = tl.load(t_rows + k[None, :], mask=m_ok & (k[None, :] < INTERMEDIATE), other=0.0)
-            ssq += tl.sum(t * t, axis=1)
-        rstd = tl.rsqrt(ssq / INTERMEDIATE + eps)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k0 in range(0, INTERMEDIATE, BLOCK_K):
-            k = k0 + tl.arange(0, BLOCK_K)
-            k_ok = k < INTERMEDIATE
-            t = tl.load(t_rows + k[None, :], mask=m_ok & k_ok[None, :], other=0.0)
-            w = tl.load(norm_weight_ptr + k, mask=k_ok, other=0.0).to(tl.float32)
-            normed = (t * rstd[:, None] * w[None, :]).to(w_ptr.dtype.element_ty)
-            wt = tl.load(w_ptr + offs_n[None, :] * stride_w_n + k[:, None], mask=n_ok & k_ok[:, None], other=0.0)
-            acc = tl.dot(normed, wt, acc)
-        if OUT_INDIRECT:
-            out = tl.load(out_ptr).to(tl.pointer_type(w_ptr.dtype.element_ty))
-        else:
-            out = out_ptr
-        tl.store(out + offs_m[:, None] * stride_out_b + offs_n[None, :], acc.to(out.dtype.element_ty),
-                 mask=m_ok & n_ok)
-        if ACK:
-            if pid == 0:
-                tl.store(ack_ptr, tl.load(stash_ptr))
+        # conv_state[c, :] <- [conv_state[c, 1:], xBC_new[c]] (spec §3.1 step 2), in place.
+        ch = (blk - 1) * BLOCK_C + tl.arange(0, BLOCK_C)
+        k = tl.arange(0, D_CONV)
+        cm = ch[:, None] < CONV_DIM
+        cs_row = conv_state_ptr + row * stride_cs_b
+        old = tl.load(cs_row + ch[:, None] * stride_cs_c + (k[None, :] + 1) * stride_cs_k,
+                      mask=cm & (k[None, :] < D_CONV - 1), other=0.0)
+        new = tl.load(zxbcdt_ptr + row * stride_zx_b + INTERMEDIATE + ch, mask=ch < CONV_DIM, other=0.0)
+        window = tl.where(k[None, :] == D_CONV - 1, new[:, None], old)
+        # Every thread's reads of the old window must land before any thread overwrites it.
+        tl.debug_barrier()
+        tl.store(cs_row + ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, window, mask=cm)
 
 
 @triton.jit
@@ -259,66 +187,6 @@ def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int
     return out
 
 
-def granite_decode_step_out(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_state: torch.Tensor,
-                            conv_weight: torch.Tensor, conv_bias: torch.Tensor | None, dt_bias: torch.Tensor,
-                            A_log: torch.Tensor, D: torch.Tensor, norm_weight: torch.Tensor, eps: float,
-                            out_weight: torch.Tensor, *, out_address: torch.Tensor | None = None,
-                            ack: tuple[torch.Tensor, torch.Tensor] | None = None, evict_first: bool = True,
-                            block_n: int = 16, block_k: int = 256, out_warps: int = 4,
-                            out_stages: int = 3) -> torch.Tensor | None:
-    """``granite_decode_step`` followed by out_proj, in two launches: kernel 1, then ``_granite_decode_out_kernel``
-    (RMSNorm, the out_proj skinny GEMM and the conv-state roll together), for a bf16 model and at most
-    ``MAX_OUT_FUSED_ROWS`` rows.
-
-    Args (beyond ``granite_decode_step``'s):
-        out_weight: (hidden, intermediate) bf16, out_proj's weight (no bias), last dim contiguous.
-        out_address: None (a new (b, hidden) output is returned) or a one-element int64 device tensor holding the
-            address of a contiguous (b, hidden) bf16 tensor, written instead (``MappedIO.dst_address``); then None
-            is returned.
-        ack: (stash, ack) of a ``MappedIO`` (``MappedIO.ack_target``): the launch acknowledges the replay, as the
-            graph's last node that uses the posted addresses.
-        block_n, block_k, out_warps, out_stages: the out kernel's tile (output columns, reduction step; powers of
-            two >= 16), warps and pipelining stages. For tuning; the result does not depend on them.
-
-    Numerics: the normed row is rounded to bf16 before the product, as out_proj's input is in the unfused step; the
-    product accumulates in fp32 (tl.dot) and is rounded once to bf16, as cuBLAS does, in another summation order.
-    """
-    batch = zxbcdt.shape[0] if zxbcdt.dim() == 2 else 0
-    _check(zxbcdt.dtype == torch.bfloat16 and 1 <= batch <= MAX_OUT_FUSED_ROWS, ValueError,
-           f"the fused out_proj takes bf16 rows, 1 to {MAX_OUT_FUSED_ROWS}, got {zxbcdt.dtype} {tuple(zxbcdt.shape)}")
-    gated, intermediate, conv_dim, d_conv = _decode_ssm(
-        zxbcdt, conv_state, ssm_state, conv_weight, conv_bias, dt_bias, A_log, D, norm_weight, None, evict_first,
-        None, None)
-    hidden = out_weight.shape[0]
-    _check(out_weight.dim() == 2 and out_weight.shape[1] == intermediate and out_weight.stride(1) == 1
-           and out_weight.dtype == torch.bfloat16, ValueError,
-           f"out_weight must be (hidden, {intermediate}) bf16 with a contiguous last dim, got "
-           f"{tuple(out_weight.shape)} {out_weight.dtype}")
-    _check(_is_pow2(block_n) and block_n >= 16 and _is_pow2(block_k) and block_k >= 16, ValueError,
-           f"block_n and block_k must be powers of two >= 16, got {block_n}, {block_k}")
-    if out_address is None:
-        out = torch.empty(batch, hidden, device=zxbcdt.device, dtype=zxbcdt.dtype)
-    else:
-        _check(out_address.dtype == torch.int64 and out_address.numel() == 1
-               and out_address.device == zxbcdt.device, ValueError,
-               f"out_address: expected one int64 on {zxbcdt.device}, got {out_address.dtype} "
-               f"{tuple(out_address.shape)} on {out_address.device}")
-        out = None
-    stash, ack_word = ack if ack is not None else (gated, gated)
-    block_c = min(512, triton.next_power_of_2(conv_dim))
-    n_blocks = triton.cdiv(hidden, block_n)
-    _granite_decode_out_kernel[(n_blocks + batch * triton.cdiv(conv_dim, block_c),)](
-        gated, norm_weight, out_weight, out if out is not None else out_address, stash, ack_word, zxbcdt,
-        conv_state, float(eps), batch,
-        gated.stride(0), out_weight.stride(0), hidden, zxbcdt.stride(0), conv_state.stride(0),
-        conv_state.stride(1), conv_state.stride(2),
-        INTERMEDIATE=intermediate, HIDDEN=hidden, CONV_DIM=conv_dim, D_CONV=d_conv,
-        BLOCK_M=max(16, triton.next_power_of_2(batch)), BLOCK_N=block_n, BLOCK_K=block_k, BLOCK_C=block_c,
-        OUT_INDIRECT=out is None, ACK=ack is not None, num_warps=out_warps, num_stages=out_stages,
-    )
-    return out
-
-
 def _is_pow2(v: int) -> bool:
     return v > 0 and (v & (v - 1)) == 0
 
@@ -345,10 +213,31 @@ def _check(cond: bool, exc: type, msg: str) -> None:
         raise exc(msg)
 
 
-def _decode_ssm(zxbcdt, conv_state, ssm_state, conv_weight, conv_bias, dt_bias, A_log, D, norm_weight, gated,
-                evict_first, block_p, num_warps):
-    """Check the decode step's arguments (see ``granite_decode_step``) and launch kernel 1 into ``gated`` (a new
-    (b, intermediate) fp32 scratch when None). Returns (gated, intermediate, conv_dim, d_conv)."""
+def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_state: torch.Tensor,
+                        conv_weight: torch.Tensor, conv_bias: torch.Tensor | None, dt_bias: torch.Tensor,
+                        A_log: torch.Tensor, D: torch.Tensor, norm_weight: torch.Tensor, eps: float,
+                        out: torch.Tensor | None = None, gated: torch.Tensor | None = None, *,
+                        evict_first: bool = True, block_p: int | None = None,
+                        num_warps: int | None = None) -> torch.Tensor:
+    """One decode step of the mixer between the two projections; updates both caches in place.
+
+    Args:
+        zxbcdt: (b, in_proj_dim) in_proj output of the new token, model dtype (bf16 or fp32), last dim
+            contiguous; in_proj_dim = intermediate + conv_dim + nheads, split [z | xBC | dt] (spec §1.1).
+        conv_state: (b, conv_dim, d_conv) model dtype, the last d_conv raw xBC columns; rolled in place.
+        ssm_state: (b, nheads, headdim, d_state) fp32, contiguous; updated in place.
+        conv_weight: (conv_dim, 1, d_conv) or (conv_dim, d_conv); conv_bias: (conv_dim,) or None.
+        dt_bias, A_log, D: (nheads,). norm_weight: (intermediate,). eps: RMSNorm epsilon.
+        out: optional (b, intermediate) model-dtype output buffer; gated: optional (b, intermediate) fp32 scratch.
+        evict_first: kernel 1 loads and stores the state with an evict-first L2 hint (H200, in a CUDA graph: 71.5 ->
+            59.9 us at B=64; bench/results/session2/granite_decode_s2.json). The result does not depend on it.
+        block_p, num_warps: kernel 1's tile rows (a power of two dividing headdim) and warps; None takes them
+            from ``decode_launch_config``. For tuning; the result does not depend on them.
+
+    Returns:
+        (b, intermediate) in the model dtype: RMSNorm(y * silu(z)) * norm_weight, ready for out_proj.
+        n_groups = (conv_dim - intermediate) / (2 d_state); headdim, d_state and d_conv must be powers of two.
+    """
     _check(zxbcdt.dim() == 2, ValueError, f"zxbcdt must be (b, in_proj_dim), got shape {tuple(zxbcdt.shape)}")
     batch = zxbcdt.shape[0]
     _check(ssm_state.dim() == 4 and ssm_state.shape[0] == batch, ValueError,
@@ -382,8 +271,12 @@ def _decode_ssm(zxbcdt, conv_state, ssm_state, conv_weight, conv_bias, dt_bias, 
            f"zxbcdt must be bfloat16 or float32 (the model dtype), got {zxbcdt.dtype}")
     _check(conv_state.dtype == zxbcdt.dtype, TypeError,
            f"conv_state dtype {conv_state.dtype} must equal the model dtype {zxbcdt.dtype}")
+    if out is None:
+        out = torch.empty(batch, intermediate, device=zxbcdt.device, dtype=zxbcdt.dtype)
     if gated is None:
         gated = torch.empty(batch, intermediate, device=zxbcdt.device, dtype=torch.float32)
+    _check(tuple(out.shape) == (batch, intermediate) and out.stride(1) == 1 and out.dtype == zxbcdt.dtype,
+           ValueError, f"out must be ({batch}, {intermediate}) {zxbcdt.dtype} with a contiguous last dim")
     _check(tuple(gated.shape) == (batch, intermediate) and gated.stride(1) == 1 and gated.dtype == torch.float32,
            ValueError, f"gated must be ({batch}, {intermediate}) float32 with a contiguous last dim")
 
@@ -400,42 +293,6 @@ def _decode_ssm(zxbcdt, conv_state, ssm_state, conv_weight, conv_bias, dt_bias, 
         HEADDIM=headdim, DSTATE=dstate, D_CONV=d_conv, BLOCK_P=block_p, HAS_CONV_BIAS=conv_bias is not None,
         ROUND_BF16=zxbcdt.dtype == torch.bfloat16, EVICT_FIRST=evict_first, num_warps=num_warps,
     )
-    return gated, intermediate, conv_dim, d_conv
-
-
-def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_state: torch.Tensor,
-                        conv_weight: torch.Tensor, conv_bias: torch.Tensor | None, dt_bias: torch.Tensor,
-                        A_log: torch.Tensor, D: torch.Tensor, norm_weight: torch.Tensor, eps: float,
-                        out: torch.Tensor | None = None, gated: torch.Tensor | None = None, *,
-                        evict_first: bool = True, block_p: int | None = None,
-                        num_warps: int | None = None) -> torch.Tensor:
-    """One decode step of the mixer between the two projections; updates both caches in place.
-
-    Args:
-        zxbcdt: (b, in_proj_dim) in_proj output of the new token, model dtype (bf16 or fp32), last dim
-            contiguous; in_proj_dim = intermediate + conv_dim + nheads, split [z | xBC | dt] (spec §1.1).
-        conv_state: (b, conv_dim, d_conv) model dtype, the last d_conv raw xBC columns; rolled in place.
-        ssm_state: (b, nheads, headdim, d_state) fp32, contiguous; updated in place.
-        conv_weight: (conv_dim, 1, d_conv) or (conv_dim, d_conv); conv_bias: (conv_dim,) or None.
-        dt_bias, A_log, D: (nheads,). norm_weight: (intermediate,). eps: RMSNorm epsilon.
-        out: optional (b, intermediate) model-dtype output buffer; gated: optional (b, intermediate) fp32 scratch.
-        evict_first: kernel 1 loads and stores the state with an evict-first L2 hint (H200, in a CUDA graph: 71.5 ->
-            59.9 us at B=64; bench/results/session2/granite_decode_s2.json). The result does not depend on it.
-        block_p, num_warps: kernel 1's tile rows (a power of two dividing headdim) and warps; None takes them
-            from ``decode_launch_config``. For tuning; the result does not depend on them.
-
-    Returns:
-        (b, intermediate) in the model dtype: RMSNorm(y * silu(z)) * norm_weight, ready for out_proj.
-        n_groups = (conv_dim - intermediate) / (2 d_state); headdim, d_state and d_conv must be powers of two.
-    """
-    gated, intermediate, conv_dim, d_conv = _decode_ssm(
-        zxbcdt, conv_state, ssm_state, conv_weight, conv_bias, dt_bias, A_log, D, norm_weight, gated, evict_first,
-        block_p, num_warps)
-    batch = zxbcdt.shape[0]
-    if out is None:
-        out = torch.empty(batch, intermediate, device=zxbcdt.device, dtype=zxbcdt.dtype)
-    _check(tuple(out.shape) == (batch, intermediate) and out.stride(1) == 1 and out.dtype == zxbcdt.dtype,
-           ValueError, f"out must be ({batch}, {intermediate}) {zxbcdt.dtype} with a contiguous last dim")
     block_c = min(512, triton.next_power_of_2(conv_dim))
     block_i = triton.next_power_of_2(intermediate)
     _granite_decode_norm_roll_kernel[(batch, 1 + triton.cdiv(conv_dim, block_c))](

@@ -21,6 +21,13 @@ import triton.language as tl
 from ssmkit.kernels.granite.checks import check_shape_device
 from ssmkit.kernels.granite.conv1d import _varlen_base, _varlen_first, check_packed_rows
 
+# Launch options of the unmasked padded layout (B=1 prefill) on the GPU: registers capped at 128 so that 4 programs
+# of 4 warps fit an SM (168 and 145 registers allowed 3; the chunk-state kernel's 74 KB of shared memory at 3 stages
+# too, hence 2 stages). H200, kernels alone in a graph, bit-identical results (bench/results/session5/run4/
+# granite_ssd_ab.json): 437 -> 404 us at L = 16384, 118.6 -> 115.2 us at 4096; on the packed varlen batch the caps
+# cost +9 us, so that layout (and the masked one, not measured) keeps Triton's defaults.
+_UNMASKED_LAUNCH = {"scan": dict(maxnreg=128), "state": dict(maxnreg=128, num_stages=2)}
+
 # dot precision codes (PREC constexpr): operands rounded to bf16, or fp32 operands through tf32 / 3xtf32 / ieee
 PREC_BF16, PREC_TF32, PREC_TF32X3, PREC_IEEE = 0, 1, 2, 3
 
@@ -356,7 +363,9 @@ def ssd_chunked_prefill(
         block_m, block_s: token rows per scan program (and per chunk-state dot step); state elements per
             state-passing program.
         scan_heads: heads per scan program (a divisor of H), done one after the other (C, C.B^T reuse in L1).
-        launch: optional Triton launch options per kernel, keys "state", "pass", "scan" (e.g. num_warps).
+        launch: optional Triton launch options per kernel, keys "state", "pass", "scan" (e.g. num_warps); a key
+            given replaces that kernel's defaults (``_UNMASKED_LAUNCH`` on CUDA without a mask or packing, else
+            none).
         packed_rows: the packed varlen layout (``packed_layout_rows`` of conv1d.py), or None. Then xBC (T, H*P + 2N)
             and dt_raw (T, H) hold the real tokens of a left-padded batch of ``seqlen`` positions per row, row after
             row (the pads read as 0, as the reference has them after the masks); attention_mask must be None
@@ -442,6 +451,8 @@ def ssd_chunked_prefill(
     has_mask = attention_mask is not None
     rows = packed_rows if packed else work
     opts = {"state": {}, "pass": {}, "scan": {}}
+    if device.type == "cuda" and not packed and attention_mask is None:
+        opts.update(_UNMASKED_LAUNCH)
     opts.update(launch or {})
 
     _ssd_chunk_state_kernel[(nheads, nchunks, batch)](
