@@ -1,7 +1,7 @@
 # Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), four or five launches:
 # 1. the state-gradient chain dS <- e^Lambda dS + (diag(e^l) dY)^T Q~ over each sequence's 64-token chunks in
 #    reverse, from dfinal_ssm; stores the gradient of the state leaving every chunk (fp32, the forward's chunk-state
-#    layout) and dz. Two forms (Mamba3BwdConfig.dstate_scan):
+#    layout), dz and dY = dout * silu(z) (fp32, read by the chunk kernel). Two forms (Mamba3BwdConfig.dstate_scan):
 #    chain: `_m3b_dstate_kernel`, grid (H, S, 2 column halves), one dot per chunk on the serial path;
 #    scan: `_m3b_dstate_local_kernel`, grid (chunk slots, H), the per-chunk term (one 64x64x128 dot) in parallel,
 #    then `_m3b_dstate_scan_kernel`, grid (64*128 / BLOCK, H, S), an elementwise reverse scan in place.
@@ -73,21 +73,23 @@ def _m3b_dphi(g, xr, C: tl.constexpr, NA: tl.constexpr):
 
 
 @triton.jit
-def _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, hp, vmask, write_dz):
-    """Gate (F8) of one chunk: returns dY = dout * silu(z) (C, P) fp32 and, where write_dz, stores
-    dz = dout * y * silu'(z) (zero-cotangent rows masked by vmask)."""
+def _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, hp, vmask, write):
+    """Gate (F8) of one chunk: returns dY = dout * silu(z) (C, P) fp32 and, where write, stores
+    dz = dout * y * silu'(z) and dY itself (fp32, for the chunk kernel; zero-cotangent rows masked by vmask)."""
     dout = tl.load(dout_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
     zz = tl.load(z_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
     sig = tl.sigmoid(zz)
-    gate = vmask & write_dz
+    gate = vmask & write
     yy = tl.load(y_ptr + hp, mask=gate, other=0.0)
     tl.store(dz_ptr + hp, (dout * yy * sig * (1.0 + zz * (1.0 - sig))).to(dz_ptr.dtype.element_ty), mask=gate)
-    return dout * zz * sig
+    dy = dout * zz * sig
+    tl.store(dy_ptr + hp, dy, mask=gate)
+    return dy
 
 
 @triton.jit
 def _m3b_dstate_kernel(
-    qr_ptr, adt_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dfs_ptr, dstates_ptr, dz_ptr,
+    qr_ptr, adt_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dfs_ptr, dstates_ptr, dz_ptr, dy_ptr,
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr,
 ):
     """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns; stores the
@@ -115,14 +117,14 @@ def _m3b_dstate_kernel(
         ell = tl.cumsum(adt, axis=0)
         lam = tl.sum(adt, axis=0)
         hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-        dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, hp, vmask, half == 0)
+        dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, hp, vmask, half == 0)
         qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
         ds = tl.exp(lam) * ds + tl.dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, input_precision=PREC)
 
 
 @triton.jit
 def _m3b_dstate_local_kernel(
-    qr_ptr, adt_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dloc_ptr, dz_ptr, S,
+    qr_ptr, adt_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dloc_ptr, dz_ptr, dy_ptr, S,
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
     PREC: tl.constexpr,
 ):
@@ -138,7 +140,7 @@ def _m3b_dstate_local_kernel(
     vmask = valid[:, None]
     pv = tl.arange(0, P)
     hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-    dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, hp, vmask, True)
+    dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, hp, vmask, True)
     if (c > 0) & (bos + c * C < eos):
         ell = tl.cumsum(tl.load(adt_ptr + tok * H + h, mask=valid, other=0.0), axis=0)
         w = tl.trans(dy * tl.exp(ell)[:, None])
@@ -176,8 +178,8 @@ def _m3b_dstate_scan_kernel(adt_ptr, cu_ptr, dfs_ptr, dstates_ptr,
 
 @triton.jit
 def _m3b_chunk_kernel(
-    qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, z_ptr, cu_ptr,
-    cos_ptr, sin_ptr, states_ptr, dstates_ptr, dout_ptr, dfk_ptr, dfv_ptr,
+    qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, dy_ptr, cu_ptr,
+    cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, dfv_ptr,
     dv_ptr, dadt_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dsg_ptr, dgam_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
@@ -223,9 +225,7 @@ def _m3b_chunk_kernel(
 
     # gate (F8) and the (C, C) matrices
     hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-    dout = tl.load(dout_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
-    zz = tl.load(z_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
-    dy = dout * zz * tl.sigmoid(zz)
+    dy = tl.load(dy_ptr + hp, mask=vmask, other=0.0)  # dout * silu(z), stored by the state-gradient kernel
     vv = tl.load(v_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
     e_tok = tl.sum(dy * vv, axis=1)
     decay = tl.where(causal, tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
@@ -456,9 +456,10 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
     dstates = torch.empty((nslot, H, P, N), device=dev, dtype=f32)
     dz = torch.empty_like(z)
+    dy = torch.empty((T, H, P), device=dev, dtype=f32)  # dout * silu(z), from launch 1 for the chunk kernel
     if config.dstate_scan:
         _m3b_dstate_local_kernel[(nslot, H)](
-            q_rot, adt, z, y, dout, cu_seqlens, dstates, dz, S,
+            q_rot, adt, z, y, dout, cu_seqlens, dstates, dz, dy, S,
             H=H, P=P, N=N, C=CHUNK, SB=triton.next_power_of_2(S + 1), PREC=config.input_precision,
             num_warps=config.dstate_warps,
         )
@@ -467,7 +468,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         )
     else:
         _m3b_dstate_kernel[(H, S, 2)](
-            q_rot, adt, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz,
+            q_rot, adt, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz, dy,
             H=H, P=P, N=N, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
         )
     dv = torch.empty_like(v)
@@ -482,7 +483,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dkb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
     dd_part = torch.empty((nslot, H), device=dev, dtype=f32)
     _m3b_chunk_kernel[(nslot, H)](
-        q_rot, k_rot, v, adt, dt, trap, d, z, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates, dout,
+        q_rot, k_rot, v, adt, dt, trap, d, dy, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates,
         dfinal_k, dfinal_v, dv, dadt, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part, dd_part,
         S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=max(2, triton.next_power_of_2(S)), PREC=config.input_precision,
         num_warps=config.num_warps,
