@@ -73,6 +73,15 @@ def _phi_float64(args):
     return torch.remainder(torch.cat(parts), 2 * math.pi)
 
 
+def _rotated_float64(x, phi):
+    """x (T, 32, 128) with the pairs (2m, 2m+1) of dims 0..63 rotated by phi[..., m] (spec F4); dims 64.. as is."""
+    out = x.clone()
+    x0, x1 = x[..., 0:64:2], x[..., 1:64:2]
+    out[..., 0:64:2] = x0 * torch.cos(phi) - x1 * torch.sin(phi)
+    out[..., 1:64:2] = x0 * torch.sin(phi) + x1 * torch.cos(phi)
+    return out
+
+
 def _chunk_states_float64(args):
     """{chunk_states index: state entering that chunk (32, 64, 128) float64} for every chunk of every sequence.
 
@@ -111,7 +120,8 @@ def _check_against_oracle(args, result, oracle):
     out_ref, angle_ref, ssm_ref, k_ref, v_ref = oracle
     assert out.dtype == torch.bfloat16 and final_v.dtype == torch.bfloat16
     assert all(x.dtype == torch.float32 for x in (final_angle, final_ssm, final_k, *saved[:3], saved.chunk_states))
-    for x in (out, final_angle, final_ssm, final_k, final_v, saved.y, saved.cos_phi, saved.sin_phi):
+    for x in (out, final_angle, final_ssm, final_k, final_v, saved.y, saved.cos_phi, saved.sin_phi, saved.q_rot,
+              saved.k_rot):
         assert not torch.isnan(x).any(), "an output element was left unwritten"
     # out: within one bf16 ulp of float64 (plus fp32 noise where the gate nearly cancels)
     err = (out.double() - out_ref).abs()
@@ -128,6 +138,13 @@ def _check_against_oracle(args, result, oracle):
     phi64 = _phi_float64(args)
     assert (saved.cos_phi.double() - torch.cos(phi64)).abs().max() <= ANGLE_ABS_TOL
     assert (saved.sin_phi.double() - torch.sin(phi64)).abs().max() <= ANGLE_ABS_TOL
+    # the saved q~ and k~: biased (F3) and rotated by Phi (F4) per head, float64 from the inputs; the angle error
+    # moves a rotated value by at most |pair| * |d Phi|
+    for x, bias, got in (("q", "q_bias", saved.q_rot), ("k", "k_bias", saved.k_rot)):
+        assert got.dtype == torch.float32 and not torch.isnan(got).any(), "q_rot / k_rot left unwritten"
+        ref = _rotated_float64(args[x].double() + args[bias].double()[None], phi64)  # (T, 32, 128)
+        bound = FP32_REL_TOL * ref.abs().max() + ANGLE_ABS_TOL * ref[..., :64].abs().max() * 2
+        assert (got.double() - ref).abs().max() <= bound, f"{x}_rot"
 
     expected_states = _chunk_states_float64(args)
     states = saved.chunk_states
@@ -160,6 +177,7 @@ def test_sequences_are_independent_bitwise(panel_run):
         assert torch.equal(one_out, out[a:b])
         assert torch.equal(one_saved.y, saved.y[a:b]) and torch.equal(one_saved.cos_phi, saved.cos_phi[a:b])
         assert torch.equal(one_saved.sin_phi, saved.sin_phi[a:b])
+        assert torch.equal(one_saved.q_rot, saved.q_rot[a:b]) and torch.equal(one_saved.k_rot, saved.k_rot[a:b])
         assert torch.equal(one_ssm[0], final_ssm[s]) and torch.equal(one_k[0], final_k[s])
         assert torch.equal(one_angle[0], final_angle[s]) and torch.equal(one_v[0], final_v[s])
         n_chunks = math.ceil((b - a) / CHUNK)
