@@ -22,6 +22,7 @@ from ssmkit.harness.report import run_metadata
 from ssmkit.harness.timing import time_call
 from ssmkit.harness.workloads import default_workloads_path, load_workloads
 
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--a", default="{}")

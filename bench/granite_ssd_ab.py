@@ -24,10 +24,15 @@ from ssmkit.kernels.granite import ssd_prefill as new_ssd  # noqa: E402
 from ssmkit.kernels.granite.conv1d import packed_layout_rows  # noqa: E402
 
 
-# (session 4: stage counts of the chunk-state kernel; session 5: register caps, so that 4 CTAs of 4 warps fit an SM:
-# 168 (scan) and 145 (state) registers allowed 3; the state kernel's 74 KB of shared memory at 3 stages also does)
-VARIANTS = {"scan_r128": {"scan": dict(maxnreg=128)},
-            "state_r128_s2": {"state": dict(maxnreg=128, num_stages=2)},
+# Every variant spells out both kernels' options: a key given replaces that kernel's defaults, which on CUDA include
+# the register caps for the unmasked padded layout (ssd_launch_options). (Session 4: stage counts of the chunk-state
+# kernel; session 5: register caps, so that 4 CTAs of 4 warps fit an SM: 168 (scan) and 145 (state) registers
+# allowed 3; the state kernel's 74 KB of shared memory at 3 stages also does. Session 5's run 4 ran before the caps
+# became a default: its "new" side is Triton's defaults there.)
+_DEFAULTS = {"scan": {}, "state": {}}
+VARIANTS = {"triton_defaults": _DEFAULTS,
+            "scan_r128": {**_DEFAULTS, "scan": dict(maxnreg=128)},
+            "state_r128_s2": {**_DEFAULTS, "state": dict(maxnreg=128, num_stages=2)},
             "both_r128": {"scan": dict(maxnreg=128), "state": dict(maxnreg=128, num_stages=2)},
             "scan_r128_state_s2": {"scan": dict(maxnreg=128), "state": dict(num_stages=2)}}
 

@@ -3,7 +3,7 @@
 whole backward, for each visible case asked for.
 
 Usage (CUDA): PYTHONPATH=src python bench/mamba3_bwd_sweep.py --out DIR [--cases c1_four_mixed,...]
-    [--configs '[{"dstate_block": 32}, ...]']   (fields of Mamba3BwdConfig; the default config is always first)
+    [--configs '[{"dstate_warps": 8}, ...]']   (fields of Mamba3BwdConfig; the default config is always first)
 """
 import argparse
 import json
@@ -25,7 +25,7 @@ from ssmkit.mamba3.shapes import COTANGENT_NAMES, INPUT_NAMES, RESULT_NAMES  # n
 # (Session 5 ran this script at commit 20cf596 with the chain split into state blocks, fields since removed:
 # results/session5/run1/mamba3_bwd_sweep.json.)
 DEFAULT_CONFIGS = [
-    {"dstate_warps": 4},
+    {"dstate_warps": 8},
     {"num_warps": 8},
 ]
 

@@ -31,7 +31,8 @@ for prec in ("tf32", "tf32x3"):
         build(bwd._m3b_chunk_kernel, dict(SB=4, PREC=prec), warps)
     for warps in (4, 8):
         build(bwd._m3b_dstate_kernel, dict(PREC=prec), warps)
-    build(bwd._m3b_dstate_local_kernel, dict(SB=8, PREC=prec), 8)
+    for warps in (4, 8):
+        build(bwd._m3b_dstate_local_kernel, dict(SB=8, PREC=prec), warps)
 build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024))
 build(bwd._m3b_angle_kernel, dict(SB=8, CB=16))
 build(bwd._m3b_reduce_kernel, dict(BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS))

@@ -93,6 +93,26 @@ def test_autograd_form_matches_full_vjp_entry_with_unused_outputs(args):
         assert torch.equal(leaf.grad, full["d" + name]), name
 
 
+def test_autograd_form_without_gradients_saves_nothing_and_matches(args, monkeypatch):
+    """With no input requiring grad, and under torch.no_grad with inputs that do, the autograd form runs the forward
+    kernels without saving for the backward and returns the same outputs, bit for bit, without a graph."""
+    import ssmkit.mamba3.op as op
+
+    leaves = {name: args[name].clone().requires_grad_(True) for name in INPUT_NAMES if name != "cu_seqlens"}
+    with_grad = op.mamba3_siso(**leaves, cu_seqlens=args["cu_seqlens"])
+    calls = []
+    real_fwd = op.mamba3_siso_fwd
+    monkeypatch.setattr(op, "mamba3_siso_fwd", lambda *a, **kw: calls.append(kw) or real_fwd(*a, **kw))
+    plain = op.mamba3_siso(**{name: args[name] for name in INPUT_NAMES})
+    with torch.no_grad():
+        no_grad = op.mamba3_siso(**leaves, cu_seqlens=args["cu_seqlens"])
+    assert calls == [{"save_for_backward": False}] * 2
+    for outputs in (plain, no_grad):
+        assert len(outputs) == 5 and not any(x.requires_grad for x in outputs)
+        for x, y in zip(outputs, with_grad):
+            assert torch.equal(x, y.detach())
+
+
 def test_dispatch_runs_reference_on_cpu_without_interpreter(args, monkeypatch):
     assert kernels_apply(torch.device("cuda"))
     monkeypatch.setenv("TRITON_INTERPRET", "1")

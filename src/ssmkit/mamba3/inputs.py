@@ -43,7 +43,7 @@ def make_inputs(seqlens, seed, device="cpu"):
     def uniform(low, high, *shape):
         return low + (high - low) * torch.rand(*shape, generator=gen)
 
-    bf16, f32 = torch.bfloat16, torch.float32
+    bf16 = torch.bfloat16
     dt = torch.exp(uniform(math.log(DT_MIN), math.log(DT_MAX), total, NHEADS))
     args = {
         "q": _rms_normalised(randn(total, NHEADS_QK, DSTATE)).to(bf16),

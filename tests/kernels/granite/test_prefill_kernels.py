@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from ssmkit.kernels.granite import causal_conv1d_silu_prefill, gated_rmsnorm, ssd_chunked_prefill
 from ssmkit.kernels.granite.conv1d import packed_layout_rows, unpack_varlen_rows
-from ssmkit.kernels.granite.ssd_prefill import PREC_IEEE
+from ssmkit.kernels.granite.ssd_prefill import PREC_IEEE, ssd_launch_options
 
 U_BF16 = 2.0**-8
 FP32_SLACK = 1e-5  # relative room for fp32 sums, exp and cumsum differences
@@ -121,12 +121,14 @@ def test_conv_continuation_matches_full_sequence(new_len):
     assert torch.equal(state, zxbcdt[:, -4:].transpose(1, 2))
 
 
-def test_conv_interior_path_equals_masked_path():
+@pytest.mark.parametrize("conv_dim", [32, 40])
+def test_conv_interior_path_equals_masked_path(conv_dim):
     """The unmasked interior paths (2-D tiles and the sliding window over rows, the latter with the masked path in
     2-row steps) change no bit: outputs and conv state against the masked path, padded (no mask) and packed
-    layouts, prefill and continuation, at full 16-channel blocks where tiles 1.. are interior."""
+    layouts, prefill and continuation; 16-channel blocks, all full (32) or the last one partial (40: its tiles take
+    the masked path, the others stay interior)."""
     gen = torch.Generator().manual_seed(31)
-    seqlen, conv_dim, lengths = 41, 32, [41, 30, 9]
+    seqlen, lengths = 41, [41, 30, 9]
     zxbcdt, weight, bias = _conv_inputs(gen, len(lengths), seqlen, conv_dim)
     mask = _left_pad_mask(lengths, seqlen)
     zxbcdt = zxbcdt * mask[:, :, None].to(zxbcdt.dtype)
@@ -153,6 +155,19 @@ def _packed(padded, mask, margin=2):
     buf = torch.full((real.shape[0] + 2 * margin, padded.shape[2]), float("nan"), dtype=padded.dtype)
     buf[margin:margin + real.shape[0]] = real
     return buf[margin:margin + real.shape[0]]
+
+
+def test_ssd_register_caps_only_for_the_unmasked_padded_layout_on_cuda():
+    """The SSD launch options: the register caps (measured faster) on CUDA without packing or mask only (slower on
+    the packed batch, unmeasured with a mask); a kernel named in ``launch`` gets exactly the options given there."""
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    capped = ssd_launch_options(cuda, packed=False, masked=False)
+    assert capped["scan"] == {"maxnreg": 128} and capped["state"] == {"maxnreg": 128, "num_stages": 2}
+    assert capped["pass"] == {}
+    for device, packed, masked in ((cuda, True, False), (cuda, False, True), (cpu, False, False)):
+        assert ssd_launch_options(device, packed, masked) == {"state": {}, "pass": {}, "scan": {}}
+    given = ssd_launch_options(cuda, False, False, {"scan": {"num_warps": 8}})
+    assert given["scan"] == {"num_warps": 8} and given["state"] == capped["state"]
 
 
 def test_conv_rejects_masked_rows_not_dividing_the_tile():
@@ -438,12 +453,12 @@ PTR = {"mask_ptr": "*i64", "index_ptr": "*i64", "table_ptr": "*i64", "stash_ptr"
        "init_ptr": "*fp32", "final_ptr": "*fp32", "ssm_state_ptr": "*fp32", "gated_ptr": "*fp32"}
 
 
-def build(fn, consts, types=None, warps=4):
+def build(fn, consts, types=None, warps=4, options=None):
     sig = {n: "constexpr" if n in consts else PTR.get(n, "*bf16") if n.endswith("_ptr") else "fp32" if n == "eps"
            else "i32" for n in fn.arg_names}
     sig.update(types or {})
     src = ASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
-    triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, **(options or {})})
 
 
 for packed, mask, flag in itertools.product((False, True), (False, True), (False, True)):
@@ -454,6 +469,12 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
               HAS_MASK=mask, PACKED=packed))
         build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=mask, LOAD_CB=True,
               PREC=0, HEADS=1, PACKED=packed))
+        if not (packed or mask):  # the register caps the unmasked padded layout launches with (ssd_launch_options)
+            build(ssd_prefill._ssd_chunk_state_kernel, dict(P=64, N=128, CH=256, BLOCK_K=64, HAS_MASK=False,
+                  ROUND_DT=True, STORE_CB=True, CB_SPREAD=flag, PREC=0, SPLIT_STATE=True, PACKED=False),
+                  options=dict(maxnreg=128, num_stages=2))
+            build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=False,
+                  LOAD_CB=True, PREC=0, HEADS=1, PACKED=False), options=dict(maxnreg=128))
         for rows in (False, True):  # the 2-D interior tiles, and the default sliding window
             build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
                   HAS_MASK=mask, PACKED=packed, INTERIOR_OK=flag, INTERIOR_ROWS=rows, BLOCK_L=32,

@@ -3,7 +3,7 @@
 # zeroes pad positions (spec §2.1 steps 6-7). Optionally writes the last 4 raw columns into a conv state.
 # Grid: (cdiv(conv_dim, BLOCK_C), cdiv(L, BLOCK_L), batch), channel blocks fastest so that programs running
 # together read and write whole rows; tiles BLOCK_L x BLOCK_C = 32 x 256 by default. Interior tiles (the tile and
-# its 3 rows of history all real, full channel block, no attention mask) take an unmasked path: Nsight Compute
+# its 3 rows of history all real, a full channel block, no attention mask) take an unmasked path: Nsight Compute
 # showed the kernel issue-bound at ~33 instructions per element (bench/granite/NOTES.md "Session 4"), much of it
 # mask arithmetic. Since session 5 that path is a sliding window over time (_conv_rows_silu_store: each input row
 # loaded once, every thread keeping its channels' window) instead of K shifted 2-D tile loads, and the masked path
@@ -52,11 +52,12 @@ def _conv_rows_real(offs_l, seqlen, first, mask_row, stride_ml, HAS_MASK: tl.con
 
 
 @triton.jit
-def _conv_tile_is_interior(pid_l, first, seqlen, K: tl.constexpr, BLOCK_L: tl.constexpr, ALLOWED: tl.constexpr):
-    """Whether tile pid_l's rows and their K - 1 rows of history all lie in [first, seqlen) (ALLOWED: the layout
-    lets an interior tile skip every mask: full channel blocks, no attention mask)."""
+def _conv_tile_is_interior(pid_l, pid_c, first, seqlen, conv_dim, K: tl.constexpr, BLOCK_L: tl.constexpr,
+                           BLOCK_C: tl.constexpr, ALLOWED: tl.constexpr):
+    """Whether tile (pid_l, pid_c) may skip every mask: its rows and their K - 1 rows of history all lie in
+    [first, seqlen), its channel block is full, and ALLOWED (the layout has no attention mask)."""
     inside = (pid_l * BLOCK_L - (K - 1) >= first) & ((pid_l + 1) * BLOCK_L <= seqlen)
-    return inside & ALLOWED
+    return inside & ((pid_c + 1) * BLOCK_C <= conv_dim) & ALLOWED
 
 
 @triton.jit
@@ -138,7 +139,7 @@ def _conv1d_silu_kernel(
     src = src_ptr + _varlen_base(rows_ptr, pid_b, stride_sb, stride_sl, PACKED)
     out_row0 = out_ptr + _varlen_base(rows_ptr, pid_b, stride_yb, stride_yl, PACKED)
     valid_l, real = _conv_rows_real(offs_l, seqlen, first, mask_ptr + pid_b * stride_mb, stride_ml, HAS_MASK)
-    if _conv_tile_is_interior(pid_l, first, seqlen, K, BLOCK_L, INTERIOR_OK and not HAS_MASK):
+    if _conv_tile_is_interior(pid_l, pid_c, first, seqlen, conv_dim, K, BLOCK_L, BLOCK_C, INTERIOR_OK and not HAS_MASK):
         # Every row of the tile and its K - 1 rows of history are real positions: no masks (the common case).
         if INTERIOR_ROWS:
             _conv_rows_silu_store(src, stride_sl, w_ptr, stride_wc, stride_wk, bias_ptr, out_row0, stride_yl,
@@ -380,7 +381,7 @@ def causal_conv1d_silu_prefill(
         seqlen, conv_dim,
         K=k, HAS_BIAS=bias is not None, HAS_STATE_IN=conv_state_in is not None,
         HAS_STATE_OUT=conv_state_out is not None, HAS_MASK=attention_mask is not None, PACKED=packed,
-        INTERIOR_OK=unmasked_interior and conv_dim % block_c == 0, INTERIOR_ROWS=interior_rows, BLOCK_L=block_l,
+        INTERIOR_OK=unmasked_interior, INTERIOR_ROWS=interior_rows, BLOCK_L=block_l,
         BLOCK_C=block_c, SUB_L=sub_l,
         num_warps=num_warps,
     )

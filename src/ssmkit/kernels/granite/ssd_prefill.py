@@ -21,12 +21,24 @@ import triton.language as tl
 from ssmkit.kernels.granite.checks import check_shape_device
 from ssmkit.kernels.granite.conv1d import _varlen_base, _varlen_first, check_packed_rows
 
-# Launch options of the unmasked padded layout (B=1 prefill) on the GPU: registers capped at 128 so that 4 programs
-# of 4 warps fit an SM (168 and 145 registers allowed 3; the chunk-state kernel's 74 KB of shared memory at 3 stages
-# too, hence 2 stages). H200, kernels alone in a graph, bit-identical results (bench/results/session5/run4/
-# granite_ssd_ab.json): 437 -> 404 us at L = 16384, 118.6 -> 115.2 us at 4096; on the packed varlen batch the caps
-# cost +9 us, so that layout (and the masked one, not measured) keeps Triton's defaults.
+# Launch options of the unmasked padded layout on the GPU: registers capped at 128 so that 4 programs of 4 warps
+# fit an SM (168 and 145 registers allowed 3; the chunk-state kernel's 74 KB of shared memory at 3 stages too, hence
+# 2 stages). Measured at B=1 with the layer's settings (bf16 operands, cb_spread), H200, kernels alone in a graph,
+# bit-identical results (bench/results/session5/run4/granite_ssd_ab.json): 437 -> 404 us at L = 16384, 118.6 ->
+# 115.2 us at 4096; on the packed varlen batch the caps cost +9 us, so that layout (and the masked one, not
+# measured) keeps Triton's defaults.
 _UNMASKED_LAUNCH = {"scan": dict(maxnreg=128), "state": dict(maxnreg=128, num_stages=2)}
+
+
+def ssd_launch_options(device: torch.device, packed: bool, masked: bool,
+                       launch: dict[str, dict] | None = None) -> dict[str, dict]:
+    """Triton launch options per SSD kernel ("state", "pass", "scan"): ``_UNMASKED_LAUNCH`` on CUDA for the unmasked
+    padded layout, none otherwise; a kernel's key in ``launch`` replaces its options."""
+    opts = {"state": {}, "pass": {}, "scan": {}}
+    if device.type == "cuda" and not packed and not masked:
+        opts.update(_UNMASKED_LAUNCH)
+    opts.update(launch or {})
+    return opts
 
 # dot precision codes (PREC constexpr): operands rounded to bf16, or fp32 operands through tf32 / 3xtf32 / ieee
 PREC_BF16, PREC_TF32, PREC_TF32X3, PREC_IEEE = 0, 1, 2, 3
@@ -364,8 +376,7 @@ def ssd_chunked_prefill(
             state-passing program.
         scan_heads: heads per scan program (a divisor of H), done one after the other (C, C.B^T reuse in L1).
         launch: optional Triton launch options per kernel, keys "state", "pass", "scan" (e.g. num_warps); a key
-            given replaces that kernel's defaults (``_UNMASKED_LAUNCH`` on CUDA without a mask or packing, else
-            none).
+            given replaces that kernel's defaults (``ssd_launch_options``).
         packed_rows: the packed varlen layout (``packed_layout_rows`` of conv1d.py), or None. Then xBC (T, H*P + 2N)
             and dt_raw (T, H) hold the real tokens of a left-padded batch of ``seqlen`` positions per row, row after
             row (the pads read as 0, as the reference has them after the masks); attention_mask must be None
@@ -450,10 +461,7 @@ def ssd_chunked_prefill(
     m_strides = (mask.stride(0), mask.stride(1)) if attention_mask is not None else (0, 0)
     has_mask = attention_mask is not None
     rows = packed_rows if packed else work
-    opts = {"state": {}, "pass": {}, "scan": {}}
-    if device.type == "cuda" and not packed and attention_mask is None:
-        opts.update(_UNMASKED_LAUNCH)
-    opts.update(launch or {})
+    opts = ssd_launch_options(device, packed, attention_mask is not None, launch)
 
     _ssd_chunk_state_kernel[(nheads, nchunks, batch)](
         xBC, xBC.stride(0), xBC.stride(1), dt_raw, dt_raw.stride(0), dt_raw.stride(1),

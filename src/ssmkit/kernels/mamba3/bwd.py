@@ -93,7 +93,8 @@ def _m3b_dstate_kernel(
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr,
 ):
     """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns; stores the
-    gradient of the state leaving each chunk (dS_acc of that chunk), and dz (gate, F8) from the half-0 programs."""
+    gradient of the state leaving each chunk (dS_acc of that chunk), and dz (gate, F8) and dY from the half-0
+    programs."""
     h = tl.program_id(0)
     s = tl.program_id(1)
     half = tl.program_id(2)
@@ -129,8 +130,9 @@ def _m3b_dstate_local_kernel(
     PREC: tl.constexpr,
 ):
     """Grid (chunk slots, H): chunk c's own term of the reverse chain, (diag(e^l) dY)^T Q~ (P, N) fp32, stored at the
-    chunk's slot (the scan kernel turns it into the state gradient in place); dz. The first chunk of a sequence
-    feeds nothing (the initial state has no gradient), so only its dz is written; unused slots exit."""
+    chunk's slot (the scan kernel turns it into the state gradient in place); dz and dY. The first chunk of a
+    sequence feeds nothing (the initial state has no gradient), so only its dz and dY are written; unused slots
+    exit."""
     slot = tl.program_id(0)
     h = tl.program_id(1)
     NH: tl.constexpr = N // 2
@@ -395,7 +397,7 @@ class Mamba3BwdConfig(NamedTuple):
     num_warps: warps per (chunk, head) program of the chunk kernel (H200, c1, commit eb75334: 4 warps 1.163 ms bwd,
     8 warps 1.308); input_precision: tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee");
     dstate_scan: False runs the state-gradient chain as one serial kernel (measured), True as a chunk-parallel
-    local-term kernel plus an elementwise reverse scan (not yet measured); dstate_warps: warps of the chain kernel
+    local-term kernel plus an elementwise reverse scan (measured slower: NOTES "Session 5"); dstate_warps: warps of the chain kernel
     or of the local-term kernel; scan_block: state elements (of 64 x 128) per scan program, a power of two.
     (A chunk_sides = 2 order of the chunk body, both halves' q sides first, measured 30 % slower and was removed.)
     """
@@ -435,9 +437,10 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (S+1,) int32. `saved` is the forward's `Mamba3FwdSaved`: y fp32 (T, 32, 64) pre-gate output, cos_phi and
     sin_phi fp32 (T, 32, 32) of the wrapped cumulative angle, chunk_states fp32 (T//64 + S, 32, 64, 128) state
     entering each chunk (sequence s, chunk c at cu_seqlens[s]//64 + s + c), q_rot and k_rot fp32 (T, 32, 128), the
-    biased and rotated q~ and k~ per head (the kernels load them; q, k and the biases are only shape-checked
-    here). Cotangents: dout (T, 32, 64),
-    dfinal_angle (S, 32, 32), dfinal_ssm (S, 32, 64, 128), dfinal_k (S, 32, 128), dfinal_v (S, 32, 64).
+    biased and rotated q~ and k~ per head (the kernels load them; q, k and the biases only give N and the
+    gradients' shapes and dtypes here; nothing is validated: the public entries do that). Cotangents: dout
+    (T, 32, 64), dfinal_angle (S, 32, 32), dfinal_ssm (S, 32, 64, 128), dfinal_k (S, 32, 128), dfinal_v
+    (S, 32, 64).
     `config`: a Mamba3BwdConfig (warps, dot precision).
     Returns `Mamba3BwdGrads` (dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz); no host sync.
     """
