@@ -101,13 +101,15 @@ def _conv_rows_silu_store(src, stride_sl, w_ptr, stride_wc, stride_wk, bias_ptr,
     ws = ()
     for k in tl.static_range(K):
         ws = ws + (tl.load(w_ptr + offs_c * stride_wc + k * stride_wk).to(tl.float32),)
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + offs_c).to(tl.float32)
     xs = ()
     for r in tl.static_range(BLOCK_L + K - 1):
         xs = xs + (tl.load(src + (l0 - (K - 1) + r) * stride_sl + offs_c),)
     for r in tl.static_range(BLOCK_L):
         acc = tl.zeros((offs_c.shape[0],), dtype=tl.float32)
         if HAS_BIAS:
-            acc += tl.load(bias_ptr + offs_c).to(tl.float32)
+            acc += bias
         for k in tl.static_range(K):
             acc += ws[k] * xs[r + k].to(tl.float32)
         tl.store(out + (l0 + r) * stride_yl + offs_c, (acc * tl.sigmoid(acc)).to(out.dtype.element_ty))
@@ -381,8 +383,7 @@ def causal_conv1d_silu_prefill(
         seqlen, conv_dim,
         K=k, HAS_BIAS=bias is not None, HAS_STATE_IN=conv_state_in is not None,
         HAS_STATE_OUT=conv_state_out is not None, HAS_MASK=attention_mask is not None, PACKED=packed,
-        INTERIOR_OK=unmasked_interior, INTERIOR_ROWS=interior_rows, BLOCK_L=block_l,
-        BLOCK_C=block_c, SUB_L=sub_l,
+        INTERIOR_OK=unmasked_interior, INTERIOR_ROWS=interior_rows, BLOCK_L=block_l, BLOCK_C=block_c, SUB_L=sub_l,
         num_warps=num_warps,
     )
     return out[0] if packed else out

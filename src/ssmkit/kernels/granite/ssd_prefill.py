@@ -461,7 +461,7 @@ def ssd_chunked_prefill(
     m_strides = (mask.stride(0), mask.stride(1)) if attention_mask is not None else (0, 0)
     has_mask = attention_mask is not None
     rows = packed_rows if packed else work
-    opts = ssd_launch_options(device, packed, attention_mask is not None, launch)
+    opts = ssd_launch_options(device, packed, has_mask, launch)
 
     _ssd_chunk_state_kernel[(nheads, nchunks, batch)](
         xBC, xBC.stride(0), xBC.stride(1), dt_raw, dt_raw.stride(0), dt_raw.stride(1),

@@ -451,10 +451,11 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     nslot = T // CHUNK + S  # chunk slots, as the forward's chunk_states
     dev = v.device
     f32 = torch.float32
-    (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, y, cos_phi, sin_phi, chunk_states, q_rot,
-     k_rot, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = (
-        x.contiguous() for x in (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
-                                 *saved, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
+    # (q, k and the biases are not read by the kernels: they give the gradients' shapes and dtypes only)
+    (v, adt, dt, trap, angles, d, z, cu_seqlens, y, cos_phi, sin_phi, chunk_states, q_rot, k_rot,
+     dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = (
+        x.contiguous() for x in (v, adt, dt, trap, angles, d, z, cu_seqlens, *saved,
+                                 dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
     if P * N % config.scan_block != 0:
         raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
     dstates = torch.empty((nslot, H, P, N), device=dev, dtype=f32)
@@ -498,10 +499,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         dt, trap, angles, cu_seqlens, dfinal_angle, dphi, dphi_sums, ds_tok, dgamma, ddt, dtrap, dangles,
         S, H=H, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1), CB=_ANGLE_SLOTS, num_warps=4,
     )
-    dq = torch.empty_like(q)
-    dk = torch.empty_like(k)
-    dq_bias = torch.empty_like(q_bias)
-    dk_bias = torch.empty_like(k_bias)
+    dq, dk, dq_bias, dk_bias = (torch.empty_like(x, memory_format=torch.contiguous_format)
+                                for x in (q, k, q_bias, k_bias))
     dd = torch.empty_like(d)
     _m3b_reduce_kernel[(triton.cdiv(T, _REDUCE_TOKENS) + H,)](
         dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd, T, nslot,
