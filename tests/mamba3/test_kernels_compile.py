@@ -17,18 +17,23 @@ BF16 = {"q_ptr", "k_ptr", "v_ptr", "z_ptr", "trap_ptr", "ang_ptr", "dout_ptr", "
 SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64)
 
 
-def build(fn, consts, num_warps=4):
+def build(fn, consts, num_warps=4, **options):
     consts = {k: v for k, v in {**SIZES, **consts}.items() if k in fn.arg_names}
     sig = {n: "constexpr" if n in consts else ("*bf16" if n in BF16 else "*i32" if n == "cu_ptr" else "*fp32")
            if n.endswith("_ptr") else "i32" for n in fn.arg_names}
     src = ASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
-    triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
+    triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps, **options})
 
 
-# warps as launched (Mamba3BwdConfig / Mamba3FwdConfig defaults, and the chunk body's 8-warp option)
+# warps as launched (Mamba3BwdConfig / Mamba3FwdConfig defaults, and the chunk body's 8-warp options), and the side
+# kernels under a register cap (Mamba3BwdConfig.side_maxnreg)
 for prec in ("tf32", "tf32x3"):
     for warps in (4, 8):
-        build(bwd._m3b_chunk_kernel, dict(SB=4, PREC=prec), warps)
+        build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec), warps)
+        build(bwd._m3b_qside_kernel, dict(SB=4, PREC=prec), warps)
+        build(bwd._m3b_kside_kernel, dict(SB=4, PREC=prec), warps)
+    build(bwd._m3b_qside_kernel, dict(SB=4, PREC=prec), 4, maxnreg=128)
+    build(bwd._m3b_kside_kernel, dict(SB=4, PREC=prec), 4, maxnreg=128)
     for warps in (4, 8):
         build(bwd._m3b_dstate_kernel, dict(PREC=prec), warps)
     for warps in (4, 8):

@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ssmkit.kernels.mamba3.fwd import _fwd_locate_chunk
+from ssmkit.kernels.mamba3.fwd import _fwd_chunk_scalars, _fwd_locate_chunk
 from ssmkit.mamba3.shapes import CHUNK
 
 _REDUCE_TOKENS = 8  # (8, 128) fp32 accumulator per tensor: 8 registers a thread at 4 warps
@@ -73,17 +73,17 @@ def _m3b_dphi(g, xr, C: tl.constexpr, NA: tl.constexpr):
 
 
 @triton.jit
-def _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, hp, vmask, write):
-    """Gate (F8) of one chunk: returns dY = dout * silu(z) (C, P) fp32 and, where write, stores
-    dz = dout * y * silu'(z) and dY itself (fp32, for the chunk kernel; zero-cotangent rows masked by vmask)."""
+def _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, hp, vmask, write_dz, write_dy):
+    """Gate (F8) of one chunk: returns dY = dout * silu(z) (C, P) fp32; where write_dz, stores
+    dz = dout * y * silu'(z), where write_dy dY itself (fp32, for the chunk kernel); rows outside vmask untouched."""
     dout = tl.load(dout_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
     zz = tl.load(z_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
     sig = tl.sigmoid(zz)
-    gate = vmask & write
+    gate = vmask & write_dz
     yy = tl.load(y_ptr + hp, mask=gate, other=0.0)
     tl.store(dz_ptr + hp, (dout * yy * sig * (1.0 + zz * (1.0 - sig))).to(dz_ptr.dtype.element_ty), mask=gate)
     dy = dout * zz * sig
-    tl.store(dy_ptr + hp, dy, mask=gate)
+    tl.store(dy_ptr + hp, dy, mask=vmask & write_dy)
     return dy
 
 
@@ -93,8 +93,8 @@ def _m3b_dstate_kernel(
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr,
 ):
     """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns; stores the
-    gradient of the state leaving each chunk (dS_acc of that chunk), and dz (gate, F8) and dY from the half-0
-    programs."""
+    gradient of the state leaving each chunk (dS_acc of that chunk), dz (gate, F8) from the half-0 programs and dY
+    from the half-1 programs (one extra store per step each)."""
     h = tl.program_id(0)
     s = tl.program_id(1)
     half = tl.program_id(2)
@@ -118,7 +118,7 @@ def _m3b_dstate_kernel(
         ell = tl.cumsum(adt, axis=0)
         lam = tl.sum(adt, axis=0)
         hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-        dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, hp, vmask, half == 0)
+        dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, hp, vmask, half == 0, half == 1)
         qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
         ds = tl.exp(lam) * ds + tl.dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, input_precision=PREC)
 
@@ -142,7 +142,7 @@ def _m3b_dstate_local_kernel(
     vmask = valid[:, None]
     pv = tl.arange(0, P)
     hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-    dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, hp, vmask, True)
+    dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, hp, vmask, True, True)
     if (c > 0) & (bos + c * C < eos):
         ell = tl.cumsum(tl.load(adt_ptr + tok * H + h, mask=valid, other=0.0), axis=0)
         w = tl.trans(dy * tl.exp(ell)[:, None])
@@ -179,60 +179,39 @@ def _m3b_dstate_scan_kernel(adt_ptr, cu_ptr, dfs_ptr, dstates_ptr,
 
 
 @triton.jit
-def _m3b_chunk_kernel(
-    qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, dy_ptr, cu_ptr,
-    cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, dfv_ptr,
-    dv_ptr, dadt_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dsg_ptr, dgam_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr,
-    S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr,
+def _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h, S, H: tl.constexpr, C: tl.constexpr,
+                     SB: tl.constexpr):
+    """Where a chunk slot's chunk lies and its per-token scalars (F5, F6), for the three chunk-body kernels:
+    (sequence, end, tok (C,), valid (C,), active (the slot holds a chunk), ell = in-chunk cumsum of adt,
+    Lambda = its sum, gamma, scale s). A slot no chunk maps to has no valid token."""
+    s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
+    t0 = bos + c * C
+    tok = t0 + tl.arange(0, C)
+    valid = tok < eos
+    ell, gam, sc, _ = _fwd_chunk_scalars(adt_ptr, dt_ptr, trap_ptr, tok, h, eos, H)
+    lam = tl.sum(tl.load(adt_ptr + tok * H + h, mask=valid, other=0.0), axis=0)
+    return s, eos, tok, valid, t0 < eos, ell, lam, gam, sc
+
+
+@triton.jit
+def _m3b_intra_kernel(
+    qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, dy_ptr, cu_ptr, dstates_ptr, dfv_ptr,
+    mg_ptr, dv_ptr, dl_ptr, etok_ptr, qk_ptr, ddp_ptr,
+    S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
 ):
-    """Grid (T//64 + S chunk slots, H): one chunk of one head, all of §7.1 that stays inside the chunk (§7.2 with
-    the incoming dS_acc read from the dstate kernel). Slots no chunk maps to write zero partials only."""
+    """Grid (chunk slots, H), chunk body part 1: what needs the (C, C) matrices of one chunk. Scores
+    A = Q~ Ks^T (Ks = diag(s) K~), q^.k^ (= q~.k~, F7), G = dY V^T, M o G (stored for the two side kernels: fp32
+    (C, C) per slot and head), the intra-chunk part of dl (row minus column sums of M o A o G), and all of dv:
+    (M o A)^T dY + (D + gamma q^.k^) dY + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
+    Per token it stores e = dY.v and q^.k^; per slot sum(e) (the D partial)."""
     slot = tl.program_id(0)
     h = tl.program_id(1)
     NH: tl.constexpr = N // 2
-    # slot -> (sequence, chunk): chunk c of sequence s sits at slot cu[s] // C + s + c (the forward's layout)
-    sv = tl.arange(0, SB)
-    starts = tl.load(cu_ptr + sv, mask=sv < S, other=0) // C + sv
-    s = tl.sum(((sv < S) & (starts <= slot)).to(tl.int32), axis=0) - 1
-    bos = tl.load(cu_ptr + s)
-    eos = tl.load(cu_ptr + s + 1)
-    t0 = bos + (slot - bos // C - s) * C
-    active = t0 < eos
-
+    s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h,
+                                                                     S, H, C, SB)
+    vmask = valid[:, None]
     i = tl.arange(0, C)
     pv = tl.arange(0, P)
-    m = tl.arange(0, NA)
-    tok = t0 + i
-    valid = (tok < eos) & active
-    vmask = valid[:, None]
-    is_last = tok == eos - 1
-    causal = i[:, None] > i[None, :]
-
-    # per-token scalars (F5, F6)
-    th_ = tok * H + h
-    dt_c = tl.load(dt_ptr + th_, mask=valid, other=0.0)
-    p_c = tl.sigmoid(tl.load(trap_ptr + th_, mask=valid, other=0.0).to(tl.float32))
-    gam = dt_c * p_c
-    nvalid = valid & ((tok + 1) < eos)
-    dt_n = tl.load(dt_ptr + th_ + H, mask=nvalid, other=0.0)
-    p_n = tl.sigmoid(tl.load(trap_ptr + th_ + H, mask=nvalid, other=0.0).to(tl.float32))
-    sc = gam + dt_n * (1.0 - p_n)
-    adt_c = tl.load(adt_ptr + th_, mask=valid, other=0.0)
-    ell = tl.cumsum(adt_c, axis=0)
-    lam = tl.sum(adt_c, axis=0)
-    e_ell = tl.exp(ell)
-    e_rev = tl.exp(lam - ell)
-    e_lam = tl.exp(lam)
-
-    # gate (F8) and the (C, C) matrices
-    hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-    dy = tl.load(dy_ptr + hp, mask=vmask, other=0.0)  # dout * silu(z), stored by the state-gradient kernel
-    vv = tl.load(v_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
-    e_tok = tl.sum(dy * vv, axis=1)
-    decay = tl.where(causal, tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
-    mg = decay * tl.dot(dy, tl.trans(vv), input_precision=PREC)
-    # pass 1 over the two state halves: intra-chunk scores A = Q~ Ks^T and q^.k^ (= q~.k~, spec F7)
     am = tl.zeros([C, C], dtype=tl.float32)
     qk = tl.zeros([C], dtype=tl.float32)
     for half in tl.static_range(2):
@@ -240,74 +219,144 @@ def _m3b_chunk_kernel(
         kt = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N)
         am += tl.dot(qt, tl.trans(kt * sc[:, None]), input_precision=PREC)
         qk += tl.sum(qt * kt, axis=1)
-    ma = decay * am
+    hp = tok[:, None] * (H * P) + h * P + pv[None, :]
+    dy = tl.load(dy_ptr + hp, mask=vmask, other=0.0)  # dout * silu(z), stored by the state-gradient kernel
+    vv = tl.load(v_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
+    e_tok = tl.sum(dy * vv, axis=1)
+    decay = tl.where(i[:, None] > i[None, :], tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
+    mg = decay * tl.dot(dy, tl.trans(vv), input_precision=PREC)
+    tl.store(mg_ptr + (slot * H + h) * C * C + i[:, None] * C + i[None, :], mg)
     mm = mg * am  # decay o A o G
-    dl = tl.sum(mm, axis=1) - tl.sum(mm, axis=0)
-    dvv = (tl.dot(tl.trans(ma), dy, input_precision=PREC) + (tl.load(d_ptr + h) + gam * qk)[:, None] * dy
+    th_ = tok * H + h
+    tl.store(dl_ptr + th_, tl.sum(mm, axis=1) - tl.sum(mm, axis=0), mask=valid)
+    is_last = tok == eos - 1
+    dvv = (tl.dot(tl.trans(decay * am), dy, input_precision=PREC) + (tl.load(d_ptr + h) + gam * qk)[:, None] * dy
            + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
-    # pass 2: everything that needs the chunk's states, half by half
-    dlam = tl.sum(tl.zeros([C], dtype=tl.float32), axis=0)
-    ds_tok = tl.zeros([C], dtype=tl.float32)
-    ge = (gam * e_tok)[:, None]
-    mgt = tl.trans(mg)
+    e_rev = tl.exp(lam - ell)
     st_row = (slot * H + h) * P * N + pv[:, None] * N
-    dphi_q = tl.zeros([C, NA], dtype=tl.float32)
-    # per state half: the q side, then the k side
     for half in tl.static_range(2):
-        cols = half * NH + tl.arange(0, NH)
-        qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
-        kt = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N)
-        ks = kt * sc[:, None]
-        hn = tok[:, None] * (H * N) + h * N + cols[None, :]
-        part = (slot * H + h) * N + cols
-        # q side: dQ~ = (M o G) Ks + diag(e^l) dY S_in; then the gamma (q^.k^) diagonal path as gamma e k~
-        # (rotating it back gives gamma e k^; its dPhi parts from q and k cancel, q~.k~ being rotation-free)
-        s_in = tl.load(states_ptr + st_row + cols[None, :], mask=active, other=0.0)  # state entering
-        x = tl.dot(dy, s_in, input_precision=PREC)
-        dl += e_ell * tl.sum(x * qt, axis=1)
-        dqt = tl.dot(mg, ks, input_precision=PREC) + e_ell[:, None] * x + ge * kt
-        ds_out = tl.load(dstates_ptr + st_row + cols[None, :], mask=active, other=0.0)  # grad of leaving
-        dlam += e_lam * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
-        if half == 0:
-            cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, H, NA)
-            dphi_q = _m3b_dphi(dqt, qt, C, NA)
-            dqt = _m3b_unrotate(dqt, cs, sn, C, NA)
-        tl.store(dqp_ptr + hn, dqt, mask=vmask)
-        tl.store(dqbp_ptr + part, tl.sum(dqt, axis=0))
-        # k side: dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS; dk~ = s dKs (+ dfinal_k on the last token)
-        vds = tl.dot(vv, ds_out, input_precision=PREC)
-        fwd_state = e_rev * tl.sum(vds * ks, axis=1)
-        dl -= fwd_state
-        dlam += tl.sum(fwd_state, axis=0)
+        ks = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N) * sc[:, None]
+        ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
         dvv += e_rev[:, None] * tl.dot(ks, tl.trans(ds_out), input_precision=PREC)
-        dks = tl.dot(mgt, qt, input_precision=PREC) + e_rev[:, None] * vds
-        ds_tok += tl.sum(dks * kt, axis=1)
-        dkt = sc[:, None] * dks + ge * qt + tl.where(is_last[:, None],
-                                                     tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
-        if half == 0:
-            dphi = dphi_q + _m3b_dphi(dkt, kt, C, NA)
-            tl.store(dphi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vmask)
-            tl.store(dphis_ptr + (slot * H + h) * NA + m, tl.sum(tl.where(vmask, dphi, 0.0), axis=0))
-            dkt = _m3b_unrotate(dkt, cs, sn, C, NA)
-        tl.store(dkp_ptr + hn, dkt, mask=vmask)
-        tl.store(dkbp_ptr + part, tl.sum(dkt, axis=0))
-
     tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
-    tl.store(dadt_ptr + th_, tl.sum(dl, axis=0) - tl.cumsum(dl, axis=0) + dl + dlam, mask=valid)
-    tl.store(dsg_ptr + th_, ds_tok, mask=valid)
-    tl.store(dgam_ptr + th_, ds_tok + e_tok * qk, mask=valid)
+    tl.store(etok_ptr + th_, e_tok, mask=valid)
+    tl.store(qk_ptr + th_, qk, mask=valid)
     tl.store(ddp_ptr + slot * H + h, tl.sum(e_tok, axis=0))
 
 
 @triton.jit
-def _m3b_angle_kernel(
-    dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dsg_ptr, dgam_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
-    S, H: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, CB: tl.constexpr,
+def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dx_ptr, dxb_ptr,
+                  H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr):
+    """Store one side kernel's gradient g of the rotated vector xr (C, N/2) on state half ``half``: on the rotated
+    half (0) its dPhi (C, NA) and dPhi's column sum per slot first, then R(Phi)^T g; the (T, H, N) per-head
+    partial and its column sum per slot (the bias partial). On half 1 the rotation is the identity (cos 1, sin 0
+    read as the masked loads' defaults) and no dPhi is stored."""
+    rot = half == 0
+    m = tl.arange(0, NA)
+    dphi = _m3b_dphi(g, xr, C, NA)
+    tl.store(dphi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vmask & rot)
+    tl.store(dphis_ptr + (slot * H + h) * NA + m, tl.sum(tl.where(vmask, dphi, 0.0), axis=0), mask=rot)
+    cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask & rot, h, H, NA)
+    dx = _m3b_unrotate(g, cs, sn, C, NA)
+    cols = half * (N // 2) + tl.arange(0, N // 2)
+    tl.store(dx_ptr + tok[:, None] * (H * N) + h * N + cols[None, :], dx, mask=vmask)
+    tl.store(dxb_ptr + (slot * H + h) * N + cols, tl.sum(dx, axis=0))
+
+
+@triton.jit
+def _m3b_qside_kernel(
+    qr_ptr, kr_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr,
+    mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
+    S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr,
 ):
-    """Grid (chunk slots, H): the terms that cross chunk edges, for one chunk. The reverse cumsum of dPhi plus
-    dfinal_angle (-> dangles, the angle part of ddt; F1, F2) starts from dfinal_angle plus the per-chunk dPhi sums
-    of the sequence's later chunks (CB slots per tile, fixed order); the shifted-gamma term gamma'_{t-1} =
-    dt_t (1 - p_t) (-> ddt, dtrap; F5) reads ds of the token before (none for the sequence's first token)."""
+    """Grid (chunk slots, H, 2 state halves), chunk body part 2, the q side of one state half:
+    dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e K~ (the q^.k^ diagonal path written as gamma e k~: rotating it back
+    gives gamma e k^, and its dPhi parts from q and k cancel, q~.k~ being rotation-free). Stores dQ~ rotated back
+    (per-head dq partial), dPhi from the q side (half 0), this half's terms of dl (e^l dY S_in . q~) and of dLambda
+    (e^Lambda S_in : dS_out)."""
+    slot = tl.program_id(0)
+    h = tl.program_id(1)
+    half = tl.program_id(2)
+    NH: tl.constexpr = N // 2
+    s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h,
+                                                                     S, H, C, SB)
+    vmask = valid[:, None]
+    i = tl.arange(0, C)
+    pv = tl.arange(0, P)
+    th_ = tok * H + h
+    e_ell = tl.exp(ell)
+    st = (slot * H + h) * P * N + pv[:, None] * N + (half * NH + tl.arange(0, NH))[None, :]
+    s_in = tl.load(states_ptr + st, mask=active, other=0.0)  # state entering the chunk
+    ds_out = tl.load(dstates_ptr + st, mask=active, other=0.0)  # gradient of the state leaving it
+    dlam = tl.exp(lam) * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
+    dy = tl.load(dy_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
+    x = tl.dot(dy, s_in, input_precision=PREC)
+    qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
+    kt = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N)
+    mg = tl.load(mg_ptr + (slot * H + h) * C * C + i[:, None] * C + i[None, :])
+    ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
+    dqt = tl.dot(mg, kt * sc[:, None], input_precision=PREC) + e_ell[:, None] * x + ge[:, None] * kt
+    tl.store(dl_ptr + (1 + half) * T * H + th_, e_ell * tl.sum(x * qt, axis=1), mask=valid)
+    tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
+    _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
+                  H, N, NA, C)
+
+
+@triton.jit
+def _m3b_kside_kernel(
+    qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, cu_ptr, cos_ptr, sin_ptr, dstates_ptr, dfk_ptr,
+    mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
+    S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr,
+):
+    """Grid (chunk slots, H, 2 state halves), chunk body part 3, the k side of one state half:
+    dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS_out, dk~ = s dKs + gamma e q~ (+ dfinal_k on a sequence's last token).
+    Stores dk~ rotated back (per-head dk partial), dPhi from the k side (half 0), ds = dKs . k~ per token, this
+    half's terms of dl (-e^{L-l} V dS_out . ks) and of dLambda (their sum)."""
+    slot = tl.program_id(0)
+    h = tl.program_id(1)
+    half = tl.program_id(2)
+    NH: tl.constexpr = N // 2
+    s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h,
+                                                                     S, H, C, SB)
+    vmask = valid[:, None]
+    i = tl.arange(0, C)
+    pv = tl.arange(0, P)
+    th_ = tok * H + h
+    e_rev = tl.exp(lam - ell)
+    cols = half * NH + tl.arange(0, NH)
+    ds_out = tl.load(dstates_ptr + (slot * H + h) * P * N + pv[:, None] * N + cols[None, :], mask=active, other=0.0)
+    vv = tl.load(v_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0).to(tl.float32)
+    vds = tl.dot(vv, ds_out, input_precision=PREC)
+    qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
+    kt = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N)
+    fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
+    mgt = tl.load(mg_ptr + (slot * H + h) * C * C + i[None, :] * C + i[:, None])  # (M o G)^T
+    dks = tl.dot(mgt, qt, input_precision=PREC) + e_rev[:, None] * vds
+    tl.store(ds_ptr + half * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
+    ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
+    dkt = sc[:, None] * dks + ge[:, None] * qt + tl.where((tok == eos - 1)[:, None],
+                                                          tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
+    tl.store(dl_ptr + (3 + half) * T * H + th_, -fwd_state, mask=valid)
+    tl.store(dlam_ptr + ((2 + half) * NSLOT + slot) * H + h, tl.sum(fwd_state, axis=0))
+    _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr + T * H * NA,
+                  dphis_ptr + NSLOT * H * NA, dkp_ptr, dkbp_ptr, H, N, NA, C)
+
+
+@triton.jit
+def _m3b_angle_kernel(
+    dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, etok_ptr, qk_ptr,
+    dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
+    S, T, NSLOT, H: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, CB: tl.constexpr,
+):
+    """Grid (chunk slots, H): the chunk body's per-token results combined (fixed order), then the terms that cross
+    chunk edges, for one chunk. dl = its five parts (intra, q side and k side per state half), dadt = the reverse
+    in-chunk cumsum of dl + dLambda (its four parts); ds = the k side's two halves, dgamma = ds + e q^.k^. The
+    reverse cumsum of dPhi (q side + k side) plus dfinal_angle (-> dangles, the angle part of ddt; F1, F2) starts
+    from dfinal_angle plus the per-chunk dPhi sums of the sequence's later chunks (CB slots per tile, fixed order);
+    the shifted-gamma term gamma'_{t-1} = dt_t (1 - p_t) (-> ddt, dtrap; F5) reads ds of the token before (none for
+    the sequence's first token)."""
     slot = tl.program_id(0)
     h = tl.program_id(1)
     PI: tl.constexpr = 3.141592653589793
@@ -321,22 +370,35 @@ def _m3b_angle_kernel(
         later = tl.arange(0, CB)
         for c0 in range(c + 1, nchunks, CB):
             cc = c0 + later
-            blk = tl.load(dphis_ptr + ((slot - c + cc) * H + h)[:, None] * NA + m[None, :],
-                          mask=(cc < nchunks)[:, None], other=0.0)
-            g_carry += tl.sum(blk, axis=0)
+            blk = ((slot - c + cc) * H + h)[:, None] * NA + m[None, :]
+            bmask = (cc < nchunks)[:, None]
+            g_carry += tl.sum(tl.load(dphis_ptr + blk, mask=bmask, other=0.0)
+                              + tl.load(dphis_ptr + NSLOT * H * NA + blk, mask=bmask, other=0.0), axis=0)
         tok = t0 + i
         valid = tok < eos
         th_ = tok * H + h
+        TH = T * H
+        dl = tl.load(dl_ptr + th_, mask=valid, other=0.0)
+        for part in tl.static_range(1, 5):
+            dl += tl.load(dl_ptr + part * TH + th_, mask=valid, other=0.0)
+        dlam = tl.load(dlam_ptr + slot * H + h)
+        for part in tl.static_range(1, 4):
+            dlam += tl.load(dlam_ptr + (part * NSLOT + slot) * H + h)
+        tl.store(dadt_ptr + th_, tl.sum(dl, axis=0) - tl.cumsum(dl, axis=0) + dl + dlam, mask=valid)
         hna = tok[:, None] * (H * NA) + h * NA + m[None, :]
-        dphi = tl.load(dphi_ptr + hna, mask=valid[:, None], other=0.0)
+        dphi = (tl.load(dphi_ptr + hna, mask=valid[:, None], other=0.0)
+                + tl.load(dphi_ptr + TH * NA + hna, mask=valid[:, None], other=0.0))
         gphi = g_carry[None, :] + tl.sum(dphi, axis=0)[None, :] - tl.cumsum(dphi, axis=0) + dphi
         dt_c = tl.load(dt_ptr + th_, mask=valid, other=0.0)
         p_c = tl.sigmoid(tl.load(trap_ptr + th_, mask=valid, other=0.0).to(tl.float32))
         th = _m3b_tanh(tl.load(ang_ptr + hna, mask=valid[:, None], other=0.0).to(tl.float32))
         tl.store(dang_ptr + hna, (gphi * dt_c[:, None] * PI * (1.0 - th * th)).to(dang_ptr.dtype.element_ty),
                  mask=valid[:, None])
-        dgam = tl.load(dgam_ptr + th_, mask=valid, other=0.0)
-        ds_prev = tl.load(dsg_ptr + th_ - H, mask=valid & (tok > bos), other=0.0)
+        dgam = (tl.load(ds_ptr + th_, mask=valid, other=0.0) + tl.load(ds_ptr + TH + th_, mask=valid, other=0.0)
+                + tl.load(etok_ptr + th_, mask=valid, other=0.0) * tl.load(qk_ptr + th_, mask=valid, other=0.0))
+        prev = valid & (tok > bos)
+        ds_prev = (tl.load(ds_ptr + th_ - H, mask=prev, other=0.0)
+                   + tl.load(ds_ptr + TH + th_ - H, mask=prev, other=0.0))
         tl.store(ddt_ptr + th_, dgam * p_c + tl.sum(gphi * PI * th, axis=1) + ds_prev * (1.0 - p_c), mask=valid)
         tl.store(dtrap_ptr + th_, ((dt_c * dgam - dt_c * ds_prev) * p_c * (1.0 - p_c)).to(dtrap_ptr.dtype.element_ty),
                  mask=valid)
@@ -403,6 +465,8 @@ class Mamba3BwdConfig(NamedTuple):
     """
 
     num_warps: int = 4
+    side_warps: int = 4
+    side_maxnreg: int = 0
     input_precision: str = "tf32"
     dstate_scan: bool = False
     dstate_warps: int = 4  # H200, q~ loaded (3665772): c1 0.120 ms vs 0.121 at 8 warps, c3 0.113 vs 0.131, same bits
@@ -475,29 +539,47 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
             q_rot, adt, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz, dy,
             H=H, P=P, N=N, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
         )
+    # the chunk body in three launches (intra-chunk part, q side and k side per state half); their per-token and
+    # per-slot partial results are combined in a fixed order by the angle kernel and the reduce kernel
     dv = torch.empty_like(v)
-    dadt = torch.empty_like(adt)
+    mg = torch.empty((nslot, H, CHUNK, CHUNK), device=dev, dtype=f32)  # M o G per slot and head
+    dl_parts = torch.empty((5, T, H), device=dev, dtype=f32)  # dl: intra, q side halves, k side halves
+    dlam_parts = torch.empty((4, nslot, H), device=dev, dtype=f32)  # dLambda: q side halves, k side halves
+    ds_parts = torch.empty((2, T, H), device=dev, dtype=f32)  # ds per k-side half
+    e_tok = torch.empty((T, H), device=dev, dtype=f32)  # dY . v
+    qk = torch.empty((T, H), device=dev, dtype=f32)  # q^ . k^
     dq_part = torch.empty((T, H, N), device=dev, dtype=f32)
     dk_part = torch.empty((T, H, N), device=dev, dtype=f32)
-    dphi = torch.empty((T, H, NA), device=dev, dtype=f32)
-    dphi_sums = torch.empty((nslot, H, NA), device=dev, dtype=f32)
-    ds_tok = torch.empty((T, H), device=dev, dtype=f32)
-    dgamma = torch.empty((T, H), device=dev, dtype=f32)
+    dphi = torch.empty((2, T, H, NA), device=dev, dtype=f32)  # q side, k side
+    dphi_sums = torch.empty((2, nslot, H, NA), device=dev, dtype=f32)
     dqb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
     dkb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
     dd_part = torch.empty((nslot, H), device=dev, dtype=f32)
-    _m3b_chunk_kernel[(nslot, H)](
-        q_rot, k_rot, v, adt, dt, trap, d, dy, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates,
-        dfinal_k, dfinal_v, dv, dadt, dq_part, dk_part, dphi, dphi_sums, ds_tok, dgamma, dqb_part, dkb_part, dd_part,
-        S, H=H, P=P, N=N, NA=NA, C=CHUNK, SB=max(2, triton.next_power_of_2(S)), PREC=config.input_precision,
-        num_warps=config.num_warps,
+    sb = max(2, triton.next_power_of_2(S + 1))
+    sizes = dict(H=H, P=P, N=N, C=CHUNK, SB=sb, PREC=config.input_precision)
+    side_launch = dict(num_warps=config.side_warps)
+    if config.side_maxnreg and dev.type == "cuda":  # (a register cap is a GPU compile option)
+        side_launch["maxnreg"] = config.side_maxnreg
+    _m3b_intra_kernel[(nslot, H)](
+        q_rot, k_rot, v, adt, dt, trap, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts, e_tok, qk, dd_part,
+        S, **sizes, num_warps=config.num_warps,
     )
+    _m3b_qside_kernel[(nslot, H, 2)](
+        q_rot, k_rot, adt, dt, trap, dy, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates, mg, e_tok,
+        dq_part, dphi, dphi_sums, dl_parts, dlam_parts, dqb_part, S, T, nslot, NA=NA, **sizes, **side_launch,
+    )
+    _m3b_kside_kernel[(nslot, H, 2)](
+        q_rot, k_rot, v, adt, dt, trap, cu_seqlens, cos_phi, sin_phi, dstates, dfinal_k, mg, e_tok,
+        dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dkb_part, S, T, nslot, NA=NA, **sizes,
+        **side_launch,
+    )
+    dadt = torch.empty_like(adt)
     ddt = torch.empty_like(dt)
     dtrap = torch.empty_like(trap)
     dangles = torch.empty_like(angles)
     _m3b_angle_kernel[(nslot, H)](
-        dt, trap, angles, cu_seqlens, dfinal_angle, dphi, dphi_sums, ds_tok, dgamma, ddt, dtrap, dangles,
-        S, H=H, NA=NA, C=CHUNK, SB=triton.next_power_of_2(S + 1), CB=_ANGLE_SLOTS, num_warps=4,
+        dt, trap, angles, cu_seqlens, dfinal_angle, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, e_tok, qk,
+        dadt, ddt, dtrap, dangles, S, T, nslot, H=H, NA=NA, C=CHUNK, SB=sb, CB=_ANGLE_SLOTS, num_warps=4,
     )
     dq, dk, dq_bias, dk_bias = (torch.empty_like(x, memory_format=torch.contiguous_format)
                                 for x in (q, k, q_bias, k_bias))
