@@ -3,7 +3,9 @@
 # clocks left alone). Writes under $OUT: kernels_details.csv (per kernel: speed of light, occupancy, launch,
 # warp states, memory and compute workload, instruction stats), kernels_raw.csv (every collected metric), and for
 # the Mamba-3 backward body and the Granite chunk kernels a source-line table (SourceCounters).
-# Usage (CUDA): OUT=dir TARGETS=granite_l16384,mamba3_c1 bash bench/ncu_run.sh
+# SOURCE_KERNELS picks the kernels of the source-line pass (Mamba-3 kernels, names starting with _m3, run on
+# mamba3_c1, the others on granite_varlen).
+# Usage (CUDA): OUT=dir TARGETS=granite_l16384,mamba3_c1 SOURCE_KERNELS=_m3b_qside_kernel bash bench/ncu_run.sh
 set -u
 OUT=${OUT:-/tmp/ncu}
 TARGETS=${TARGETS:-granite_l16384,granite_varlen,granite_decode64,mamba3_c1}
@@ -19,9 +21,10 @@ tail -5 "$OUT/ncu_kernels.log"
 "$NCU" --import "$OUT/kernels.ncu-rep" --page details --csv > "$OUT/kernels_details.csv" 2>&1
 "$NCU" --import "$OUT/kernels.ncu-rep" --page raw --csv > "$OUT/kernels_raw.csv" 2>&1
 rm -f "$OUT/kernels.ncu-rep"
-for k in _m3b_chunk_kernel _ssd_chunk_scan_kernel _ssd_chunk_state_kernel _conv1d_silu_kernel; do
+SOURCE_KERNELS=${SOURCE_KERNELS:-_m3b_qside_kernel,_ssd_chunk_scan_kernel,_ssd_chunk_state_kernel,_conv1d_silu_kernel}
+for k in ${SOURCE_KERNELS//,/ }; do
   "$NCU" --clock-control none --profile-from-start off --section SourceCounters -k "$k" -c 1 -o "$OUT/src_$k" -f \
-    python bench/ncu_profile.py --targets "$( [ $k = _m3b_chunk_kernel ] && echo mamba3_c1 || echo granite_varlen )" \
+    python bench/ncu_profile.py --targets "$( [[ $k == _m3* ]] && echo mamba3_c1 || echo granite_varlen )" \
     > "$OUT/ncu_src_$k.log" 2>&1 || echo "ncu source pass $k failed"
   "$NCU" --import "$OUT/src_$k.ncu-rep" --page source --csv --print-source cuda > "$OUT/source_$k.csv" 2>&1 \
     || "$NCU" --import "$OUT/src_$k.ncu-rep" --page source --csv > "$OUT/source_$k.csv" 2>&1

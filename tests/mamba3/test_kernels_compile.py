@@ -44,7 +44,11 @@ build(bwd._m3b_reduce_kernel, dict(BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS))
 for prec in ("tf32", "tf32x3"):
     build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, PRECISION=prec), 8)
     for save in (False, True):
-        build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec), 8)
+        for warps in (4, 8):
+            build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec), warps)
+for save in (False, True):
+    for warps in (4, 8):
+        build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save), warps)
 build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=16))
 """
 

@@ -35,6 +35,8 @@ class Mamba3FwdConfig(NamedTuple):
     """
 
     chunk_warps: int = 8
+    rotate_warps: int = 8
+    scan_warps: int = 8
     passing_block_p: int = 16
     passing_warps: int = 4
     input_precision: str = "tf32"  # H200, v1 kernel: out 1.84e-3, final_ssm 7.1e-4 vs fp64 (tf32x3: 2.3x slower)
@@ -123,13 +125,11 @@ def _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H: tl.constexpr, NA: tl.constexp
 
 
 @triton.jit
-def _fwd_load_biased(x_ptr, bias_ptr, t, h, valid, N: tl.constexpr):
-    """q^ or k^ (F3) of one chunk for value head h as fp32 halves (dims 0..N/2-1, dims N/2..N-1), (CHUNK, N/2) each."""
-    cols = tl.arange(0, N // 2)
-    row = x_ptr + t[:, None] * N
-    x_r = tl.load(row + cols[None, :], mask=valid[:, None], other=0.0).to(tl.float32)
-    x_p = tl.load(row + N // 2 + cols[None, :], mask=valid[:, None], other=0.0).to(tl.float32)
-    return (x_r + tl.load(bias_ptr + h * N + cols)[None, :], x_p + tl.load(bias_ptr + h * N + N // 2 + cols)[None, :])
+def _fwd_load_biased_half(x_ptr, bias_ptr, t, h, valid, half, N: tl.constexpr):
+    """Dims [half * N/2, half * N/2 + N/2) of q^ or k^ (F3) of one chunk for value head h: (CHUNK, N/2) fp32."""
+    cols = half * (N // 2) + tl.arange(0, N // 2)
+    x = tl.load(x_ptr + t[:, None] * N + cols[None, :], mask=valid[:, None], other=0.0).to(tl.float32)
+    return x + tl.load(bias_ptr + h * N + cols)[None, :]
 
 
 @triton.jit
@@ -148,7 +148,8 @@ def _mamba3_fwd_chunk_state_kernel(
         ell, gamma, scale, dt = _fwd_chunk_scalars(adt_ptr, dt_ptr, trap_ptr, t, h, end, H)
         ell_end = tl.sum(tl.where(rows == CHUNK_ - 1, ell, 0.0), axis=0)
         csum = _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H, NA)
-        k_r, k_p = _fwd_load_biased(k_ptr, kb_ptr, t, h, valid, N)
+        k_r = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 0, N)
+        k_p = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 1, N)
         ks_r = _fwd_rotate_pairs(k_r, tl.cos(csum), tl.sin(csum), CHUNK_, NA) * scale[:, None]
         pcols = tl.arange(0, P)
         v = tl.load(v_ptr + t[:, None] * (H * P) + h * P + pcols[None, :], mask=valid[:, None], other=0.0)
@@ -190,12 +191,68 @@ def _mamba3_fwd_state_passing_kernel(
 
 
 @triton.jit
-def _mamba3_fwd_chunk_scan_kernel(
-    q_ptr, k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, qb_ptr, kb_ptr, ang_ptr, d_ptr, z_ptr, cu_ptr, S,
-    states_ptr, carry_ptr, out_ptr, fangle_ptr, fk_ptr, fv_ptr, y_ptr, cos_ptr, sin_ptr, qrot_ptr, krot_ptr,
-    H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
-    BLOCK_S: tl.constexpr, SAVE: tl.constexpr, PRECISION: tl.constexpr,
+def _mamba3_fwd_rotate_kernel(
+    q_ptr, k_ptr, dt_ptr, qb_ptr, kb_ptr, ang_ptr, cu_ptr, S, carry_ptr, fangle_ptr, fk_ptr, qk_ptr,
+    cos_ptr, sin_ptr, qrot_ptr, krot_ptr,
+    H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
+    SAVE: tl.constexpr,
 ):
+    """Grid (chunk slots, H): the elementwise half of the chunk scan. Phi = wrap(carry + csum) (F2), the biased
+    q^, k^ (F3) and their rotation (F4, pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through):
+    stores q~ and k~ (fp32, (T, H, N); read by the scan kernel, and kept for the backward), the unrotated q^.k^
+    (spec §9.2, fp32 (T, H)), cos / sin of Phi when SAVE, and the final angle and final k (the sequence's last
+    token, in its last chunk)."""
+    HALF: tl.constexpr = N // 2
+    slot = tl.program_id(0)
+    h = tl.program_id(1)
+    seq, start, end, c = _fwd_locate_chunk(cu_ptr, slot, S, BLOCK_S, CHUNK_)
+    if c < tl.cdiv(end - start, CHUNK_):
+        rows = tl.arange(0, CHUNK_)
+        cols = tl.arange(0, HALF)
+        acols = tl.arange(0, NA)
+        t = start + c * CHUNK_ + rows
+        valid = t < end
+        vmask = valid[:, None]
+        dt = tl.load(dt_ptr + t * H + h, mask=valid, other=0.0)
+        carry = tl.load(carry_ptr + (slot * H + h) * NA + acols)
+        phi = _fwd_wrap_angle(carry[None, :] + _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H, NA))
+        cos = tl.cos(phi)
+        sin = tl.sin(phi)
+        # one 64-wide half at a time (fewer live tiles): the rotated half, then the pass-through half
+        t_n = t[:, None] * (H * N) + h * N + cols[None, :]
+        q_r = _fwd_load_biased_half(q_ptr, qb_ptr, t, h, valid, 0, N)
+        tl.store(qrot_ptr + t_n, _fwd_rotate_pairs(q_r, cos, sin, CHUNK_, NA), mask=vmask)
+        k_r = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 0, N)
+        qk_r = tl.sum(q_r * k_r, axis=1)
+        kt_r = _fwd_rotate_pairs(k_r, cos, sin, CHUNK_, NA)
+        tl.store(krot_ptr + t_n, kt_r, mask=vmask)
+        q_p = _fwd_load_biased_half(q_ptr, qb_ptr, t, h, valid, 1, N)
+        tl.store(qrot_ptr + t_n + HALF, q_p, mask=vmask)
+        k_p = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 1, N)
+        tl.store(krot_ptr + t_n + HALF, k_p, mask=vmask)
+        tl.store(qk_ptr + t * H + h, qk_r + tl.sum(q_p * k_p, axis=1), mask=valid)
+        if SAVE:
+            t_a = t[:, None] * (H * NA) + h * NA + acols[None, :]
+            tl.store(cos_ptr + t_a, cos, mask=vmask)
+            tl.store(sin_ptr + t_a, sin, mask=vmask)
+        # final states of the sequence: the row of its last token (only in its last chunk)
+        last = (t == end - 1)[:, None]
+        head_seq = seq * H + h
+        tl.store(fangle_ptr + head_seq * NA + acols[None, :] + rows[:, None] * 0, phi, mask=last)
+        tl.store(fk_ptr + head_seq * N + cols[None, :] + rows[:, None] * 0, kt_r, mask=last)
+        tl.store(fk_ptr + head_seq * N + HALF + cols[None, :] + rows[:, None] * 0, k_p, mask=last)
+
+
+@triton.jit
+def _mamba3_fwd_chunk_scan_kernel(
+    qrot_ptr, krot_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, z_ptr, cu_ptr, S, states_ptr, qk_ptr,
+    out_ptr, fv_ptr, y_ptr,
+    H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
+    SAVE: tl.constexpr, PRECISION: tl.constexpr,
+):
+    """Grid (chunk slots, H): the dot half of the chunk scan (§4), from the rotate kernel's q~, k~ and q^.k^:
+    strict-causal intra-chunk scores, readout of the entering state, gamma diagonal + D skip, silu(z) gate (F8);
+    stores the output, y (fp32, pre-gate, when SAVE) and the final v."""
     HALF: tl.constexpr = N // 2
     slot = tl.program_id(0)
     h = tl.program_id(1)
@@ -204,57 +261,33 @@ def _mamba3_fwd_chunk_scan_kernel(
         rows = tl.arange(0, CHUNK_)
         cols = tl.arange(0, HALF)
         pcols = tl.arange(0, P)
-        acols = tl.arange(0, NA)
         t = start + c * CHUNK_ + rows
         valid = t < end
         vmask = valid[:, None]
-        head_slot = slot * H + h
         ell, gamma, scale, dt = _fwd_chunk_scalars(adt_ptr, dt_ptr, trap_ptr, t, h, end, H)
-        carry = tl.load(carry_ptr + head_slot * NA + acols)
-        phi = _fwd_wrap_angle(carry[None, :] + _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H, NA))
-        cos = tl.cos(phi)
-        sin = tl.sin(phi)
-        q_r, q_p = _fwd_load_biased(q_ptr, qb_ptr, t, h, valid, N)
-        k_r, k_p = _fwd_load_biased(k_ptr, kb_ptr, t, h, valid, N)
-        qk = tl.sum(q_r * k_r, axis=1) + tl.sum(q_p * k_p, axis=1)  # unrotated q^.k^ (spec §9.2)
-        qt_r = _fwd_rotate_pairs(q_r, cos, sin, CHUNK_, NA)
-        kt_r = _fwd_rotate_pairs(k_r, cos, sin, CHUNK_, NA)
-
-        # §4: strict-causal intra-chunk scores, readout of the entering state, gamma diagonal + D skip
-        scores = tl.dot(qt_r, tl.trans(kt_r * scale[:, None]), input_precision=PRECISION)
-        scores = tl.dot(q_p, tl.trans(k_p * scale[:, None]), scores, input_precision=PRECISION)
+        t_n = t[:, None] * (H * N) + h * N + cols[None, :]
+        state = states_ptr + (slot * H + h) * (P * N) + pcols[:, None] * N + cols[None, :]
+        scores = tl.zeros((CHUNK_, CHUNK_), dtype=tl.float32)
+        readout = tl.zeros((CHUNK_, P), dtype=tl.float32)
+        for half in tl.static_range(2):
+            qt = tl.load(qrot_ptr + t_n + half * HALF, mask=vmask, other=0.0)
+            kt = tl.load(krot_ptr + t_n + half * HALF, mask=vmask, other=0.0)
+            scores = tl.dot(qt, tl.trans(kt * scale[:, None]), scores, input_precision=PRECISION)
+            readout = tl.dot(qt, tl.trans(tl.load(state + half * HALF)), readout, input_precision=PRECISION)
         decay = tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0))
         scores = tl.where(rows[:, None] > rows[None, :], scores * decay, 0.0)
-        state = states_ptr + head_slot * (P * N) + pcols[:, None] * N + cols[None, :]
-        readout = tl.dot(qt_r, tl.trans(tl.load(state)), input_precision=PRECISION)
-        readout = tl.dot(q_p, tl.trans(tl.load(state + HALF)), readout, input_precision=PRECISION)
         tv_off = t[:, None] * (H * P) + h * P + pcols[None, :]
         vals = tl.load(v_ptr + tv_off, mask=vmask, other=0.0)
         v = vals.to(tl.float32)
+        qk = tl.load(qk_ptr + t * H + h, mask=valid, other=0.0)
         y = tl.dot(scores, v, input_precision=PRECISION) + tl.exp(ell)[:, None] * readout
         y += (tl.load(d_ptr + h) + gamma * qk)[:, None] * v
-
-        # F8 gate
         zg = tl.load(z_ptr + tv_off, mask=vmask, other=0.0).to(tl.float32)
         tl.store(out_ptr + tv_off, (y * zg * tl.sigmoid(zg)).to(out_ptr.dtype.element_ty), mask=vmask)
         if SAVE:
             tl.store(y_ptr + tv_off, y, mask=vmask)
-            t_a = t[:, None] * (H * NA) + h * NA + acols[None, :]
-            tl.store(cos_ptr + t_a, cos, mask=vmask)
-            tl.store(sin_ptr + t_a, sin, mask=vmask)
-            t_n = t[:, None] * (H * N) + h * N + cols[None, :]
-            tl.store(qrot_ptr + t_n, qt_r, mask=vmask)
-            tl.store(qrot_ptr + t_n + HALF, q_p, mask=vmask)
-            tl.store(krot_ptr + t_n, kt_r, mask=vmask)
-            tl.store(krot_ptr + t_n + HALF, k_p, mask=vmask)
-
-        # final states of the sequence: the row of its last token (only in its last chunk)
         last = (t == end - 1)[:, None]
-        head_seq = seq * H + h
-        tl.store(fangle_ptr + head_seq * NA + acols[None, :] + rows[:, None] * 0, phi, mask=last)
-        tl.store(fk_ptr + head_seq * N + cols[None, :] + rows[:, None] * 0, kt_r, mask=last)
-        tl.store(fk_ptr + head_seq * N + HALF + cols[None, :] + rows[:, None] * 0, k_p, mask=last)
-        tl.store(fv_ptr + head_seq * P + pcols[None, :] + rows[:, None] * 0, vals, mask=last)
+        tl.store(fv_ptr + (seq * H + h) * P + pcols[None, :] + rows[:, None] * 0, vals, mask=last)
 
 
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
@@ -297,28 +330,33 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     final_k = torch.empty((S, NHEADS, DSTATE), dtype=f32, device=dev)
     final_v = torch.empty((S, NHEADS, HEADDIM), dtype=bf16, device=dev)
     chunk_states = torch.empty((slots, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev)
+    q_rot = torch.empty((T, NHEADS, DSTATE), dtype=f32, device=dev)  # (kept for the backward when saving)
+    k_rot = torch.empty((T, NHEADS, DSTATE), dtype=f32, device=dev)
     if save_for_backward:
         saved = Mamba3FwdSaved(
             y=torch.empty((T, NHEADS, HEADDIM), dtype=f32, device=dev),
             cos_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
             sin_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
-            chunk_states=chunk_states,
-            q_rot=torch.empty((T, NHEADS, DSTATE), dtype=f32, device=dev),
-            k_rot=torch.empty((T, NHEADS, DSTATE), dtype=f32, device=dev),
+            chunk_states=chunk_states, q_rot=q_rot, k_rot=k_rot,
         )
-        save_bufs = (saved.y, saved.cos_phi, saved.sin_phi, saved.q_rot, saved.k_rot)
+        save_bufs = (saved.y, saved.cos_phi, saved.sin_phi)
     else:
         saved = None
-        save_bufs = (out,) * 5  # never written: SAVE is False
+        save_bufs = (out,) * 3  # never written: SAVE is False
     carry = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # wrapped Phi before the chunk
+    qk = torch.empty((T, NHEADS), dtype=f32, device=dev)  # unrotated q^.k^
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
         cu_seqlens, dstate, decay, angsum, chunk_states, carry, final_ssm,
         **sizes, BLOCK_P=config.passing_block_p, num_warps=config.passing_warps,
     )
+    _mamba3_fwd_rotate_kernel[(slots, NHEADS)](
+        q, k, dt, q_bias, k_bias, angles, cu_seqlens, S, carry, final_angle, final_k, qk, save_bufs[1],
+        save_bufs[2], q_rot, k_rot, H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s,
+        SAVE=save_for_backward, num_warps=config.rotate_warps,
+    )
     _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
-        q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, S, chunk_states, carry,
-        out, final_angle, final_k, final_v, *save_bufs,
-        **sizes, BLOCK_S=block_s, SAVE=save_for_backward, PRECISION=config.input_precision,
-        num_warps=config.chunk_warps,
+        q_rot, k_rot, v, adt, dt, trap, d, z, cu_seqlens, S, chunk_states, qk, out, final_v, save_bufs[0],
+        H=NHEADS, N=DSTATE, P=HEADDIM, CHUNK_=CHUNK, BLOCK_S=block_s, SAVE=save_for_backward,
+        PRECISION=config.input_precision, num_warps=config.scan_warps,
     )
     return out, final_angle, final_ssm, final_k, final_v, saved

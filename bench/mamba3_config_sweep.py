@@ -1,9 +1,11 @@
-"""Sweep of Mamba3BwdConfig launch options, one process: per config the 11 gradients against the default config's
-(norm-relative difference; 0 = bit-identical), the GPU time of each backward kernel (torch.profiler) and of the
-whole backward, for each visible case asked for.
+"""Sweep of Mamba3BwdConfig launch options (or, with --fwd, Mamba3FwdConfig's), one process: per config the 11
+gradients (the forward's results and saved tensors) against the default config's (norm-relative difference; 0 =
+bit-identical), the GPU time of each backward (forward) kernel (torch.profiler) and of the whole backward
+(forward), for each visible case asked for.
 
-Usage (CUDA): PYTHONPATH=src python bench/mamba3_bwd_sweep.py --out DIR [--cases c1_four_mixed,...]
+Usage (CUDA): PYTHONPATH=src python bench/mamba3_config_sweep.py --out DIR [--cases c1_four_mixed,...]
     [--configs '[{"dstate_warps": 8}, ...]']   (fields of Mamba3BwdConfig; the default config is always first)
+    [--fwd --configs '[{"scan_warps": 4}, ...]']   (fields of Mamba3FwdConfig)
 """
 import argparse
 import json
@@ -18,7 +20,7 @@ from mamba3_bench import gpu_kernel_split  # noqa: E402
 
 from ssmkit.harness.report import run_metadata  # noqa: E402
 from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, mamba3_siso_bwd  # noqa: E402
-from ssmkit.kernels.mamba3.fwd import mamba3_siso_fwd  # noqa: E402
+from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, mamba3_siso_fwd  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
 from ssmkit.mamba3.shapes import COTANGENT_NAMES, INPUT_NAMES, RESULT_NAMES  # noqa: E402
 
@@ -35,9 +37,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--cases", default="c1_four_mixed,c4_short_and_longest")
     ap.add_argument("--configs", default=json.dumps(DEFAULT_CONFIGS))
+    ap.add_argument("--fwd", action="store_true", help="sweep Mamba3FwdConfig instead")
     args = ap.parse_args()
     device = torch.device("cuda")
-    configs = [DEFAULT_BWD_CONFIG] + [DEFAULT_BWD_CONFIG._replace(**c) for c in json.loads(args.configs)]
+    default = DEFAULT_FWD_CONFIG if args.fwd else DEFAULT_BWD_CONFIG
+    configs = [default] + [default._replace(**c) for c in json.loads(args.configs)]
     cases = {c["name"]: c for c in json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())}
     rows = []
     with torch.no_grad():
@@ -50,23 +54,27 @@ def main() -> None:
             ref = None
             for cfg in configs:
                 def bwd(_a, cfg=cfg):
+                    if args.fwd:
+                        *outs, fwd_saved = mamba3_siso_fwd(*inputs, config=cfg)
+                        return (*outs, *fwd_saved)
                     return mamba3_siso_bwd(*inputs, saved, *cots, config=cfg)
                 grads = bwd(None)
                 torch.cuda.synchronize()
                 if ref is None:
                     ref = grads
+                names = (*RESULT_NAMES[:5], *saved._fields) if args.fwd else RESULT_NAMES[-len(grads):]
                 diff = {n: ((g.double() - r.double()).norm() / r.double().norm().clamp_min(1e-30)).item()
-                        for n, g, r in zip(RESULT_NAMES[-len(grads):], grads, ref)}
+                        for n, g, r in zip(names, grads, ref) if n != "chunk_states"}
                 split = gpu_kernel_split(bwd, None)
-                row = dict(case=name, config=cfg._asdict(), kernels_ms=split, bwd_gpu_ms=sum(split.values()),
-                           vs_default=diff)
+                total = "fwd_gpu_ms" if args.fwd else "bwd_gpu_ms"
+                row = {"case": name, "config": cfg._asdict(), "kernels_ms": split, total: sum(split.values()),
+                       "vs_default": diff}
                 rows.append(row)
-                chain = sum(v for k, v in split.items() if "dstate" in k)
-                print(f"{name:22s} {json.dumps(cfg._asdict())}: "
-                      f"dS chain {chain:.3f} ms, bwd {row['bwd_gpu_ms']:.3f} ms, max diff "
+                kernels = ", ".join(f"{k[:22]} {v:.3f}" for k, v in sorted(split.items(), key=lambda kv: -kv[1]))
+                print(f"{name:22s} {json.dumps(cfg._asdict())}: {total} {row[total]:.3f} ({kernels}), max diff "
                       f"{max(diff.values()):.1e} ({max(diff, key=diff.get)})", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "mamba3_bwd_sweep.json"
+    path = args.out / ("mamba3_fwd_sweep.json" if args.fwd else "mamba3_bwd_sweep.json")
     path.write_text(json.dumps(dict(run_metadata(None, device), rows=rows), indent=1))
     print("json:", path)
 
