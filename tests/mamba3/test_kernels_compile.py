@@ -39,6 +39,7 @@ for prec in ("tf32", "tf32x3"):
     for warps in (4, 8):
         build(bwd._m3b_dstate_local_kernel, dict(SB=8, PREC=prec), warps)
 build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024))
+build(bwd._m3b_gate_kernel, dict(BLOCK=bwd._GATE_BLOCK))
 build(bwd._m3b_angle_kernel, dict(SB=8, CB=16))
 build(bwd._m3b_reduce_kernel, dict(BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS))
 for prec in ("tf32", "tf32x3"):

@@ -27,6 +27,7 @@ from ssmkit.mamba3.shapes import CHUNK
 _REDUCE_TOKENS = 8  # (8, 128) fp32 accumulator per tensor: 8 registers a thread at 4 warps
 _REDUCE_SLOTS = 64
 _ANGLE_SLOTS = 16  # later chunks' dPhi sums per tile in the angle kernel
+_GATE_BLOCK = 1024
 
 
 @triton.jit
@@ -73,28 +74,26 @@ def _m3b_dphi(g, xr, C: tl.constexpr, NA: tl.constexpr):
 
 
 @triton.jit
-def _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, hp, vmask, write_dz, write_dy):
-    """Gate (F8) of one chunk: returns dY = dout * silu(z) (C, P) fp32; where write_dz, stores
-    dz = dout * y * silu'(z), where write_dy dY itself (fp32, for the chunk kernel); rows outside vmask untouched."""
-    dout = tl.load(dout_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
-    zz = tl.load(z_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
+def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, NUMEL, BLOCK: tl.constexpr):
+    """Grid (cdiv(T * H * P, BLOCK),): the gate (F8), elementwise over (T, H, P): dz = dout * y * silu'(z) (the
+    input's dtype) and dY = dout * silu(z) (fp32, read by the state-gradient and chunk-body kernels)."""
+    e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = e < NUMEL
+    dout = tl.load(dout_ptr + e, mask=m, other=0.0).to(tl.float32)
+    zz = tl.load(z_ptr + e, mask=m, other=0.0).to(tl.float32)
     sig = tl.sigmoid(zz)
-    gate = vmask & write_dz
-    yy = tl.load(y_ptr + hp, mask=gate, other=0.0)
-    tl.store(dz_ptr + hp, (dout * yy * sig * (1.0 + zz * (1.0 - sig))).to(dz_ptr.dtype.element_ty), mask=gate)
-    dy = dout * zz * sig
-    tl.store(dy_ptr + hp, dy, mask=vmask & write_dy)
-    return dy
+    yy = tl.load(y_ptr + e, mask=m, other=0.0)
+    tl.store(dz_ptr + e, (dout * yy * sig * (1.0 + zz * (1.0 - sig))).to(dz_ptr.dtype.element_ty), mask=m)
+    tl.store(dy_ptr + e, dout * zz * sig, mask=m)
 
 
 @triton.jit
 def _m3b_dstate_kernel(
-    qr_ptr, adt_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dfs_ptr, dstates_ptr, dz_ptr, dy_ptr,
+    qr_ptr, adt_ptr, dy_ptr, cu_ptr, dfs_ptr, dstates_ptr,
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr,
 ):
-    """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns; stores the
-    gradient of the state leaving each chunk (dS_acc of that chunk), dz (gate, F8) from the half-0 programs and dY
-    from the half-1 programs (one extra store per step each)."""
+    """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns, from the gate
+    kernel's dY; stores the gradient of the state leaving each chunk (dS_acc of that chunk)."""
     h = tl.program_id(0)
     s = tl.program_id(1)
     half = tl.program_id(2)
@@ -117,22 +116,20 @@ def _m3b_dstate_kernel(
         adt = tl.load(adt_ptr + tok * H + h, mask=valid, other=0.0)
         ell = tl.cumsum(adt, axis=0)
         lam = tl.sum(adt, axis=0)
-        hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-        dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, hp, vmask, half == 0, half == 1)
+        dy = tl.load(dy_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
         qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
         ds = tl.exp(lam) * ds + tl.dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, input_precision=PREC)
 
 
 @triton.jit
 def _m3b_dstate_local_kernel(
-    qr_ptr, adt_ptr, z_ptr, y_ptr, dout_ptr, cu_ptr, dloc_ptr, dz_ptr, dy_ptr, S,
+    qr_ptr, adt_ptr, dy_ptr, cu_ptr, dloc_ptr, S,
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
     PREC: tl.constexpr,
 ):
     """Grid (chunk slots, H): chunk c's own term of the reverse chain, (diag(e^l) dY)^T Q~ (P, N) fp32, stored at the
-    chunk's slot (the scan kernel turns it into the state gradient in place); dz and dY. The first chunk of a
-    sequence feeds nothing (the initial state has no gradient), so only its dz and dY are written; unused slots
-    exit."""
+    chunk's slot (the scan kernel turns it into the state gradient in place). The first chunk of a sequence feeds
+    nothing (the initial state has no gradient), so it writes nothing; unused slots neither."""
     slot = tl.program_id(0)
     h = tl.program_id(1)
     NH: tl.constexpr = N // 2
@@ -141,9 +138,8 @@ def _m3b_dstate_local_kernel(
     valid = tok < eos
     vmask = valid[:, None]
     pv = tl.arange(0, P)
-    hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-    dy = _m3b_gate(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, hp, vmask, True, True)
     if (c > 0) & (bos + c * C < eos):
+        dy = tl.load(dy_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
         ell = tl.cumsum(tl.load(adt_ptr + tok * H + h, mask=valid, other=0.0), axis=0)
         w = tl.trans(dy * tl.exp(ell)[:, None])
         row = dloc_ptr + (slot * H + h) * P * N + pv[:, None] * N
@@ -470,6 +466,7 @@ class Mamba3BwdConfig(NamedTuple):
     input_precision: str = "tf32"
     dstate_scan: bool = False
     dstate_warps: int = 4  # H200, q~ loaded (3665772): c1 0.120 ms vs 0.121 at 8 warps, c3 0.113 vs 0.131, same bits
+    dstate_stages: int = 3
     scan_block: int = 1024
 
 
@@ -524,10 +521,13 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
     dstates = torch.empty((nslot, H, P, N), device=dev, dtype=f32)
     dz = torch.empty_like(z)
-    dy = torch.empty((T, H, P), device=dev, dtype=f32)  # dout * silu(z), from launch 1 for the chunk kernel
+    dy = torch.empty((T, H, P), device=dev, dtype=f32)  # dout * silu(z)
+    _m3b_gate_kernel[(triton.cdiv(T * H * P, _GATE_BLOCK),)](
+        dout, z, y, dz, dy, T * H * P, BLOCK=_GATE_BLOCK, num_warps=4,
+    )
     if config.dstate_scan:
         _m3b_dstate_local_kernel[(nslot, H)](
-            q_rot, adt, z, y, dout, cu_seqlens, dstates, dz, dy, S,
+            q_rot, adt, dy, cu_seqlens, dstates, S,
             H=H, P=P, N=N, C=CHUNK, SB=triton.next_power_of_2(S + 1), PREC=config.input_precision,
             num_warps=config.dstate_warps,
         )
@@ -536,8 +536,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         )
     else:
         _m3b_dstate_kernel[(H, S, 2)](
-            q_rot, adt, z, y, dout, cu_seqlens, dfinal_ssm, dstates, dz, dy,
+            q_rot, adt, dy, cu_seqlens, dfinal_ssm, dstates,
             H=H, P=P, N=N, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
+            num_stages=config.dstate_stages,
         )
     # the chunk body in three launches (intra-chunk part, q side and k side per state half); their per-token and
     # per-slot partial results are combined in a fixed order by the angle kernel and the reduce kernel

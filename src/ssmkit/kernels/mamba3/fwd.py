@@ -36,7 +36,7 @@ class Mamba3FwdConfig(NamedTuple):
 
     chunk_warps: int = 8
     rotate_warps: int = 8
-    scan_warps: int = 8
+    scan_warps: int = 4
     passing_block_p: int = 16
     passing_warps: int = 4
     input_precision: str = "tf32"  # H200, v1 kernel: out 1.84e-3, final_ssm 7.1e-4 vs fp64 (tf32x3: 2.3x slower)
