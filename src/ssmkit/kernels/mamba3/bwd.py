@@ -1,17 +1,24 @@
-# Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), four or five launches:
-# 1. the state-gradient chain dS <- e^Lambda dS + (diag(e^l) dY)^T Q~ over each sequence's 64-token chunks in
+# Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), seven or eight launches:
+# 1. `_m3b_gate_kernel`, elementwise over (T, H, P): dz and dY = dout * silu(z) (fp32, read by launches 2-4).
+# 2. the state-gradient chain dS <- e^Lambda dS + (diag(e^l) dY)^T Q~ over each sequence's 64-token chunks in
 #    reverse, from dfinal_ssm; stores the gradient of the state leaving every chunk (fp32, the forward's chunk-state
-#    layout), dz and dY = dout * silu(z) (fp32, read by the chunk kernel). Two forms (Mamba3BwdConfig.dstate_scan):
+#    layout). Two forms (Mamba3BwdConfig.dstate_scan):
 #    chain: `_m3b_dstate_kernel`, grid (H, S, 2 column halves), one dot per chunk on the serial path;
 #    scan: `_m3b_dstate_local_kernel`, grid (chunk slots, H), the per-chunk term (one 64x64x128 dot) in parallel,
 #    then `_m3b_dstate_scan_kernel`, grid (64*128 / BLOCK, H, S), an elementwise reverse scan in place.
-# 2. `_m3b_chunk_kernel`, grid (T//64 + S chunk slots, H): everything that stays inside one chunk of one head:
-#    14 (64x64)x(64x64) fp32 dots (tf32 by default), dv, dadt, per-head dq_hat/dk_hat rows, dPhi, ds, dgamma and
-#    per-slot partial sums for q_bias, k_bias, D. The 128 state dims are handled as two 64-wide halves in turn.
-# 3. `_m3b_angle_kernel`, grid (chunk slots, H): the terms that cross chunk edges, per chunk: reverse cumsum of dPhi
-#    (+ dfinal_angle + the later chunks' dPhi sums) -> dangles and the angle part of ddt; the shifted-gamma term
-#    (ds of the token before) -> ddt, dtrap.
-# 4. `_m3b_reduce_kernel`, grid (ceil(T/8) + H,): GQA sum of dq_hat/dk_hat over the 32 heads; bias/D sums per head.
+# 3. the chunk body, everything that stays inside one chunk of one head, in three launches (fp32 dots, tf32 by
+#    default; the 128 state dims as two 64-wide halves):
+#    `_m3b_intra_kernel`, grid (chunk slots, H): the (C, C) matrices, M o G (stored), the intra-chunk part of dl, dv;
+#    `_m3b_qside_kernel` and `_m3b_kside_kernel`, grid (chunk slots, H, 2 state halves): dQ~ and dK~ of one state
+#    half, rotated back (per-head dq_hat / dk_hat rows), dPhi, ds, and their parts of dl and dLambda; per-slot
+#    partial sums for q_bias, k_bias, D.
+#    (One kernel did all of it until session 6: 255 registers with 2 KB of spills; split, 0.58 -> 0.42 ms at c1,
+#    bench/mamba3/NOTES.md "Session 6".)
+# 4. `_m3b_angle_kernel`, grid (chunk slots, H): the chunk body's per-token parts combined in a fixed order (dadt,
+#    ds, dgamma, dPhi), then the terms that cross chunk edges, per chunk: reverse cumsum of dPhi (+ dfinal_angle +
+#    the later chunks' dPhi sums) -> dangles and the angle part of ddt; the shifted-gamma term (ds of the token
+#    before) -> ddt, dtrap.
+# 5. `_m3b_reduce_kernel`, grid (ceil(T/8) + H,): GQA sum of dq_hat/dk_hat over the 32 heads; bias/D sums per head.
 # Q~ and K~ (biased, rotated) come from the forward (Mamba3FwdSaved.q_rot / k_rot) instead of being rebuilt from q, k,
 # the biases and cos / sin in each kernel; cos / sin are still read to rotate dQ~, dK~ back.
 # No atomics: every sum has a fixed order, so repeated calls are bit-identical.
@@ -452,12 +459,14 @@ def _m3b_reduce_kernel(
 class Mamba3BwdConfig(NamedTuple):
     """Launch configuration (measured on an H200, see bench/mamba3/NOTES.md `## Backward`, `## Speed pass`).
 
-    num_warps: warps per (chunk, head) program of the chunk kernel (H200, c1, commit eb75334: 4 warps 1.163 ms bwd,
-    8 warps 1.308); input_precision: tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee");
-    dstate_scan: False runs the state-gradient chain as one serial kernel (measured), True as a chunk-parallel
-    local-term kernel plus an elementwise reverse scan (measured slower: NOTES "Session 5"); dstate_warps: warps of the chain kernel
-    or of the local-term kernel; scan_block: state elements (of 64 x 128) per scan program, a power of two.
-    (A chunk_sides = 2 order of the chunk body, both halves' q sides first, measured 30 % slower and was removed.)
+    num_warps: warps of the chunk body's intra-chunk kernel; side_warps, side_maxnreg: warps and register cap (0:
+    none; applied on CUDA only) of its q-side and k-side kernels (H200, c1, NOTES "Session 6": 4 warps uncapped
+    0.608 ms bwd; 8 warps 0.724; caps 168 / 128 0.621 / 0.703; intra at 8 warps 0.644); input_precision: tl.dot
+    precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); dstate_scan: False runs the state-gradient chain as
+    one serial kernel (measured), True as a chunk-parallel local-term kernel plus an elementwise reverse scan
+    (measured slower: NOTES "Session 5", "Session 6"); dstate_warps, dstate_stages: warps of the chain kernel (or of
+    the local-term kernel) and the chain loop's software-pipelining stages (H200 c1: 1 stage 0.060 ms, 2 0.069,
+    3 0.070; same bits); scan_block: state elements (of 64 x 128) per scan program, a power of two.
     """
 
     num_warps: int = 4
@@ -466,7 +475,7 @@ class Mamba3BwdConfig(NamedTuple):
     input_precision: str = "tf32"
     dstate_scan: bool = False
     dstate_warps: int = 4  # H200, q~ loaded (3665772): c1 0.120 ms vs 0.121 at 8 warps, c3 0.113 vs 0.131, same bits
-    dstate_stages: int = 3
+    dstate_stages: int = 1  # H200 (5cd0d97): c1 0.060 ms vs 0.070 at 3 stages, c3 0.059 vs 0.068, same bits
     scan_block: int = 1024
 
 

@@ -1,4 +1,4 @@
-# Mamba-3 SISO varlen forward (spec §3 F1-F8, chunked per §4) in three launches, SSD-style, so that only a light
+# Mamba-3 SISO varlen forward (spec §3 F1-F8, chunked per §4) in four launches, SSD-style, so that only a light
 # elementwise pass is sequential over chunks:
 #   1. chunk state, grid (chunk slots, H): per 64-token chunk and head, the chunk's own state contribution in the
 #      chunk's angle frame, dS_loc = (diag(e^{Lambda - ell}) V)^T (s * R(csum) k^) (64 x 128), where csum is the
@@ -6,9 +6,13 @@
 #   2. state passing, grid (H * 64 / BLOCK_P, S): walks each sequence's chunks in order, rotates dS_loc into the global
 #      frame (R(carry) on every row: k~ = R(carry + csum) k^ = R(carry) R(csum) k^), stores the state ENTERING each
 #      chunk, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
-#   3. chunk scan, grid (chunk slots, H): Phi = wrap(carry + csum), rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by
-#      Phi[m], dims 64..127 pass through), strict-causal scores, readout from the entering state, gamma diagonal + D
-#      skip, silu(z) gate; y, cos/sin of Phi and the rotated q~/k~ (saved for the backward) and the final angle/k/v.
+#   3. rotate, grid (chunk slots, H): Phi = wrap(carry + csum), rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by
+#      Phi[m], dims 64..127 pass through); stores q~/k~ (read by 4, saved for the backward), q^.k^, cos/sin of Phi
+#      (saved) and the final angle/k.
+#   4. chunk scan, grid (chunk slots, H): strict-causal scores, readout from the entering state, gamma diagonal + D
+#      skip, silu(z) gate from q~/k~; the output, y (saved) and the final v.
+#   (3 and 4 were one kernel until session 6: 255 registers with spills at 8 warps; split, 0.190 -> 0.134 ms at c1,
+#   same bits, bench/mamba3/NOTES.md "Session 6".)
 # Chunk slots: sequence s, local chunk c -> slot cu_seqlens[s] // 64 + s + c < T // 64 + S (no host sync); programs of
 # unused slots exit. Tiles: 64 tokens x 128 state dims (as a rotated and a pass-through 64-wide half) x 64 values.
 # All arithmetic fp32; dots take fp32 operands with the configured input precision (rotated q/k and scaled k never
@@ -29,9 +33,11 @@ _FWD_PI = tl.constexpr(3.141592653589793)
 class Mamba3FwdConfig(NamedTuple):
     """Launch configuration of the three forward kernels (see bench/mamba3/NOTES.md `## Forward`).
 
-    chunk_warps: warps per program of the chunk-state and chunk-scan kernels; passing_block_p / passing_warps: value
-    rows per program and warps of the state-passing kernel; input_precision: tl.dot precision of the fp32 operands
-    ("tf32", "tf32x3" or "ieee").
+    chunk_warps, rotate_warps, scan_warps: warps per program of the chunk-state, rotate and chunk-scan kernels (H200,
+    c1, NOTES "Session 6": rotate 0.062 ms at 8 warps vs 0.090 at 4; scan 0.071 at 4 vs 0.101 at 8; chunk state
+    0.055 at 8, 0.049 at 4 but 0.061 vs 0.055 at c4; the results do not depend on them); passing_block_p /
+    passing_warps: value rows per program and warps of the state-passing kernel; input_precision: tl.dot precision
+    of the fp32 operands ("tf32", "tf32x3" or "ieee").
     """
 
     chunk_warps: int = 8
@@ -292,7 +298,7 @@ def _mamba3_fwd_chunk_scan_kernel(
 
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG):
-    """Mamba-3 SISO varlen forward with Triton (spec §3, §4), three launches, no host synchronisation.
+    """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
     fp32; trap (T, 32) bf16; q_bias, k_bias (32, 128) fp32; angles (T, 32, 32) bf16; d (32,) fp32; cu_seqlens
