@@ -28,6 +28,7 @@ import time
 import torch
 import triton
 
+from ssmkit.kernels.mamba3 import bwd, fwd
 from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, Mamba3BwdConfig, mamba3_siso_bwd
 from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, mamba3_siso_fwd
 from ssmkit.mamba3.inputs import make_inputs
@@ -53,9 +54,8 @@ TARGET_FULL_WALL_MS, TARGET_FULL_GPU_MS = 0.45, 0.35  # at T ~ 2100-2450, 3-5 se
 SWEEP = [(DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4)),
          (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=8)),
          (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, dstate_scan=True))]
-BWD_KERNELS = ("_m3b_dstate_kernel", "_m3b_dstate_local_kernel", "_m3b_dstate_scan_kernel", "_m3b_chunk_kernel",
-               "_m3b_angle_kernel", "_m3b_reduce_kernel")
-FWD_KERNELS = ("_mamba3_fwd_chunk_state_kernel", "_mamba3_fwd_state_passing_kernel", "_mamba3_fwd_chunk_scan_kernel")
+BWD_KERNELS = tuple(n for n in dir(bwd) if n.startswith("_m3b_") and n.endswith("_kernel"))
+FWD_KERNELS = tuple(n for n in dir(fwd) if n.startswith("_mamba3_fwd_") and n.endswith("_kernel"))
 ROTATE, WALL_CALLS, PROFILED_CALLS = 3, 30, 10
 
 
@@ -111,8 +111,6 @@ def gpu_ms(fn, arg_sets):
 
 def compiled_resources():
     """Registers, spills, warps and shared memory of every compiled variant of each forward and backward kernel."""
-    from ssmkit.kernels.mamba3 import bwd, fwd
-
     found = {}
     for module, name in [(bwd, n) for n in BWD_KERNELS] + [(fwd, n) for n in FWD_KERNELS]:
         found[name] = []
@@ -194,8 +192,9 @@ def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG,
 
 def _label(r):
     b, f = r["config"], r["fwd_config"]
-    return (f"{r['name']} b{b['num_warps']}w{'-scan' + str(b['scan_block']) if b['dstate_scan'] else '-chain'}"
-            f"/d{b['dstate_warps']}w {b['input_precision']} f{f['chunk_warps']}w/p{f['passing_block_p']}")
+    return (f"{r['name']} b{b['num_warps']}/{b['side_warps']}w"
+            f"{'-scan' + str(b['scan_block']) if b['dstate_scan'] else '-chain'}/d{b['dstate_warps']}w "
+            f"{b['input_precision']} f{f['chunk_warps']}/{f['rotate_warps']}/{f['scan_warps']}w/p{f['passing_block_p']}")
 
 
 def _correct(r):
