@@ -194,7 +194,8 @@ def _label(r):
     b, f = r["config"], r["fwd_config"]
     return (f"{r['name']} b{b['num_warps']}/{b['side_warps']}w"
             f"{'-scan' + str(b['scan_block']) if b['dstate_scan'] else '-chain'}/d{b['dstate_warps']}w "
-            f"{b['input_precision']} f{f['chunk_warps']}/{f['rotate_warps']}/{f['scan_warps']}w/p{f['passing_block_p']}")
+            f"{b['input_precision']} f{f['chunk_warps']}/{f['rotate_warps']}/{f['scan_warps']}w"
+            f"/p{f['passing_block_p']}")
 
 
 def _correct(r):

@@ -146,10 +146,11 @@ def test_decode_step_result_independent_of_tile_rows_and_warps():
         granite_decode_step(zxbcdt, conv_state, ssm_state, *args, block_p=128)
 
 
-@pytest.mark.parametrize("m,n,k", [(1, 40, 96), (3, 72, 256), (64, 33, 48)])
+@pytest.mark.parametrize("m,n,k", [(1, 40, 96), (3, 72, 256), (8, 21, 1000), (9, 20, 64), (64, 33, 48)])
 def test_decode_linear_matches_float64_matmul(m, n, k, monkeypatch):
-    """Skinny GEMM x W^T (rows <= 64; N, K not multiples of the tiles) vs float64: one bf16 rounding of the result.
-    torch.empty is NaN-poisoned so an unwritten output element fails."""
+    """Skinny GEMM x W^T (rows <= 64: the GEMV kernel up to 8 rows, the tl.dot kernel above; N, K not multiples of
+    the tiles) vs float64: one bf16 rounding of the result. torch.empty is NaN-poisoned so an unwritten output
+    element fails."""
     real_empty = torch.empty
     monkeypatch.setattr(torch, "empty", lambda *a, **kw: real_empty(*a, **kw).fill_(float("nan")))
     g = torch.Generator().manual_seed(m * n + k)

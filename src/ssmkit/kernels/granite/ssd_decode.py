@@ -12,10 +12,12 @@
 #      each). The roll waits for kernel 1, which read the old window, by stream order.
 # Tiles: kernel 1 holds a (BLOCK_P, DSTATE) fp32 state tile (BLOCK_P chosen from the batch so that small batches
 # still fill the GPU); kernel 2 a (next_pow2(intermediate),) row or a (BLOCK_C, D_CONV) window tile.
-# Also here, opt-in (FastMambaLayer.decode_projections = "triton"): _granite_decode_linear_kernel, a skinny GEMM
-# out = x W^T for the decode projections (x: batch <= 64 rows), grid (cdiv(N, BLOCK_N),): each program streams a
-# (BLOCK_N, K) slab of W once in (BLOCK_K, BLOCK_N) tiles against the whole (BLOCK_M >= 16, BLOCK_K) x tile, fp32
-# accumulation in tl.dot, one rounding to bf16 (cuBLAS' numerics up to summation order).
+# Also here, opt-in (FastMambaLayer.decode_projections = "triton"), out = x W^T for the decode projections, grid
+# (cdiv(N, BLOCK_N),), each program streaming a (BLOCK_N, K) slab of W once, fp32 accumulation, one rounding to bf16
+# (cuBLAS' numerics up to summation order): for x of at most 8 rows _granite_decode_gemv_kernel (no tensor cores:
+# products broadcast over (rows, BLOCK_N, BLOCK_K) and summed, the K loop unrolled so that every load of the slab
+# can be in flight at once), for 9-64 rows _granite_decode_linear_kernel ((BLOCK_K, BLOCK_N) W tiles against the
+# whole (BLOCK_M >= 16, BLOCK_K) x tile in tl.dot).
 """Fused single-token decode step of the Granite Mamba-2 mixer (spec §3.1).
 
 Numerics (a choice the brief allows, stated here): the conv, SiLU, state update, readout, D skip, gate and RMSNorm
@@ -160,13 +162,39 @@ def _granite_decode_linear_kernel(x_ptr, w_ptr, out_ptr, M, N, stride_xm, stride
              mask=m_ok & n_ok)
 
 
+@triton.jit
+def _granite_decode_gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, stride_xm, stride_wn, stride_om,
+                                K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                BLOCK_K: tl.constexpr):
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_ok = offs_m[:, None] < M
+    n_ok = offs_n[:, None] < N
+    acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)  # per-lane partial sums, reduced once at the end
+    for k0 in tl.static_range(0, K, BLOCK_K):
+        k = k0 + tl.arange(0, BLOCK_K)
+        k_ok = k[None, :] < K
+        w = tl.load(w_ptr + offs_n[:, None] * stride_wn + k[None, :], mask=n_ok & k_ok, other=0.0).to(tl.float32)
+        x = tl.load(x_ptr + offs_m[:, None] * stride_xm + k[None, :], mask=m_ok & k_ok, other=0.0).to(tl.float32)
+        acc += x[:, None, :] * w[None, :, :]
+    out = tl.sum(acc, axis=2).to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :], out, mask=m_ok & (offs_n[None, :] < N))
+
+
+_GEMV_ROWS = 8  # at most this many rows of x take the GEMV kernel
+_GEMV_PRODUCT = 8192  # BLOCK_M * BLOCK_N * BLOCK_K of the GEMV: 64 fp32 products per thread at 4 warps
+
+
 def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int | None = None,
                           block_k: int = 256, num_warps: int = 4, num_stages: int = 4) -> torch.Tensor:
     """``x @ weight.T`` for few rows: x (M, K) bf16 with M <= 64, weight (N, K) bf16; returns (M, N) bf16.
 
     A skinny GEMM that reads each weight once (the decode projections are weight-bandwidth-bound). Rows and the
-    K axis need a contiguous last dim. ``block_n`` defaults to 32 for N > 4096 and 16 otherwise (enough programs
-    to spread the weight over the GPU); ``block_k`` must be a power of two >= 16.
+    K axis need a contiguous last dim. Up to 8 rows: the GEMV kernel, ``block_n`` defaulting to 8 rows of W per
+    program for 1-2 rows of x and 4 otherwise, its K step chosen so that a program holds ``_GEMV_PRODUCT`` products.
+    9-64 rows: the tl.dot kernel, ``block_n`` defaulting to 32 for N > 4096 and 16 otherwise (enough programs to
+    spread the weight over the GPU), ``block_k`` (a power of two >= 16) and ``num_stages`` its K step and
+    pipelining.
     """
     _check(x.dim() == 2 and weight.dim() == 2 and x.shape[1] == weight.shape[1], ValueError,
            f"expected x (M, K) and weight (N, K), got {tuple(x.shape)} and {tuple(weight.shape)}")
@@ -176,9 +204,18 @@ def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int
     _check(x.stride(1) == 1 and weight.stride(1) == 1, ValueError, "x and weight need a contiguous last dim")
     _check(_is_pow2(block_k) and block_k >= 16, ValueError, f"block_k must be a power of two >= 16, got {block_k}")
     (m, k), n = x.shape, weight.shape[0]
+    out = torch.empty(m, n, device=x.device, dtype=x.dtype)
+    if m <= _GEMV_ROWS:
+        block_m = triton.next_power_of_2(m)
+        block_n = block_n or (8 if m <= 2 else 4)
+        block_k = min(triton.next_power_of_2(k), max(16, _GEMV_PRODUCT // (block_m * block_n)))
+        _granite_decode_gemv_kernel[(triton.cdiv(n, block_n),)](
+            x, weight, out, m, n, x.stride(0), weight.stride(0), out.stride(0),
+            K=k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=num_warps,
+        )
+        return out
     block_n = block_n or (32 if n > 4096 else 16)
     block_k = min(block_k, max(16, triton.next_power_of_2(k)))
-    out = torch.empty(m, n, device=x.device, dtype=x.dtype)
     _granite_decode_linear_kernel[(triton.cdiv(n, block_n),)](
         x, weight, out, m, n, x.stride(0), weight.stride(0), out.stride(0),
         K=k, BLOCK_M=max(16, triton.next_power_of_2(m)), BLOCK_N=block_n, BLOCK_K=block_k,
