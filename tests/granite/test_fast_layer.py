@@ -97,13 +97,25 @@ def test_fast_continuation_matches_reference(tiny, cont):
     trio.step(2, 1, label="decode after continuation")
 
 
-def test_fast_decode_with_triton_projections_matches_reference(tiny):
-    """The opt-in skinny-GEMM projections (decode_projections = "triton") keep the reference's accuracy."""
+@pytest.mark.parametrize("mode,batch", [("triton", 2), ("triton", 3), ("auto", 1), ("auto", 3), ("cublas", 1)])
+def test_fast_decode_projections_match_reference(tiny, mode, batch):
+    """Every decode_projections mode keeps the reference's accuracy: "triton" (skinny GEMMs for both projections),
+    "auto" (the GEMV for out_proj up to batch 2, cuBLAS above), "cublas"."""
     trio = Trio(tiny, seed=31)
-    trio.fast.decode_projections = "triton"
-    trio.step(2, 6, label="prefill")
+    trio.fast.decode_projections = mode
+    trio.step(batch, 6, label="prefill")
     for i in range(2):
-        trio.step(2, 1, label=f"decode {i} (triton projections)")
+        trio.step(batch, 1, label=f"decode {i} ({mode} projections)")
+
+
+def test_fast_decode_rejects_unknown_projections(tiny):
+    layer = FastMambaLayer(tiny).to(BF16)
+    g = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        _, cache = layer(torch.randn(1, 3, tiny.hidden_size, generator=g).to(BF16))
+        layer.decode_projections = "cutlass"
+        with pytest.raises(ValueError, match="decode_projections must be one of"):
+            layer(torch.randn(1, 1, tiny.hidden_size, generator=g).to(BF16), cache)
 
 
 def test_fast_decode_updates_cache_in_place(tiny):
@@ -639,7 +651,7 @@ def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypat
     assert not both(tok()) and both(tok())
     fast.decode_projections = "triton"
     assert not both(tok()) and both(tok())
-    fast.decode_projections = "cublas"
+    fast.decode_projections = "auto"
     # a valid mask takes the full path (the mask is ignored for L == 1, as in 5.17)
     n = len(checks)
     with torch.no_grad():

@@ -95,6 +95,8 @@ _PREFILL_GRAPH_MODES = (False, "whole", "kernels", "mapped")
 _PACK_MODES = {False: None, True: "packed", "rows": "rows", "packed": "packed"}
 # FastMambaLayer.decode_io: how a decode graph gets its token and returns its output (_DecodeGraph).
 _DECODE_IO_MODES = ("mapped", "copy")
+_DECODE_PROJECTIONS = ("auto", "cublas", "triton")
+_AUTO_GEMV_ROWS = 2  # "auto": out_proj through the GEMV up to this batch (see FastMambaLayer)
 
 
 def _pow2(v: int) -> bool:
@@ -302,9 +304,12 @@ class FastMambaLayer(ReferenceMambaLayer):
     Captured graphs read the parameters at their addresses at capture: after replacing a parameter by a new tensor
     call ``clear_graphs()`` (``load_state_dict`` and ``.to()`` need nothing).
     Knobs: ``use_cuda_graphs`` (default True; False runs the CUDA decode step eagerly) and
-    ``decode_projections``: "cublas" (default, measured) or "triton" (opt-in: the
-    decode in_proj / out_proj as ``granite_decode_linear`` skinny GEMMs, for bf16 layers without projection biases
-    and batches <= 64; measured no better than cuBLAS per call: 44 / 56 / 116 vs 46 / 57 / 113 us at B=1/8/64).
+    ``decode_projections``: "auto" (default), "cublas" or "triton": the decode in_proj / out_proj through cuBLAS or
+    as ``granite_decode_linear`` skinny GEMMs (for bf16 layers without projection biases and batches <= 64). "auto"
+    takes the GEMV only for out_proj at batches <= 2, where it beat cuBLAS alone in a graph (H200, session 6,
+    bench/results/session6/run4/: 4.0 vs 7.0 us at B=1, 4.3 vs 7.1 at B=2, same bits at B=1), cuBLAS elsewhere (the
+    GEMV's in_proj 6.8 vs 6.3 us at B=1; at B=8 both projections 2-3x slower; "triton" everywhere: 41.1 vs 40.7 us
+    per call at B=1, 72.8 vs 50.4 at B=8).
     Session 2 decode knobs (bench/granite/NOTES.md "Session 2: decode"; H200,
     bench/results/session2/granite_decode_s2.json): ``decode_fast_path`` (True: a decode call on a cache bound to
     its graph replays it without the full checks and key, see ``forward``), ``decode_evict_first`` (True: the
@@ -321,7 +326,7 @@ class FastMambaLayer(ReferenceMambaLayer):
     def __init__(self, config: GraniteMambaConfig, layer_idx: int = 0) -> None:
         super().__init__(config, layer_idx)
         self.use_cuda_graphs = True
-        self.decode_projections = "cublas"
+        self.decode_projections = "auto"
         self.decode_fast_path = True
         self.decode_evict_first = True
         self.decode_io = "mapped"
@@ -606,9 +611,14 @@ class FastMambaLayer(ReferenceMambaLayer):
         return self._project(y, self.out_proj)[:, None]
 
     def _project(self, x: torch.Tensor, linear: torch.nn.Linear) -> torch.Tensor:
-        """A decode projection (b, in) -> (b, out): cuBLAS, or the Triton skinny GEMM when opted in and usable."""
-        if (self.decode_projections == "triton" and linear.bias is None and x.dtype == torch.bfloat16
-                and x.shape[0] <= 64):
+        """A decode projection (b, in) -> (b, out): the Triton skinny GEMM where ``decode_projections`` picks it and
+        it applies (bf16, no bias), else cuBLAS."""
+        mode = self.decode_projections
+        if mode not in _DECODE_PROJECTIONS:
+            raise ValueError(f"decode_projections must be one of {_DECODE_PROJECTIONS}, got {mode!r}")
+        triton_ok = linear.bias is None and x.dtype == torch.bfloat16
+        if (mode == "triton" and triton_ok and x.shape[0] <= 64
+                or mode == "auto" and triton_ok and linear is self.out_proj and x.shape[0] <= _AUTO_GEMV_ROWS):
             return granite_decode_linear(x, linear.weight)
         return F.linear(x, linear.weight, linear.bias)
 

@@ -190,8 +190,9 @@ def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int
     """``x @ weight.T`` for few rows: x (M, K) bf16 with M <= 64, weight (N, K) bf16; returns (M, N) bf16.
 
     A skinny GEMM that reads each weight once (the decode projections are weight-bandwidth-bound). Rows and the
-    K axis need a contiguous last dim. Up to 8 rows: the GEMV kernel, ``block_n`` defaulting to 8 rows of W per
-    program for 1-2 rows of x and 4 otherwise, its K step chosen so that a program holds ``_GEMV_PRODUCT`` products.
+    K axis need a contiguous last dim. Up to 8 rows: the GEMV kernel, ``block_n`` defaulting to 4 rows of W per
+    program (H200, out_proj at B=1: 4.0 us vs 4.6 at 8 rows, 5.2 at 16; bench/results/session6/run4/), its K step
+    chosen so that a program holds ``_GEMV_PRODUCT`` products.
     9-64 rows: the tl.dot kernel, ``block_n`` defaulting to 32 for N > 4096 and 16 otherwise (enough programs to
     spread the weight over the GPU), ``block_k`` (a power of two >= 16) and ``num_stages`` its K step and
     pipelining.
@@ -207,7 +208,7 @@ def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int
     out = torch.empty(m, n, device=x.device, dtype=x.dtype)
     if m <= _GEMV_ROWS:
         block_m = triton.next_power_of_2(m)
-        block_n = block_n or (8 if m <= 2 else 4)
+        block_n = block_n or 4
         block_k = min(triton.next_power_of_2(k), max(16, _GEMV_PRODUCT // (block_m * block_n)))
         _granite_decode_gemv_kernel[(triton.cdiv(n, block_n),)](
             x, weight, out, m, n, x.stride(0), weight.stride(0), out.stride(0),
