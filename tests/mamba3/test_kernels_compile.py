@@ -14,7 +14,7 @@ from ssmkit.kernels.mamba3 import bwd, fwd
 
 BF16 = {"q_ptr", "k_ptr", "v_ptr", "z_ptr", "trap_ptr", "ang_ptr", "dout_ptr", "dv_ptr", "dz_ptr", "dtrap_ptr",
         "dang_ptr", "dq_ptr", "dk_ptr", "dfv_ptr", "out_ptr", "fv_ptr", "angles_ptr"}
-SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64, HALVES=1)
+SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64)
 
 
 def build(fn, consts, num_warps=4, **options):
@@ -32,8 +32,6 @@ for prec in ("tf32", "tf32x3"):
         build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec), warps)
         build(bwd._m3b_qside_kernel, dict(SB=4, PREC=prec), warps)
         build(bwd._m3b_kside_kernel, dict(SB=4, PREC=prec), warps)
-    build(bwd._m3b_qside_kernel, dict(SB=4, PREC=prec, HALVES=2), 4)
-    build(bwd._m3b_kside_kernel, dict(SB=4, PREC=prec, HALVES=2), 4)
     build(bwd._m3b_qside_kernel, dict(SB=4, PREC=prec), 4, maxnreg=128)
     build(bwd._m3b_kside_kernel, dict(SB=4, PREC=prec), 4, maxnreg=128)
     for warps in (4, 8):

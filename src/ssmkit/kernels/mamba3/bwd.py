@@ -271,15 +271,16 @@ def _m3b_qside_kernel(
     qr_ptr, kr_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr,
     mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr, HALVES: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr,
 ):
-    """Grid (chunk slots, H, 2 / HALVES), chunk body part 2, the q side of HALVES state halves (a run-time loop; dY
-    and M o G loaded once per program): dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e K~ (the q^.k^ diagonal path
-    written as gamma e k~: rotating it back gives gamma e k^, and its dPhi parts from q and k cancel, q~.k~ being
-    rotation-free). Stores dQ~ rotated back (per-head dq partial), dPhi from the q side (half 0), each half's terms
-    of dl (e^l dY S_in . q~) and of dLambda (e^Lambda S_in : dS_out)."""
+    """Grid (chunk slots, H, 2 state halves), chunk body part 2, the q side of one state half:
+    dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e K~ (the q^.k^ diagonal path written as gamma e k~: rotating it back
+    gives gamma e k^, and its dPhi parts from q and k cancel, q~.k~ being rotation-free). Stores dQ~ rotated back
+    (per-head dq partial), dPhi from the q side (half 0), this half's terms of dl (e^l dY S_in . q~) and of dLambda
+    (e^Lambda S_in : dS_out)."""
     slot = tl.program_id(0)
     h = tl.program_id(1)
+    half = tl.program_id(2)
     NH: tl.constexpr = N // 2
     s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h,
                                                                      S, H, C, SB)
@@ -288,23 +289,21 @@ def _m3b_qside_kernel(
     pv = tl.arange(0, P)
     th_ = tok * H + h
     e_ell = tl.exp(ell)
+    st = (slot * H + h) * P * N + pv[:, None] * N + (half * NH + tl.arange(0, NH))[None, :]
+    s_in = tl.load(states_ptr + st, mask=active, other=0.0)  # state entering the chunk
+    ds_out = tl.load(dstates_ptr + st, mask=active, other=0.0)  # gradient of the state leaving it
+    dlam = tl.exp(lam) * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
     dy = tl.load(dy_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
+    x = tl.dot(dy, s_in, input_precision=PREC)
+    qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
+    kt = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N)
     mg = tl.load(mg_ptr + (slot * H + h) * C * C + i[:, None] * C + i[None, :])
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
-    for j in range(0, HALVES):
-        half = tl.program_id(2) * HALVES + j
-        st = (slot * H + h) * P * N + pv[:, None] * N + (half * NH + tl.arange(0, NH))[None, :]
-        s_in = tl.load(states_ptr + st, mask=active, other=0.0)  # state entering the chunk
-        ds_out = tl.load(dstates_ptr + st, mask=active, other=0.0)  # gradient of the state leaving it
-        dlam = tl.exp(lam) * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
-        x = tl.dot(dy, s_in, input_precision=PREC)
-        qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
-        kt = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N)
-        dqt = tl.dot(mg, kt * sc[:, None], input_precision=PREC) + e_ell[:, None] * x + ge[:, None] * kt
-        tl.store(dl_ptr + (1 + half) * T * H + th_, e_ell * tl.sum(x * qt, axis=1), mask=valid)
-        tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
-        _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
-                      H, N, NA, C)
+    dqt = tl.dot(mg, kt * sc[:, None], input_precision=PREC) + e_ell[:, None] * x + ge[:, None] * kt
+    tl.store(dl_ptr + (1 + half) * T * H + th_, e_ell * tl.sum(x * qt, axis=1), mask=valid)
+    tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
+    _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
+                  H, N, NA, C)
 
 
 @triton.jit
@@ -312,15 +311,15 @@ def _m3b_kside_kernel(
     qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, cu_ptr, cos_ptr, sin_ptr, dstates_ptr, dfk_ptr,
     mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr, HALVES: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr,
 ):
-    """Grid (chunk slots, H, 2 / HALVES), chunk body part 3, the k side of HALVES state halves (a run-time loop; V
-    and (M o G)^T loaded once per program): dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS_out, dk~ = s dKs + gamma e q~
-    (+ dfinal_k on a sequence's last token). Stores dk~ rotated back (per-head dk partial), dPhi from the k side
-    (half 0), ds = dKs . k~ per token, each half's terms of dl (-e^{L-l} V dS_out . ks) and of dLambda (their
-    sum)."""
+    """Grid (chunk slots, H, 2 state halves), chunk body part 3, the k side of one state half:
+    dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS_out, dk~ = s dKs + gamma e q~ (+ dfinal_k on a sequence's last token).
+    Stores dk~ rotated back (per-head dk partial), dPhi from the k side (half 0), ds = dKs . k~ per token, this
+    half's terms of dl (-e^{L-l} V dS_out . ks) and of dLambda (their sum)."""
     slot = tl.program_id(0)
     h = tl.program_id(1)
+    half = tl.program_id(2)
     NH: tl.constexpr = N // 2
     s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h,
                                                                      S, H, C, SB)
@@ -329,27 +328,23 @@ def _m3b_kside_kernel(
     pv = tl.arange(0, P)
     th_ = tok * H + h
     e_rev = tl.exp(lam - ell)
+    cols = half * NH + tl.arange(0, NH)
+    ds_out = tl.load(dstates_ptr + (slot * H + h) * P * N + pv[:, None] * N + cols[None, :], mask=active, other=0.0)
     vv = tl.load(v_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0).to(tl.float32)
+    vds = tl.dot(vv, ds_out, input_precision=PREC)
+    qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
+    kt = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N)
+    fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
     mgt = tl.load(mg_ptr + (slot * H + h) * C * C + i[None, :] * C + i[:, None])  # (M o G)^T
+    dks = tl.dot(mgt, qt, input_precision=PREC) + e_rev[:, None] * vds
+    tl.store(ds_ptr + half * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
-    is_last = (tok == eos - 1)[:, None]
-    for j in range(0, HALVES):
-        half = tl.program_id(2) * HALVES + j
-        cols = half * NH + tl.arange(0, NH)
-        ds_out = tl.load(dstates_ptr + (slot * H + h) * P * N + pv[:, None] * N + cols[None, :], mask=active,
-                         other=0.0)
-        vds = tl.dot(vv, ds_out, input_precision=PREC)
-        qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
-        kt = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N)
-        fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
-        dks = tl.dot(mgt, qt, input_precision=PREC) + e_rev[:, None] * vds
-        tl.store(ds_ptr + half * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
-        dfk = tl.where(is_last, tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
-        dkt = sc[:, None] * dks + ge[:, None] * qt + dfk
-        tl.store(dl_ptr + (3 + half) * T * H + th_, -fwd_state, mask=valid)
-        tl.store(dlam_ptr + ((2 + half) * NSLOT + slot) * H + h, tl.sum(fwd_state, axis=0))
-        _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr + T * H * NA,
-                      dphis_ptr + NSLOT * H * NA, dkp_ptr, dkbp_ptr, H, N, NA, C)
+    dkt = sc[:, None] * dks + ge[:, None] * qt + tl.where((tok == eos - 1)[:, None],
+                                                          tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
+    tl.store(dl_ptr + (3 + half) * T * H + th_, -fwd_state, mask=valid)
+    tl.store(dlam_ptr + ((2 + half) * NSLOT + slot) * H + h, tl.sum(fwd_state, axis=0))
+    _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr + T * H * NA,
+                  dphis_ptr + NSLOT * H * NA, dkp_ptr, dkbp_ptr, H, N, NA, C)
 
 
 @triton.jit
@@ -477,7 +472,6 @@ class Mamba3BwdConfig(NamedTuple):
     num_warps: int = 4
     side_warps: int = 4
     side_maxnreg: int = 0
-    side_halves: int = 1
     input_precision: str = "tf32"
     dstate_scan: bool = False
     dstate_warps: int = 4  # H200, q~ loaded (3665772): c1 0.120 ms vs 0.121 at 8 warps, c3 0.113 vs 0.131, same bits
@@ -573,20 +567,18 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dd_part = torch.empty((nslot, H), device=dev, dtype=f32)
     sb = max(2, triton.next_power_of_2(S + 1))
     sizes = dict(H=H, P=P, N=N, C=CHUNK, SB=sb, PREC=config.input_precision)
-    if config.side_halves not in (1, 2):
-        raise ValueError(f"config.side_halves: expected 1 or 2, got {config.side_halves}")
-    side_launch = dict(HALVES=config.side_halves, num_warps=config.side_warps)
+    side_launch = dict(num_warps=config.side_warps)
     if config.side_maxnreg and dev.type == "cuda":  # (a register cap is a GPU compile option)
         side_launch["maxnreg"] = config.side_maxnreg
     _m3b_intra_kernel[(nslot, H)](
         q_rot, k_rot, v, adt, dt, trap, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts, e_tok, qk, dd_part,
         S, **sizes, num_warps=config.num_warps,
     )
-    _m3b_qside_kernel[(nslot, H, 2 // config.side_halves)](
+    _m3b_qside_kernel[(nslot, H, 2)](
         q_rot, k_rot, adt, dt, trap, dy, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates, mg, e_tok,
         dq_part, dphi, dphi_sums, dl_parts, dlam_parts, dqb_part, S, T, nslot, NA=NA, **sizes, **side_launch,
     )
-    _m3b_kside_kernel[(nslot, H, 2 // config.side_halves)](
+    _m3b_kside_kernel[(nslot, H, 2)](
         q_rot, k_rot, v, adt, dt, trap, cu_seqlens, cos_phi, sin_phi, dstates, dfinal_k, mg, e_tok,
         dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dkb_part, S, T, nslot, NA=NA, **sizes,
         **side_launch,
