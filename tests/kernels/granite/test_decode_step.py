@@ -132,7 +132,8 @@ def test_decode_step_rejects_bad_inputs():
 
 
 def test_decode_step_result_independent_of_tile_rows_and_warps():
-    """Rows of the state tile are independent: every (block_p, num_warps) gives bit-identical results."""
+    """Rows of the state tile are independent: every (block_p, num_warps) gives bit-identical results in the
+    interpreter (on the GPU the readout's reduction order follows the warp layout: ``decode_launch_config``)."""
     zxbcdt, conv_state, ssm_state, p = _make_inputs(2, 2, 64, 16, 1, torch.bfloat16, seed=9)
     args = (p["conv_weight"], p["conv_bias"], p["dt_bias"], p["A_log"], p["D"], p["norm_weight"], 1e-5)
     results = []

@@ -235,8 +235,13 @@ def decode_launch_config(batch: int, nheads: int, headdim: int, dstate: int, on_
     GPU (swept on the H200, bench/results/granite_decode_v2.json, kernels alone): 8 warps won at every batch;
     32 rows at B=8 and B=64 (B=64: 70.9 us vs 72.8 with 64 rows, 76.3 with 16), and smaller tiles for small
     batches so that the grid still has ~4 programs per SM (B=1: 8 rows, 10.0 us; within noise of 16 or 32 rows).
-    CPU interpreter, where each program costs milliseconds: whole heads. Rows are independent, so the numerics do
-    not depend on this.
+    Re-swept in session 6 with the evict-first hint (bench/results/session6/run7/granite_decode_sweep.json, 20 steps
+    in a graph): B=64 32 rows x 8 warps 60.3 us, 64 x 8 59.9, 64 x 16 62.9, 16 x 8 66.3, 4-warp tiles 73-78; B=8
+    32 x 8 9.7, 64 x 8 10.2, 16-row tiles 11.6-11.8; B=1 8 x 8 5.1, 8 x 4 5.4: the defaults stay.
+    CPU interpreter, where each program costs milliseconds: whole heads. Rows are independent, but the conv's 4-tap
+    sums and the readout's sum over d_state follow the warp layout: on the GPU other (block_p, num_warps) can round
+    differently (in that sweep the state by up to 9.5e-7, the output by one bf16 step; bit-identical in the
+    interpreter).
     """
     if not on_gpu:
         return headdim, 4
@@ -270,7 +275,8 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
         evict_first: kernel 1 loads and stores the state with an evict-first L2 hint (H200, in a CUDA graph: 71.5 ->
             59.9 us at B=64; bench/results/session2/granite_decode_s2.json). The result does not depend on it.
         block_p, num_warps: kernel 1's tile rows (a power of two dividing headdim) and warps; None takes them
-            from ``decode_launch_config``. For tuning; the result does not depend on them.
+            from ``decode_launch_config``. For tuning; on the GPU they can change the rounding
+            (``decode_launch_config``).
 
     Returns:
         (b, intermediate) in the model dtype: RMSNorm(y * silu(z)) * norm_weight, ready for out_proj.
