@@ -30,18 +30,15 @@ def build(fn, consts, num_warps=4, **options):
 for prec in ("tf32", "tf32x3"):
     for warps in (4, 8):
         build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec), warps)
-        build(bwd._m3b_qside_kernel, dict(SB=4, PREC=prec), warps)
-        build(bwd._m3b_kside_kernel, dict(SB=4, PREC=prec), warps)
-    build(bwd._m3b_qside_kernel, dict(SB=4, PREC=prec), 4, maxnreg=128)
-    build(bwd._m3b_kside_kernel, dict(SB=4, PREC=prec), 4, maxnreg=128)
+        build(bwd._m3b_sides_kernel, dict(SB=4, PREC=prec), warps)
+    build(bwd._m3b_sides_kernel, dict(SB=4, PREC=prec), 4, maxnreg=128)
     for warps in (4, 8):
         build(bwd._m3b_dstate_kernel, dict(PREC=prec), warps)
     for warps in (4, 8):
         build(bwd._m3b_dstate_local_kernel, dict(SB=8, PREC=prec), warps)
 build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024))
 build(bwd._m3b_gate_kernel, dict(BLOCK=bwd._GATE_BLOCK))
-build(bwd._m3b_angle_kernel, dict(SB=8, CB=16))
-build(bwd._m3b_reduce_kernel, dict(BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS))
+build(bwd._m3b_finish_kernel, dict(SB=8, CB=16, BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS))
 for prec in ("tf32", "tf32x3"):
     build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, PRECISION=prec), 8)
     for save in (False, True):

@@ -1,4 +1,4 @@
-# Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), seven or eight launches:
+# Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), five or six launches:
 # 1. `_m3b_gate_kernel`, elementwise over (T, H, P): dz and dY = dout * silu(z) (fp32, read by launches 2-4).
 # 2. the state-gradient chain dS <- e^Lambda dS + (diag(e^l) dY)^T Q~ over each sequence's 64-token chunks in
 #    reverse, from dfinal_ssm; stores the gradient of the state leaving every chunk (fp32, the forward's chunk-state
@@ -6,19 +6,20 @@
 #    chain: `_m3b_dstate_kernel`, grid (H, S, 2 column halves), one dot per chunk on the serial path;
 #    scan: `_m3b_dstate_local_kernel`, grid (chunk slots, H), the per-chunk term (one 64x64x128 dot) in parallel,
 #    then `_m3b_dstate_scan_kernel`, grid (64*128 / BLOCK, H, S), an elementwise reverse scan in place.
-# 3. the chunk body, everything that stays inside one chunk of one head, in three launches (fp32 dots, tf32 by
-#    default; the 128 state dims as two 64-wide halves):
+# 3. the chunk body, everything that stays inside one chunk of one head (fp32 dots, tf32 by
+#    default; the 128 state dims as two 64-wide halves), two launches:
 #    `_m3b_intra_kernel`, grid (chunk slots, H): the (C, C) matrices, M o G (stored), the intra-chunk part of dl, dv;
-#    `_m3b_qside_kernel` and `_m3b_kside_kernel`, grid (chunk slots, H, 2 state halves): dQ~ and dK~ of one state
-#    half, rotated back (per-head dq_hat / dk_hat rows), dPhi, ds, and their parts of dl and dLambda; per-slot
-#    partial sums for q_bias, k_bias, D.
+#    `_m3b_sides_kernel`, grid (chunk slots, H, 4): the q side (`_m3b_qside`) and the k side (`_m3b_kside`) of
+#    each state half, one launch: dQ~ and dK~ of one state half, rotated back (per-head dq_hat / dk_hat rows),
+#    dPhi, ds, and their parts of dl and dLambda; per-slot partial sums for q_bias, k_bias, D.
 #    (One kernel did all of it until session 6: 255 registers with 2 KB of spills; split, 0.58 -> 0.42 ms at c1,
 #    bench/mamba3/NOTES.md "Session 6".)
-# 4. `_m3b_angle_kernel`, grid (chunk slots, H): the chunk body's per-token parts combined in a fixed order (dadt,
+# 4. `_m3b_finish_kernel`, grid (chunk slots x H + ceil(T/8) + H,), two roles in one launch:
+#    `_m3b_angle`, per (chunk slot, head): the chunk body's per-token parts combined in a fixed order (dadt,
 #    ds, dgamma, dPhi), then the terms that cross chunk edges, per chunk: reverse cumsum of dPhi (+ dfinal_angle +
 #    the later chunks' dPhi sums) -> dangles and the angle part of ddt; the shifted-gamma term (ds of the token
 #    before) -> ddt, dtrap.
-# 5. `_m3b_reduce_kernel`, grid (ceil(T/8) + H,): GQA sum of dq_hat/dk_hat over the 32 heads; bias/D sums per head.
+#    `_m3b_reduce`: GQA sum of dq_hat/dk_hat over the 32 heads per 8 tokens; bias/D sums per head.
 # Q~ and K~ (biased, rotated) come from the forward (Mamba3FwdSaved.q_rot / k_rot) instead of being rebuilt from q, k,
 # the biases and cos / sin in each kernel; cos / sin are still read to rotate dQ~, dK~ back.
 # No atomics: every sum has a fixed order, so repeated calls are bit-identical.
@@ -267,20 +268,17 @@ def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, 
 
 
 @triton.jit
-def _m3b_qside_kernel(
-    qr_ptr, kr_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr,
-    mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
+def _m3b_qside(
+    slot, h, half, qr_ptr, kr_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr,
+    dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
 ):
-    """Grid (chunk slots, H, 2 state halves), chunk body part 2, the q side of one state half:
+    """Chunk body part 2 (`_m3b_sides_kernel`), the q side of one state half of one chunk and head:
     dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e K~ (the q^.k^ diagonal path written as gamma e k~: rotating it back
     gives gamma e k^, and its dPhi parts from q and k cancel, q~.k~ being rotation-free). Stores dQ~ rotated back
     (per-head dq partial), dPhi from the q side (half 0), this half's terms of dl (e^l dY S_in . q~) and of dLambda
     (e^Lambda S_in : dS_out)."""
-    slot = tl.program_id(0)
-    h = tl.program_id(1)
-    half = tl.program_id(2)
     NH: tl.constexpr = N // 2
     s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h,
                                                                      S, H, C, SB)
@@ -307,19 +305,16 @@ def _m3b_qside_kernel(
 
 
 @triton.jit
-def _m3b_kside_kernel(
-    qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, cu_ptr, cos_ptr, sin_ptr, dstates_ptr, dfk_ptr,
-    mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
+def _m3b_kside(
+    slot, h, half, qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, cu_ptr, cos_ptr, sin_ptr, dstates_ptr,
+    dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
 ):
-    """Grid (chunk slots, H, 2 state halves), chunk body part 3, the k side of one state half:
+    """Chunk body part 3 (`_m3b_sides_kernel`), the k side of one state half of one chunk and head:
     dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS_out, dk~ = s dKs + gamma e q~ (+ dfinal_k on a sequence's last token).
     Stores dk~ rotated back (per-head dk partial), dPhi from the k side (half 0), ds = dKs . k~ per token, this
     half's terms of dl (-e^{L-l} V dS_out . ks) and of dLambda (their sum)."""
-    slot = tl.program_id(0)
-    h = tl.program_id(1)
-    half = tl.program_id(2)
     NH: tl.constexpr = N // 2
     s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h,
                                                                      S, H, C, SB)
@@ -348,20 +343,40 @@ def _m3b_kside_kernel(
 
 
 @triton.jit
-def _m3b_angle_kernel(
-    dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, etok_ptr, qk_ptr,
-    dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
-    S, T, NSLOT, H: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, CB: tl.constexpr,
+def _m3b_sides_kernel(
+    qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr,
+    dfk_ptr, mg_ptr, etok_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr,
+    S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr,
 ):
-    """Grid (chunk slots, H): the chunk body's per-token results combined (fixed order), then the terms that cross
-    chunk edges, for one chunk. dl = its five parts (intra, q side and k side per state half), dadt = the reverse
-    in-chunk cumsum of dl + dLambda (its four parts); ds = the k side's two halves, dgamma = ds + e q^.k^. The
-    reverse cumsum of dPhi (q side + k side) plus dfinal_angle (-> dangles, the angle part of ddt; F1, F2) starts
-    from dfinal_angle plus the per-chunk dPhi sums of the sequence's later chunks (CB slots per tile, fixed order);
-    the shifted-gamma term gamma'_{t-1} = dt_t (1 - p_t) (-> ddt, dtrap; F5) reads ds of the token before (none for
-    the sequence's first token)."""
+    """Grid (chunk slots, H, 4): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half z - 2)
+    in one launch (one host launch less than two kernels)."""
     slot = tl.program_id(0)
     h = tl.program_id(1)
+    z = tl.program_id(2)
+    if z < 2:
+        _m3b_qside(slot, h, z, qr_ptr, kr_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr,
+                   states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr,
+                   dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
+    else:
+        _m3b_kside(slot, h, z - 2, qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, cu_ptr, cos_ptr, sin_ptr,
+                   dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr,
+                   dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
+
+
+@triton.jit
+def _m3b_angle(
+    slot, h, dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, etok_ptr,
+    qk_ptr, dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
+    S, T, NSLOT, H: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, CB: tl.constexpr,
+):
+    """(`_m3b_finish_kernel`, per chunk slot and head) The chunk body's per-token results combined (fixed
+    order), then the terms that cross chunk edges, for one chunk. dl = its five parts (intra, q side and k side per
+    state half), dadt = the reverse in-chunk cumsum of dl + dLambda (its four parts); ds = the k side's two halves,
+    dgamma = ds + e q^.k^. The reverse cumsum of dPhi (q side + k side) plus dfinal_angle (-> dangles, the angle part
+    of ddt; F1, F2) starts from dfinal_angle plus the per-chunk dPhi sums of the sequence's later chunks (CB slots
+    per tile, fixed order); the shifted-gamma term gamma'_{t-1} = dt_t (1 - p_t) (-> ddt, dtrap; F5) reads ds of
+    the token before (none for the sequence's first token)."""
     PI: tl.constexpr = 3.141592653589793
     s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
     t0 = bos + c * C
@@ -418,17 +433,16 @@ def _m3b_head_sum(ptrs, msk, H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr)
 
 
 @triton.jit
-def _m3b_reduce_kernel(
-    dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
+def _m3b_reduce(
+    pid, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
     T, NSLOT,
     H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr,
 ):
-    """Grid (ceil(T/BT) + H,): token blocks sum dq_hat/dk_hat over the H heads (GQA), head after head into a (BT, N)
-    fp32 tile that each thread keeps in registers (no cross-thread reduction: Nsight Compute showed the old
-    (H, BT, N) tile sum stalled on the shared-memory queue, bench/mamba3/NOTES.md "Session 4"); the last H programs
-    sum one head's per-chunk-slot bias and D partials, BS slots per tile. Fixed reduction orders (bit-identical
-    repeats)."""
-    pid = tl.program_id(0)
+    """(`_m3b_finish_kernel`, program pid of ceil(T/BT) + H) Token blocks sum dq_hat/dk_hat over the H heads (GQA), head
+    after head into a (BT, N) fp32 tile that each thread keeps in registers (no cross-thread reduction: Nsight
+    Compute showed the old (H, BT, N) tile sum stalled on the shared-memory queue, bench/mamba3/NOTES.md "Session
+    4"); the last H programs sum one head's per-chunk-slot bias and D partials, BS slots per tile. Fixed reduction
+    orders (bit-identical repeats)."""
     n = tl.arange(0, N)
     nblocks = tl.cdiv(T, BT)
     if pid < nblocks:
@@ -456,11 +470,31 @@ def _m3b_reduce_kernel(
         tl.store(dd_ptr + h, acc_d)
 
 
+@triton.jit
+def _m3b_finish_kernel(
+    dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, etok_ptr, qk_ptr,
+    dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
+    dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
+    S, T, NSLOT, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
+    CB: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr,
+):
+    """Grid (NSLOT * H + ceil(T/BT) + H,): the last step in one launch (one host launch less than two kernels):
+    the first NSLOT * H programs are `_m3b_angle`'s (slot, head), the others `_m3b_reduce`'s."""
+    pid = tl.program_id(0)
+    if pid < NSLOT * H:
+        _m3b_angle(pid // H, pid % H, dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dl_ptr,
+                   dlam_ptr, ds_ptr, etok_ptr, qk_ptr, dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr, S, T, NSLOT, H, NA, C,
+                   SB, CB)
+    else:
+        _m3b_reduce(pid - NSLOT * H, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr,
+                    dd_ptr, T, NSLOT, H, N, BT, BS)
+
+
 class Mamba3BwdConfig(NamedTuple):
     """Launch configuration (measured on an H200, see bench/mamba3/NOTES.md `## Backward`, `## Speed pass`).
 
     num_warps: warps of the chunk body's intra-chunk kernel; side_warps, side_maxnreg: warps and register cap (0:
-    none; applied on CUDA only) of its q-side and k-side kernels (H200, c1, NOTES "Session 6": 4 warps uncapped
+    none; applied on CUDA only) of its q-side and k-side kernel (H200, c1, NOTES "Session 6": 4 warps uncapped
     0.608 ms bwd; 8 warps 0.724; caps 168 / 128 0.621 / 0.703; intra at 8 warps 0.644); input_precision: tl.dot
     precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); dstate_scan: False runs the state-gradient chain as
     one serial kernel (measured), True as a chunk-parallel local-term kernel plus an elementwise reverse scan
@@ -524,8 +558,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     # (q, k and the biases are not read by the kernels: they give the gradients' shapes and dtypes only)
     (v, adt, dt, trap, angles, d, z, cu_seqlens, y, cos_phi, sin_phi, chunk_states, q_rot, k_rot,
      dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = (
-        x.contiguous() for x in (v, adt, dt, trap, angles, d, z, cu_seqlens, *saved,
-                                 dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
+        x if x.is_contiguous() else x.contiguous()  # (contiguous() alone costs host time on every tensor)
+        for x in (v, adt, dt, trap, angles, d, z, cu_seqlens, *saved, dout, dfinal_angle, dfinal_ssm, dfinal_k,
+                  dfinal_v))
     if P * N % config.scan_block != 0:
         raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
     dstates = torch.empty((nslot, H, P, N), device=dev, dtype=f32)
@@ -549,8 +584,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
             H=H, P=P, N=N, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
             num_stages=config.dstate_stages,
         )
-    # the chunk body in three launches (intra-chunk part, q side and k side per state half); their per-token and
-    # per-slot partial results are combined in a fixed order by the angle kernel and the reduce kernel
+    # the chunk body in two launches (intra-chunk part; q side and k side per state half); their per-token and
+    # per-slot partial results are combined in a fixed order by the finish kernel
     dv = torch.empty_like(v)
     mg = torch.empty((nslot, H, CHUNK, CHUNK), device=dev, dtype=f32)  # M o G per slot and head
     dl_parts = torch.empty((5, T, H), device=dev, dtype=f32)  # dl: intra, q side halves, k side halves
@@ -574,28 +609,22 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         q_rot, k_rot, v, adt, dt, trap, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts, e_tok, qk, dd_part,
         S, **sizes, num_warps=config.num_warps,
     )
-    _m3b_qside_kernel[(nslot, H, 2)](
-        q_rot, k_rot, adt, dt, trap, dy, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates, mg, e_tok,
-        dq_part, dphi, dphi_sums, dl_parts, dlam_parts, dqb_part, S, T, nslot, NA=NA, **sizes, **side_launch,
-    )
-    _m3b_kside_kernel[(nslot, H, 2)](
-        q_rot, k_rot, v, adt, dt, trap, cu_seqlens, cos_phi, sin_phi, dstates, dfinal_k, mg, e_tok,
-        dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dkb_part, S, T, nslot, NA=NA, **sizes,
-        **side_launch,
+    _m3b_sides_kernel[(nslot, H, 4)](
+        q_rot, k_rot, v, adt, dt, trap, dy, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates, dfinal_k, mg, e_tok,
+        dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part, dkb_part, S, T, nslot, NA=NA,
+        **sizes, **side_launch,
     )
     dadt = torch.empty_like(adt)
     ddt = torch.empty_like(dt)
     dtrap = torch.empty_like(trap)
     dangles = torch.empty_like(angles)
-    _m3b_angle_kernel[(nslot, H)](
-        dt, trap, angles, cu_seqlens, dfinal_angle, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, e_tok, qk,
-        dadt, ddt, dtrap, dangles, S, T, nslot, H=H, NA=NA, C=CHUNK, SB=sb, CB=_ANGLE_SLOTS, num_warps=4,
-    )
     dq, dk, dq_bias, dk_bias = (torch.empty_like(x, memory_format=torch.contiguous_format)
                                 for x in (q, k, q_bias, k_bias))
     dd = torch.empty_like(d)
-    _m3b_reduce_kernel[(triton.cdiv(T, _REDUCE_TOKENS) + H,)](
-        dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd, T, nslot,
-        H=H, N=N, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS, num_warps=4,
+    _m3b_finish_kernel[(nslot * H + triton.cdiv(T, _REDUCE_TOKENS) + H,)](
+        dt, trap, angles, cu_seqlens, dfinal_angle, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, e_tok, qk,
+        dadt, ddt, dtrap, dangles, dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd,
+        S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, CB=_ANGLE_SLOTS, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS,
+        num_warps=4,
     )
     return Mamba3BwdGrads(dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz)
