@@ -6,7 +6,7 @@ named in --bf16 are bf16, ``cu_ptr`` int32, other pointers fp32, all 16-byte ali
 given as constexprs are i32. Use it to compare two forms of a kernel before spending device time (instruction
 count and spills predict the latency-bound kernels' time; bench/mamba3/NOTES.md "Session 4").
 
-  python bench/sass_stats.py ssmkit.kernels.mamba3.bwd _m3b_chunk_kernel --warps 4 \
+  python bench/sass_stats.py ssmkit.kernels.mamba3.bwd _m3b_sides_kernel --warps 4 \
       --const H=32 P=64 N=128 NA=32 C=64 SB=4 PREC='"tf32"'
 """
 import argparse

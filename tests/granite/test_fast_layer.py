@@ -109,6 +109,29 @@ def test_fast_decode_projections_match_reference(tiny, mode, batch):
 
 
 @INTERPRETER_ONLY
+@pytest.mark.parametrize("mode,batch,calls", [("auto", 1, 1), ("auto", 2, 1), ("auto", 3, 0), ("triton", 3, 2),
+                                              ("cublas", 1, 0)])
+def test_fast_decode_projection_routing(tiny, monkeypatch, mode, batch, calls):
+    """Which decode projections take ``granite_decode_linear``: "auto" out_proj only, up to batch 2; "triton" both;
+    "cublas" none."""
+    import ssmkit.granite.layer as layer_module
+    seen = []
+    real = layer_module.granite_decode_linear
+    monkeypatch.setattr(layer_module, "granite_decode_linear", lambda x, w: seen.append(w.shape) or real(x, w))
+    layer = FastMambaLayer(tiny).to(BF16)
+    layer.load_state_dict(synthetic_slice(tiny, 3).mamba)
+    layer.decode_projections = mode
+    g = torch.Generator().manual_seed(6)
+    with torch.no_grad():
+        _, cache = layer(torch.randn(batch, 3, tiny.hidden_size, generator=g).to(BF16))
+        seen.clear()
+        layer(torch.randn(batch, 1, tiny.hidden_size, generator=g).to(BF16), cache)
+    assert len(seen) == calls
+    if mode == "auto" and calls:
+        assert seen == [layer.out_proj.weight.shape]
+
+
+@INTERPRETER_ONLY
 def test_fast_decode_rejects_unknown_projections(tiny):
     """(CPU tensors reach the decode kernels, and so ``_project``, only under the interpreter; elsewhere the layer
     falls back to the reference.)"""

@@ -1,7 +1,8 @@
 """Backward kernels (ssmkit.kernels.mamba3.bwd) against the float64 token-recurrence oracle (spec §5, §7.1).
 
 Runs the Triton kernels in the CPU interpreter when there is no GPU (tests/conftest.py). The panel has ragged
-sequences: 130 tokens (three chunks, two chunk edges), lengths 1 and 2, and 65 (one token in its second chunk).
+sequences: 64 tokens (one full chunk, so that chunk slot 1 maps to no chunk: the empty slot's partial sums must be
+written as zeros), 130 (three chunks, two chunk edges), lengths 1 and 2, and 65 (one token in its second chunk).
 The interpreter computes fp32 dots exactly but casts fp32 -> bf16 by truncation (the GPU rounds to nearest), so bf16
 results are checked element-wise against one bf16 rounding step in either direction: |x - ref| <= 2^-7 |ref| + atol.
 """
@@ -24,7 +25,7 @@ from ssmkit.mamba3.shapes import COTANGENT_NAMES, GRAD_NAMES, INPUT_NAMES, OUTPU
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
                                 reason="interpreter tests on CPU tensors (TRITON_INTERPRET=1)")
 
-PANEL = [130, 1, 2, 65]
+PANEL = [64, 130, 1, 2, 65]
 FP32_NORM_RTOL = 1e-5  # fp32 math, exact dots in the interpreter: measured 1e-7 .. 1e-6
 BF16_STEP = 2.0 ** -7  # one bf16 rounding of a value, relative, whatever the rounding direction
 BF16_ATOL = 1e-5  # times max |ref|: the fp32 error under the rounding step

@@ -307,7 +307,8 @@ class FastMambaLayer(ReferenceMambaLayer):
     ``decode_projections``: "auto" (default), "cublas" or "triton": the decode in_proj / out_proj through cuBLAS or
     as ``granite_decode_linear`` skinny GEMMs (for bf16 layers without projection biases and batches <= 64). "auto"
     takes the GEMV only for out_proj at batches <= 2, where it beat cuBLAS alone in a graph (H200, session 6,
-    bench/results/session6/run4/: 4.0 vs 7.0 us at B=1, 4.3 vs 7.1 at B=2, same bits at B=1), cuBLAS elsewhere (the
+    bench/results/session6/run4/: 4.0 vs 7.0 us at B=1, 4.3 vs 7.1 at B=2; the projection's bits equal to cuBLAS'
+    on that input, the layer's output 2e-5 relative from the cuBLAS one in the final A/B), cuBLAS elsewhere (the
     GEMV's in_proj 6.8 vs 6.3 us at B=1; at B=8 both projections 2-3x slower; "triton" everywhere: 41.1 vs 40.7 us
     per call at B=1, 72.8 vs 50.4 at B=8).
     Session 2 decode knobs (bench/granite/NOTES.md "Session 2: decode"; H200,

@@ -171,3 +171,7 @@ def test_decode_linear_rejects_bad_inputs():
         granite_decode_linear(torch.randn(65, 32).to(torch.bfloat16), w)
     with pytest.raises(ValueError, match="expected x"):
         granite_decode_linear(x, w[:, :16])
+    with pytest.raises(ValueError, match="block_n"):
+        granite_decode_linear(x, w, block_n=128)
+    with pytest.raises(ValueError, match="block_n"):
+        granite_decode_linear(x, w, block_n=6)

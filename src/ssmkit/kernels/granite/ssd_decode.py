@@ -12,12 +12,13 @@
 #      each). The roll waits for kernel 1, which read the old window, by stream order.
 # Tiles: kernel 1 holds a (BLOCK_P, DSTATE) fp32 state tile (BLOCK_P chosen from the batch so that small batches
 # still fill the GPU); kernel 2 a (next_pow2(intermediate),) row or a (BLOCK_C, D_CONV) window tile.
-# Also here, opt-in (FastMambaLayer.decode_projections = "triton"), out = x W^T for the decode projections, grid
-# (cdiv(N, BLOCK_N),), each program streaming a (BLOCK_N, K) slab of W once, fp32 accumulation, one rounding to bf16
-# (cuBLAS' numerics up to summation order): for x of at most 8 rows _granite_decode_gemv_kernel (no tensor cores:
-# products broadcast over (rows, BLOCK_N, BLOCK_K) and summed, the K loop unrolled so that every load of the slab
-# can be in flight at once), for 9-64 rows _granite_decode_linear_kernel ((BLOCK_K, BLOCK_N) W tiles against the
-# whole (BLOCK_M >= 16, BLOCK_K) x tile in tl.dot).
+# Also here, for FastMambaLayer.decode_projections ("auto", the default: out_proj at batches <= 2; "triton": both
+# projections at batches <= 64), out = x W^T for the decode projections, grid (cdiv(N, BLOCK_N),), each program
+# streaming a (BLOCK_N, K) slab of W once, fp32 accumulation, one rounding to bf16 (cuBLAS' numerics up to summation
+# order): for x of at most 8 rows _granite_decode_gemv_kernel (no tensor cores: products broadcast over (rows,
+# BLOCK_N, BLOCK_K) and summed, the K loop unrolled so that every load of the slab can be in flight at once), for 9-64
+# rows _granite_decode_linear_kernel ((BLOCK_K, BLOCK_N) W tiles against the whole (BLOCK_M >= 16, BLOCK_K) x tile in
+# tl.dot).
 """Fused single-token decode step of the Granite Mamba-2 mixer (spec §3.1).
 
 Numerics (a choice the brief allows, stated here): the conv, SiLU, state update, readout, D skip, gate and RMSNorm
@@ -192,7 +193,8 @@ def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int
     A skinny GEMM that reads each weight once (the decode projections are weight-bandwidth-bound). Rows and the
     K axis need a contiguous last dim. Up to 8 rows: the GEMV kernel, ``block_n`` defaulting to 4 rows of W per
     program (H200, out_proj at B=1: 4.0 us vs 4.6 at 8 rows, 5.2 at 16; bench/results/session6/run4/), its K step
-    chosen so that a program holds ``_GEMV_PRODUCT`` products.
+    chosen so that a program holds ``_GEMV_PRODUCT`` products (``block_k`` and ``num_stages`` do not apply: the K
+    loop is unrolled, so a large ``block_n`` means short K steps and a long unrolled loop).
     9-64 rows: the tl.dot kernel, ``block_n`` defaulting to 32 for N > 4096 and 16 otherwise (enough programs to
     spread the weight over the GPU), ``block_k`` (a power of two >= 16) and ``num_stages`` its K step and
     pipelining.
@@ -206,6 +208,8 @@ def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int
     _check(_is_pow2(block_k) and block_k >= 16, ValueError, f"block_k must be a power of two >= 16, got {block_k}")
     (m, k), n = x.shape, weight.shape[0]
     out = torch.empty(m, n, device=x.device, dtype=x.dtype)
+    _check(block_n is None or _is_pow2(block_n) and block_n <= 64, ValueError,
+           f"block_n must be a power of two <= 64, got {block_n}")
     if m <= _GEMV_ROWS:
         block_m = triton.next_power_of_2(m)
         block_n = block_n or 4

@@ -1,5 +1,5 @@
 # Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), five or six launches:
-# 1. `_m3b_gate_kernel`, elementwise over (T, H, P): dz and dY = dout * silu(z) (fp32, read by launches 2-4).
+# 1. `_m3b_gate_kernel`, elementwise over (T, H, P): dz and dY = dout * silu(z) (fp32, read by launches 2 and 3).
 # 2. the state-gradient chain dS <- e^Lambda dS + (diag(e^l) dY)^T Q~ over each sequence's 64-token chunks in
 #    reverse, from dfinal_ssm; stores the gradient of the state leaving every chunk (fp32, the forward's chunk-state
 #    layout). Two forms (Mamba3BwdConfig.dstate_scan):
@@ -224,7 +224,7 @@ def _m3b_intra_kernel(
         am += tl.dot(qt, tl.trans(kt * sc[:, None]), input_precision=PREC)
         qk += tl.sum(qt * kt, axis=1)
     hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-    dy = tl.load(dy_ptr + hp, mask=vmask, other=0.0)  # dout * silu(z), stored by the state-gradient kernel
+    dy = tl.load(dy_ptr + hp, mask=vmask, other=0.0)  # dout * silu(z), stored by the gate kernel
     vv = tl.load(v_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
     e_tok = tl.sum(dy * vv, axis=1)
     decay = tl.where(i[:, None] > i[None, :], tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)

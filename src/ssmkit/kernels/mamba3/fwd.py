@@ -31,7 +31,7 @@ _FWD_PI = tl.constexpr(3.141592653589793)
 
 
 class Mamba3FwdConfig(NamedTuple):
-    """Launch configuration of the three forward kernels (see bench/mamba3/NOTES.md `## Forward`).
+    """Launch configuration of the four forward kernels (see bench/mamba3/NOTES.md `## Forward`).
 
     chunk_warps, rotate_warps, scan_warps: warps per program of the chunk-state, rotate and chunk-scan kernels (H200,
     c1, NOTES "Session 6": rotate 0.062 ms at 8 warps vs 0.090 at 4; scan 0.071 at 4 vs 0.101 at 8; chunk state
@@ -306,8 +306,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (TypeError/ValueError); the cu_seqlens values are not (that needs a host sync: see validate_cu_seqlens).
     Returns (out (T, 32, 64) bf16, final_angle (S, 32, 32) fp32, final_ssm (S, 32, 64, 128) fp32,
     final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, saved): saved is a Mamba3FwdSaved, or None when
-    save_for_backward is False (then y, cos_phi, sin_phi, q_rot and k_rot are not written and the chunk states
-    are a temporary).
+    save_for_backward is False (then y, cos_phi and sin_phi are not written, and the chunk states, q_rot and k_rot
+    are temporaries: the scan kernel reads q~ and k~ from the rotate kernel either way).
     """
     validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, check_cu_seqlens_values=False)
     for name, x in zip(INPUT_NAMES, (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens)):
