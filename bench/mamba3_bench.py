@@ -291,9 +291,9 @@ def main():
             report["cases"].append(measure_case(name, seqlens, case["seed"], device, not opts.smoke, cases_config))
             dump()
             print(_table(report["cases"][-1:]).splitlines()[1], flush=True)
-    report["bwd_chunk_kernel_resources"] = compiled_resources()
+    report["kernel_resources"] = compiled_resources()  # (before session 6: "bwd_chunk_kernel_resources")
     dump()
-    print("bwd kernel resources:", json.dumps(report["bwd_chunk_kernel_resources"]))
+    print("kernel resources:", json.dumps(report["kernel_resources"]))
     print("GPU ms by kernel, full call, first case:", json.dumps(report["cases"][0].get("gpu_ms_by_kernel_full")))
     print(_table(report["cases"]))
     for r in report["cases"]:
