@@ -17,6 +17,11 @@ from ssmkit.mamba3.reference import mamba3_siso_reference, mamba3_siso_varlen_jo
 from ssmkit.mamba3.validate import validate_inputs
 
 
+def _contiguous(tensors):
+    """The tensors, each made contiguous where it is not (contiguous() on every tensor costs host time)."""
+    return tuple(x if x.is_contiguous() else x.contiguous() for x in tensors)
+
+
 def _validate(inputs, cotangents, check_cu_seqlens):
     check = inputs[0].device.type != "cuda" if check_cu_seqlens is None else check_cu_seqlens
     validate_inputs(*inputs, cotangents, check_cu_seqlens_values=check)
@@ -43,8 +48,8 @@ def mamba3_siso_varlen_joint_states_full_vjp(
     _validate(inputs, cotangents, check_cu_seqlens)
     if not kernels_apply(q.device):
         return mamba3_siso_varlen_joint_states_full_vjp_reference(*inputs, *cotangents)
-    inputs = tuple(x.contiguous() for x in inputs)
-    *outputs, saved = mamba3_siso_fwd(*inputs, config=fwd_config)
+    inputs = _contiguous(inputs)
+    *outputs, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False)  # (checked above)
     return (*outputs, *mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config))
 
 
@@ -54,8 +59,8 @@ class _Mamba3Siso(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens):
-        inputs = tuple(x.contiguous() for x in (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens))
-        *outputs, saved = mamba3_siso_fwd(*inputs)
+        inputs = _contiguous((q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens))
+        *outputs, saved = mamba3_siso_fwd(*inputs, validate=False)  # (mamba3_siso checked them)
         ctx.save_for_backward(*inputs, *saved)
         return tuple(outputs)
 
@@ -81,5 +86,5 @@ def mamba3_siso(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens
     if not kernels_apply(q.device):
         return mamba3_siso_reference(*inputs)
     if not (torch.is_grad_enabled() and any(x.requires_grad for x in inputs)):
-        return tuple(mamba3_siso_fwd(*(x.contiguous() for x in inputs), save_for_backward=False)[:5])
+        return tuple(mamba3_siso_fwd(*_contiguous(inputs), save_for_backward=False, validate=False)[:5])
     return _Mamba3Siso.apply(*inputs)

@@ -297,22 +297,26 @@ def _mamba3_fwd_chunk_scan_kernel(
 
 
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
-                    config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG):
+                    config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True):
     """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
     fp32; trap (T, 32) bf16; q_bias, k_bias (32, 128) fp32; angles (T, 32, 32) bf16; d (32,) fp32; cu_seqlens
     (S+1,) int32 starting at 0, strictly increasing, ending at T. Shapes, dtypes, devices and contiguity are checked
-    (TypeError/ValueError); the cu_seqlens values are not (that needs a host sync: see validate_cu_seqlens).
+    (TypeError/ValueError) unless ``validate`` is False (for callers that have checked them already: the public
+    entries in ``ssmkit.mamba3.op``; a check costs ~25 us of host time); the cu_seqlens values are not (that needs a
+    host sync: see validate_cu_seqlens).
     Returns (out (T, 32, 64) bf16, final_angle (S, 32, 32) fp32, final_ssm (S, 32, 64, 128) fp32,
     final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, saved): saved is a Mamba3FwdSaved, or None when
     save_for_backward is False (then y, cos_phi and sin_phi are not written, and the chunk states, q_rot and k_rot
     are temporaries: the scan kernel reads q~ and k~ from the rotate kernel either way).
     """
-    validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, check_cu_seqlens_values=False)
-    for name, x in zip(INPUT_NAMES, (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens)):
-        if not x.is_contiguous():
-            raise ValueError(f"{name}: expected a contiguous tensor (the kernel assumes the packed layout)")
+    if validate:
+        validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
+                        check_cu_seqlens_values=False)
+        for name, x in zip(INPUT_NAMES, (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens)):
+            if not x.is_contiguous():
+                raise ValueError(f"{name}: expected a contiguous tensor (the kernel assumes the packed layout)")
     if HEADDIM % config.passing_block_p != 0:
         raise ValueError(f"config.passing_block_p: expected a divisor of {HEADDIM}, got {config.passing_block_p}")
     T, S, dev = q.shape[0], cu_seqlens.numel() - 1, q.device
