@@ -9,13 +9,12 @@ Each config is timed as a CUDA graph of ``--launches`` launches (host launch cos
 Usage (CUDA): PYTHONPATH=src python bench/granite_conv_bench.py --out DIR
 """
 import argparse
-import json
 import statistics
 from pathlib import Path
 
 import torch
 
-from ssmkit.harness.report import run_metadata
+from ssmkit.harness.report import run_metadata, write_json
 from ssmkit.kernels.granite import causal_conv1d_silu_prefill
 from ssmkit.kernels.granite.conv1d import packed_layout_rows
 
@@ -99,9 +98,8 @@ def main() -> None:
             gbs = real * CONV_DIM * 2 * 2 / (us * 1e-6) / 1e9
             rows.append(dict(layout=lname, config=cname, us=round(us, 2), gb_per_s=round(gbs), equal_to_baseline=same))
             print(f"{lname:18s} {cname:22s} {us:8.2f} us {gbs:6.0f} GB/s equal={same}", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "granite_conv_bench.json"
-    path.write_text(json.dumps(dict(run_metadata(None, device), rows=rows), indent=1))
+    write_json(path, dict(run_metadata(None, device), rows=rows))
     print("json:", path)
 
 

@@ -18,7 +18,7 @@ import torch
 from ssmkit.granite import FastMambaLayer
 from ssmkit.harness.granite_bench import timed_side
 from ssmkit.harness.granite_run import build_layer, default_slice, make_inputs
-from ssmkit.harness.report import run_metadata
+from ssmkit.harness.report import run_metadata, write_json
 from ssmkit.harness.timing import time_call
 from ssmkit.harness.workloads import default_workloads_path, load_workloads
 
@@ -64,10 +64,8 @@ def main() -> None:
             rows.append(dict(workload=w.name, call_us=med, equal=equal, out_rel_diff=rel))
             print(f"{w.name:14s} a {med['a']:7.1f} us  b {med['b']:7.1f} us  equal={equal} out rel diff {rel:.1e}",
                   flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "granite_decode_ab.json"
-    path.write_text(json.dumps(dict(run_metadata(None, device), a=json.loads(args.a), b=json.loads(args.b),
-                                    rows=rows), indent=1))
+    write_json(path, dict(run_metadata(None, device), a=json.loads(args.a), b=json.loads(args.b), rows=rows))
     print("json:", path)
 
 

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 import triton.testing
 
-from ssmkit.harness.report import run_metadata
+from ssmkit.harness.report import run_metadata, write_json
 from ssmkit.kernels.granite.ssd_decode import granite_decode_linear
 
 SHAPES = {"in_proj": (6448, 1536), "out_proj": (1536, 3072)}
@@ -49,9 +49,8 @@ def main() -> None:
                 row[key + "_rel_diff"] = diff
             rows.append(row)
             print(json.dumps(row), flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "granite_decode_linear_bench.json"
-    path.write_text(json.dumps(dict(run_metadata(None, device), rows=rows), indent=1))
+    write_json(path, dict(run_metadata(None, device), rows=rows))
     print("json:", path)
 
 

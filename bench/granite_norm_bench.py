@@ -10,7 +10,6 @@ is taken in another order). (The session-4 run, results/session4/run8, printed r
 Usage (CUDA): PYTHONPATH=src python bench/granite_norm_bench.py --out DIR
 """
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from granite_conv_bench import VARLEN_LENGTHS, graph_us  # noqa: E402
 
-from ssmkit.harness.report import run_metadata  # noqa: E402
+from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.granite import gated_rmsnorm  # noqa: E402
 
 INTER, IN_PROJ_DIM = 3072, 6448
@@ -59,9 +58,8 @@ def main() -> None:
             rows.append(row)
             print(f"{name:18s} {cname:24s} {us:8.2f} us {row['gb_per_s']:6d} GB/s differing {row['differing']} "
                   f"(max {row['max_ulps']} ulp)", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "granite_norm_bench.json"
-    path.write_text(json.dumps(dict(run_metadata(None, device), rows=rows), indent=1))
+    write_json(path, dict(run_metadata(None, device), rows=rows))
     print("json:", path)
 
 

@@ -9,7 +9,6 @@ Usage (CUDA): PYTHONPATH=src python bench/granite_ssd_ab.py --baseline DIR --out
 """
 import argparse
 import importlib.util
-import json
 import sys
 from pathlib import Path
 
@@ -19,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from granite_conv_bench import VARLEN_L, VARLEN_LENGTHS, graph_us  # noqa: E402
 
 from ssmkit.harness.granite_run import default_slice  # noqa: E402
-from ssmkit.harness.report import run_metadata  # noqa: E402
+from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.granite import ssd_prefill as new_ssd  # noqa: E402
 from ssmkit.kernels.granite.conv1d import packed_layout_rows  # noqa: E402
 
@@ -82,9 +81,8 @@ def main() -> None:
         results.append(row)
         print(f"{lname:18s} " + "  ".join(f"{side} {us:.2f} us{'' if row['equal'][side] else ' (DIFFERS)'}"
                                           for side, us in row["us"].items()), flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "granite_ssd_ab.json"
-    path.write_text(json.dumps(dict(run_metadata(None, device), rows=results), indent=1))
+    write_json(path, dict(run_metadata(None, device), rows=results))
     print("json:", path)
 
 

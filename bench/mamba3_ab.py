@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mamba3_bench import gpu_kernel_split, gpu_ms  # noqa: E402
 
-from ssmkit.harness.report import run_metadata  # noqa: E402
+from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.mamba3 import bwd as new_bwd  # noqa: E402
 from ssmkit.kernels.mamba3 import fwd as new_fwd  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
@@ -96,9 +96,8 @@ def main() -> None:
                 for name, split in row["kernels_ms"].items():
                     print(f"   {name}: " + ", ".join(f"{k[:28]} {v:.3f}" for k, v in sorted(
                         split.items(), key=lambda kv: -kv[1])), flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "mamba3_ab.json"
-    path.write_text(json.dumps(dict(run_metadata(None, device), rows=rows), indent=1))
+    write_json(path, dict(run_metadata(None, device), rows=rows))
     print("json:", path)
 
 

@@ -18,7 +18,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mamba3_bench import gpu_kernel_split  # noqa: E402
 
-from ssmkit.harness.report import run_metadata  # noqa: E402
+from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, mamba3_siso_bwd  # noqa: E402
 from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, mamba3_siso_fwd  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
@@ -73,9 +73,8 @@ def main() -> None:
                 kernels = ", ".join(f"{k[:22]} {v:.3f}" for k, v in sorted(split.items(), key=lambda kv: -kv[1]))
                 print(f"{name:22s} {json.dumps(cfg._asdict())}: {total} {row[total]:.3f} ({kernels}), max diff "
                       f"{max(diff.values()):.1e} ({max(diff, key=diff.get)})", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / ("mamba3_fwd_sweep.json" if args.fwd else "mamba3_bwd_sweep.json")
-    path.write_text(json.dumps(dict(run_metadata(None, device), rows=rows), indent=1))
+    write_json(path, dict(run_metadata(None, device), rows=rows))
     print("json:", path)
 
 

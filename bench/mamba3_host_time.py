@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from ssmkit.harness.report import run_metadata
+from ssmkit.harness.report import run_metadata, write_json
 from ssmkit.kernels.mamba3 import bwd, fwd
 from ssmkit.mamba3 import op
 from ssmkit.mamba3.inputs import make_inputs
@@ -85,9 +85,8 @@ def main() -> None:
             row["other_host_us"] = row["call_host_us"] - row["launch_host_us_sum"] - row["validate_us"]
             rows.append(row)
             print(json.dumps(row), flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "mamba3_host_time.json"
-    path.write_text(json.dumps(dict(run_metadata(None, device), rows=rows), indent=1))
+    write_json(path, dict(run_metadata(None, device), rows=rows))
     print("json:", path)
 
 
