@@ -12,14 +12,9 @@ import torch
 
 from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, mamba3_siso_bwd
-from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, Mamba3FwdSaved, mamba3_siso_fwd
+from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, Mamba3FwdSaved, contiguous_each, mamba3_siso_fwd
 from ssmkit.mamba3.reference import mamba3_siso_reference, mamba3_siso_varlen_joint_states_full_vjp_reference
 from ssmkit.mamba3.validate import validate_inputs
-
-
-def _contiguous(tensors):
-    """The tensors, each made contiguous where it is not (contiguous() on every tensor costs host time)."""
-    return tuple(x if x.is_contiguous() else x.contiguous() for x in tensors)
 
 
 def _validate(inputs, cotangents, check_cu_seqlens):
@@ -48,7 +43,7 @@ def mamba3_siso_varlen_joint_states_full_vjp(
     _validate(inputs, cotangents, check_cu_seqlens)
     if not kernels_apply(q.device):
         return mamba3_siso_varlen_joint_states_full_vjp_reference(*inputs, *cotangents)
-    inputs = _contiguous(inputs)
+    inputs = contiguous_each(inputs)
     *outputs, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False)  # (checked above)
     return (*outputs, *mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config))
 
@@ -59,7 +54,7 @@ class _Mamba3Siso(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens):
-        inputs = _contiguous((q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens))
+        inputs = contiguous_each((q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens))
         *outputs, saved = mamba3_siso_fwd(*inputs, validate=False)  # (mamba3_siso checked them)
         ctx.save_for_backward(*inputs, *saved)
         return tuple(outputs)
@@ -86,5 +81,5 @@ def mamba3_siso(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens
     if not kernels_apply(q.device):
         return mamba3_siso_reference(*inputs)
     if not (torch.is_grad_enabled() and any(x.requires_grad for x in inputs)):
-        return tuple(mamba3_siso_fwd(*_contiguous(inputs), save_for_backward=False, validate=False)[:5])
+        return tuple(mamba3_siso_fwd(*contiguous_each(inputs), save_for_backward=False, validate=False)[:5])
     return _Mamba3Siso.apply(*inputs)

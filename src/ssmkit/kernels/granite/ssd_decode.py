@@ -206,10 +206,10 @@ def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int
     _check(1 <= x.shape[0] <= 64, ValueError, f"at most 64 rows, got {x.shape[0]}")
     _check(x.stride(1) == 1 and weight.stride(1) == 1, ValueError, "x and weight need a contiguous last dim")
     _check(_is_pow2(block_k) and block_k >= 16, ValueError, f"block_k must be a power of two >= 16, got {block_k}")
-    (m, k), n = x.shape, weight.shape[0]
-    out = torch.empty(m, n, device=x.device, dtype=x.dtype)
     _check(block_n is None or _is_pow2(block_n) and block_n <= 64, ValueError,
            f"block_n must be a power of two <= 64, got {block_n}")
+    (m, k), n = x.shape, weight.shape[0]
+    out = torch.empty(m, n, device=x.device, dtype=x.dtype)
     if m <= _GEMV_ROWS:
         block_m = triton.next_power_of_2(m)
         block_n = block_n or 4

@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ssmkit.kernels.mamba3.fwd import _fwd_chunk_scalars, _fwd_locate_chunk
+from ssmkit.kernels.mamba3.fwd import _fwd_chunk_scalars, _fwd_locate_chunk, contiguous_each
 from ssmkit.mamba3.shapes import CHUNK
 
 _REDUCE_TOKENS = 8  # (8, 128) fp32 accumulator per tensor: 8 registers a thread at 4 warps
@@ -338,8 +338,8 @@ def _m3b_kside(
                                                           tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
     tl.store(dl_ptr + (3 + half) * T * H + th_, -fwd_state, mask=valid)
     tl.store(dlam_ptr + ((2 + half) * NSLOT + slot) * H + h, tl.sum(fwd_state, axis=0))
-    _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr + T * H * NA,
-                  dphis_ptr + NSLOT * H * NA, dkp_ptr, dkbp_ptr, H, N, NA, C)
+    _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dkp_ptr, dkbp_ptr,
+                  H, N, NA, C)
 
 
 @triton.jit
@@ -350,7 +350,8 @@ def _m3b_sides_kernel(
     SB: tl.constexpr, PREC: tl.constexpr,
 ):
     """Grid (chunk slots, H, 4): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half z - 2)
-    in one launch (one host launch less than two kernels)."""
+    in one launch (one host launch less than two kernels). dphi / dphis hold two planes, the q side's and the k
+    side's; each side gets its own."""
     slot = tl.program_id(0)
     h = tl.program_id(1)
     z = tl.program_id(2)
@@ -360,8 +361,9 @@ def _m3b_sides_kernel(
                    dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
     else:
         _m3b_kside(slot, h, z - 2, qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, cu_ptr, cos_ptr, sin_ptr,
-                   dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr,
-                   dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
+                   dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
+                   dphis_ptr + NSLOT * H * NA, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB,
+                   PREC)
 
 
 @triton.jit
@@ -557,23 +559,21 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     f32 = torch.float32
     # (q, k and the biases are not read by the kernels: they give the gradients' shapes and dtypes only)
     (v, adt, dt, trap, angles, d, z, cu_seqlens, y, cos_phi, sin_phi, chunk_states, q_rot, k_rot,
-     dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = (
-        x if x.is_contiguous() else x.contiguous()  # (contiguous() alone costs host time on every tensor)
-        for x in (v, adt, dt, trap, angles, d, z, cu_seqlens, *saved, dout, dfinal_angle, dfinal_ssm, dfinal_k,
-                  dfinal_v))
+     dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = contiguous_each(
+        (v, adt, dt, trap, angles, d, z, cu_seqlens, *saved, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
     if P * N % config.scan_block != 0:
         raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
     dstates = torch.empty((nslot, H, P, N), device=dev, dtype=f32)
     dz = torch.empty_like(z)
     dy = torch.empty((T, H, P), device=dev, dtype=f32)  # dout * silu(z)
+    sb = triton.next_power_of_2(S + 1)  # (>= S + 1: _fwd_locate_chunk reads cu_seqlens[0..S])
     _m3b_gate_kernel[(triton.cdiv(T * H * P, _GATE_BLOCK),)](
         dout, z, y, dz, dy, T * H * P, BLOCK=_GATE_BLOCK, num_warps=4,
     )
     if config.dstate_scan:
         _m3b_dstate_local_kernel[(nslot, H)](
             q_rot, adt, dy, cu_seqlens, dstates, S,
-            H=H, P=P, N=N, C=CHUNK, SB=triton.next_power_of_2(S + 1), PREC=config.input_precision,
-            num_warps=config.dstate_warps,
+            H=H, P=P, N=N, C=CHUNK, SB=sb, PREC=config.input_precision, num_warps=config.dstate_warps,
         )
         _m3b_dstate_scan_kernel[(P * N // config.scan_block, H, S)](
             adt, cu_seqlens, dfinal_ssm, dstates, H=H, PN=P * N, C=CHUNK, BLOCK=config.scan_block, num_warps=4,
@@ -600,7 +600,6 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dqb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
     dkb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
     dd_part = torch.empty((nslot, H), device=dev, dtype=f32)
-    sb = max(2, triton.next_power_of_2(S + 1))
     sizes = dict(H=H, P=P, N=N, C=CHUNK, SB=sb, PREC=config.input_precision)
     side_launch = dict(num_warps=config.side_warps)
     if config.side_maxnreg and dev.type == "cuda":  # (a register cap is a GPU compile option)

@@ -296,6 +296,12 @@ def _mamba3_fwd_chunk_scan_kernel(
         tl.store(fv_ptr + (seq * H + h) * P + pcols[None, :] + rows[:, None] * 0, vals, mask=last)
 
 
+def contiguous_each(tensors):
+    """The tensors as a tuple, each made contiguous where it is not (the kernels assume the packed layout; calling
+    contiguous() on every tensor would cost host time on each)."""
+    return tuple(x if x.is_contiguous() else x.contiguous() for x in tensors)
+
+
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True):
     """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
