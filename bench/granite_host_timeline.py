@@ -186,7 +186,7 @@ def gpu_gaps(prepare, call, n: int = 3, top: int = 8) -> list[dict]:
 MARKED = [("ssmkit.granite.layer.FastMambaLayer", n) for n in (
     "check_forward_args_with_facts", "_mask_facts", "_unsupported", "_prefill", "_prefill_graph", "_in_proj",
     "_out_proj")] + [("ssmkit.granite.layer._Packing", "gather"), ("ssmkit.granite.layer._PrefillGraph", "replay"),
-                     ("ssmkit.granite.layer._DecodeGraph", "run"), ("ssmkit.kernels.granite.mapped_io.MappedIO", "post")]
+                     ("ssmkit.granite.layer._DecodeGraph", "run"), ("ssmkit.kernels.common.mapped_io.MappedIO", "post")]
 
 
 def host_marks(prepare, call, n: int = 30) -> dict[str, list[float]]:

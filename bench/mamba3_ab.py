@@ -7,6 +7,9 @@ mamba3/bwd.py``), loaded as their own modules, so both versions run in one proce
 timed alternately A, B, A, B: host wall per call (median) and the GPU kernel time per call from torch.profiler,
 and for the first case the per-kernel split.
 Usage (CUDA): PYTHONPATH=src python bench/mamba3_ab.py --baseline DIR --out DIR [--cases c1_four_mixed,...]
+       PYTHONPATH=src python bench/mamba3_ab.py --graph --out DIR [--cases ...] [--scales 1,2,4]
+``--graph``: instead, the public entry with validation, launching directly (graph=False, "baseline") against its
+captured-graph path (graph=True, "new"; ssmkit.mamba3.graph), at each scale of the sequence lengths.
 """
 import argparse
 import importlib.util
@@ -26,6 +29,7 @@ from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.mamba3 import bwd as new_bwd  # noqa: E402
 from ssmkit.kernels.mamba3 import fwd as new_fwd  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
+from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp  # noqa: E402
 from ssmkit.mamba3.shapes import COTANGENT_NAMES, INPUT_NAMES, RESULT_NAMES  # noqa: E402
 
 ROTATE, CALLS = 3, 40
@@ -47,6 +51,13 @@ def full_call(fwd_mod, bwd_mod):
     return run
 
 
+def entry_call(graph: bool):
+    """args dict -> the 16 results of the public entry, launching directly or through its graph."""
+    def run(args):
+        return mamba3_siso_varlen_joint_states_full_vjp(**args, graph=graph)
+    return run
+
+
 def interleaved_wall_ms(fns, arg_sets):
     """Median host wall ms per call of each fn, calls alternating between them (warm-up first)."""
     for fn in fns:
@@ -65,17 +76,26 @@ def interleaved_wall_ms(fns, arg_sets):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--baseline", type=Path, required=True)
+    ap.add_argument("--baseline", type=Path)
+    ap.add_argument("--graph", action="store_true")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--cases", default="")
+    ap.add_argument("--scales", default="1")
     args = ap.parse_args()
     device = torch.device("cuda")
-    base_fwd = load(args.baseline / "fwd.py", "ab_baseline_fwd")
-    base_bwd = load(args.baseline / "bwd.py", "ab_baseline_bwd")
-    sides = {"baseline": full_call(base_fwd, base_bwd), "new": full_call(new_fwd, new_bwd)}
+    if args.graph:
+        sides = {"baseline": entry_call(False), "new": entry_call(True)}
+    else:
+        if args.baseline is None:
+            ap.error("--baseline DIR is needed without --graph")
+        base_fwd = load(args.baseline / "fwd.py", "ab_baseline_fwd")
+        base_bwd = load(args.baseline / "bwd.py", "ab_baseline_bwd")
+        sides = {"baseline": full_call(base_fwd, base_bwd), "new": full_call(new_fwd, new_bwd)}
     cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
     if args.cases:
         cases = [c for c in cases if c["name"] in args.cases.split(",")]
+    cases = [dict(c, name=c["name"] if s == 1 else f"{c['name']}_x{s}", seqlens=[n * s for n in c["seqlens"]])
+             for s in map(int, args.scales.split(",")) for c in cases]
     rows = []
     with torch.no_grad():
         for i, case in enumerate(cases):

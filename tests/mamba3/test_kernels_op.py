@@ -42,6 +42,15 @@ def first_run(args):
         return before, mamba3_siso_varlen_joint_states_full_vjp(**args)
 
 
+def test_graph_path_gives_the_direct_calls_bits(args, first_run):
+    """graph=True (the CUDA default; here the interpreter's stand-in: the captured body run eagerly) returns the
+    direct call's 16 results bit for bit, with NaN-poisoned allocations."""
+    with poisoned_allocations():
+        results = mamba3_siso_varlen_joint_states_full_vjp(**args, graph=True)
+    for name, got, want in zip(RESULT_NAMES, results, first_run[1]):
+        assert torch.equal(got, want), name
+
+
 def _circular(x):
     """Angle difference folded into [-pi, pi)."""
     return torch.remainder(x + math.pi, 2 * math.pi) - math.pi

@@ -75,7 +75,7 @@ from ssmkit.granite.reference import MaskFacts, ReferenceMambaLayer, apply_paddi
 from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
-from ssmkit.kernels.granite.mapped_io import MappedIO
+from ssmkit.kernels.common.mapped_io import MappedIO, capture_graph
 from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, mask_row_facts
 from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step
 from ssmkit.kernels.granite.ssd_prefill import ssd_chunked_prefill
@@ -211,20 +211,6 @@ class _PrefillGraph:
         cache.conv_state.copy_(self.static_cache.conv_state)
         cache.ssm_state.copy_(self.static_cache.ssm_state)
         return cache
-
-
-def _capture(warm_up, body, device: torch.device) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
-    """Run ``warm_up()`` on a side stream (Triton compiles, cuBLAS sets up), then capture ``body()`` into a new
-    graph; returns the graph and body's result (the static output)."""
-    side = torch.cuda.Stream(device)
-    side.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(side):
-        warm_up()
-    torch.cuda.current_stream(device).wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        result = body()
-    return graph, result
 
 
 def _can_capture(hidden_states: torch.Tensor) -> bool:
@@ -574,7 +560,7 @@ class FastMambaLayer(ReferenceMambaLayer):
                 def step():
                     return self._prefill_kernels(static_in, static_mask, static_cache, False, packing)
 
-            graph, static_out = _capture(step, step, device)
+            graph, static_out = capture_graph(step, step, device)
         return _PrefillGraph(graph, static_in, static_mask, static_out, static_cache, packing, io)
 
     def _mapped_prefill_step(self, hidden_states: torch.Tensor, packing: _Packing, static_cache: MambaCache):
@@ -672,7 +658,7 @@ class FastMambaLayer(ReferenceMambaLayer):
             scratch = cache.clone()
             io = MappedIO(device) if self.decode_io == "mapped" else None
             # scratch and warm_out: allocated on the current stream, used by the side-stream warm-up, freed after
-            # _capture made the current stream wait for it (stream-ordered reuse is then safe)
+            # capture_graph made the current stream wait for it (stream-ordered reuse is then safe)
             warm_out = None if io is None else torch.empty_like(static_in)
             if io is not None:  # the warm-up's copies: static_in onto itself, the output into warm_out
                 io.post(static_in, (warm_out,))
@@ -684,7 +670,7 @@ class FastMambaLayer(ReferenceMambaLayer):
                 out = self._decode_step(static_in, conv_state, ssm_state)
                 io.copy_out(out)
                 return out
-            graph, static_out = _capture(lambda: step(scratch.conv_state, scratch.ssm_state),
+            graph, static_out = capture_graph(lambda: step(scratch.conv_state, scratch.ssm_state),
                                          lambda: step(cache.conv_state, cache.ssm_state), device)
         return _DecodeGraph(graph, static_in, static_out, io)
 

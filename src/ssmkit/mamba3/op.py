@@ -7,12 +7,17 @@ Validation: types, shapes, dtypes and devices of every argument are always check
 values (start 0, strictly increasing, end T) need a device-to-host copy, so ``check_cu_seqlens`` decides: None
 (default) checks them on CPU and skips them on CUDA (the hot path stays free of host syncs; wrong values there give
 wrong results, not an error); True or False forces the choice.
+Graphs: on CUDA the full-VJP entry runs as one captured CUDA graph per (T, S, device, configs) (``graph=None``,
+the default; ssmkit.mamba3.graph: a call is ~one replay of host time instead of 9 launches and ~40 allocations),
+except while the caller itself is capturing a graph; ``graph=False`` launches the kernels directly, ``graph=True``
+forces the graph path (off CUDA: its interpreter stand-in, for tests). Both give the same bits.
 """
 import torch
 
 from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, mamba3_siso_bwd
 from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, Mamba3FwdSaved, contiguous_each, mamba3_siso_fwd
+from ssmkit.mamba3.graph import full_vjp_graphed
 from ssmkit.mamba3.reference import mamba3_siso_reference, mamba3_siso_varlen_joint_states_full_vjp_reference
 from ssmkit.mamba3.validate import validate_inputs
 
@@ -25,7 +30,7 @@ def _validate(inputs, cotangents, check_cu_seqlens):
 def mamba3_siso_varlen_joint_states_full_vjp(
     q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
     dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, check_cu_seqlens=None,
-    fwd_config=DEFAULT_FWD_CONFIG, bwd_config=DEFAULT_BWD_CONFIG,
+    fwd_config=DEFAULT_FWD_CONFIG, bwd_config=DEFAULT_BWD_CONFIG, graph=None,
 ):
     """Forward plus full VJP of the operator (spec §3, §7.1); inputs are not modified.
 
@@ -36,13 +41,16 @@ def mamba3_siso_varlen_joint_states_full_vjp(
     fp32, final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, then dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias,
     dangles, dd, dz, each shaped and typed like its input. Raises TypeError/ValueError on invalid arguments
     (cu_seqlens values: see the module docstring). fwd_config / bwd_config: the kernels' launch configurations
-    (Mamba3FwdConfig, Mamba3BwdConfig; the bench sweeps them), unused on the eager path.
+    (Mamba3FwdConfig, Mamba3BwdConfig; the bench sweeps them), unused on the eager path. graph: None, True or
+    False (see the module docstring: the captured-graph path, same results).
     """
     inputs = (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens)
     cotangents = (dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v)
     _validate(inputs, cotangents, check_cu_seqlens)
     if not kernels_apply(q.device):
         return mamba3_siso_varlen_joint_states_full_vjp_reference(*inputs, *cotangents)
+    if graph or (graph is None and q.is_cuda and not torch.cuda.is_current_stream_capturing()):
+        return full_vjp_graphed((*inputs, *cotangents), fwd_config, bwd_config)
     inputs = contiguous_each(inputs)
     *outputs, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False)  # (checked above)
     return (*outputs, *mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config))

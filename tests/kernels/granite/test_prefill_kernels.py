@@ -446,7 +446,8 @@ import itertools
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from ssmkit.kernels.granite import conv1d, gated_norm, mapped_io, mask_facts, ssd_decode, ssd_prefill
+from ssmkit.kernels.common import mapped_io
+from ssmkit.kernels.granite import conv1d, gated_norm, mask_facts, ssd_decode, ssd_prefill
 
 PTR = {"mask_ptr": "*i64", "index_ptr": "*i64", "table_ptr": "*i64", "stash_ptr": "*i64", "ack_ptr": "*i64",
        "facts_ptr": "*i64", "rows_ptr": "*i64", "dtcs_ptr": "*fp32", "states_ptr": "*fp32", "cb_ptr": "*fp32",
@@ -494,7 +495,7 @@ build(mapped_io._mapped_fetch_kernel, dict(WORDS=5, BLOCK=8))
 build(mapped_io._mapped_copy_in_kernel, dict(BLOCK=1024))
 build(mapped_io._mapped_gather_kernel, dict(WIDTH=1536, BLOCK_R=16, BLOCK_D=256))
 for ack, in_type in ((False, "*bf16"), (True, "*fp32")):  # the ssm_state copy-out is fp32
-    build(mapped_io._mapped_copy_out_kernel, dict(SLOT=1, ACK=ack, BLOCK=1024), {"in_ptr": in_type})
+    build(mapped_io._mapped_copy_out_kernel, dict(WORD=3, ACK=ack, BLOCK=1024), {"in_ptr": in_type})
 for mask_type, upcast in (("*i64", False), ("*u8", False), ("*fp64", False), ("*bf16", True), ("*fp16", True)):
     build(mask_facts._mask_facts_kernel, dict(UPCAST=upcast, BLOCK=1024), {"mask_ptr": mask_type})
 """

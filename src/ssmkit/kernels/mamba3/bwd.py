@@ -534,8 +534,14 @@ class Mamba3BwdGrads(NamedTuple):
     dz: torch.Tensor  # (T, 32, 64) bf16
 
 
+def allocate_grads(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z) -> Mamba3BwdGrads:
+    """Uninitialised gradients (contiguous, each shaped and typed like its input)."""
+    return Mamba3BwdGrads(*(torch.empty_like(x, memory_format=torch.contiguous_format)
+                            for x in (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z)))
+
+
 def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, saved,
-                    dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, config=DEFAULT_BWD_CONFIG):
+                    dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, config=DEFAULT_BWD_CONFIG, grads=None):
     """Full VJP of the Mamba-3 SISO varlen operator (spec §7.1) from the forward's saved tensors.
 
     Inputs in the project layout (spec "Decisions"): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -547,7 +553,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     gradients' shapes and dtypes here; nothing is validated: the public entries do that). Cotangents: dout
     (T, 32, 64), dfinal_angle (S, 32, 32), dfinal_ssm (S, 32, 64, 128), dfinal_k (S, 32, 128), dfinal_v
     (S, 32, 64).
-    `config`: a Mamba3BwdConfig (warps, dot precision).
+    `config`: a Mamba3BwdConfig (warps, dot precision). `grads`: None (new tensors) or a `Mamba3BwdGrads` of
+    tensors to write, as `allocate_grads` makes them (not checked), which is then returned.
     Returns `Mamba3BwdGrads` (dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz); no host sync.
     """
     T, H, P = v.shape
@@ -563,8 +570,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         (v, adt, dt, trap, angles, d, z, cu_seqlens, *saved, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
     if P * N % config.scan_block != 0:
         raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
+    grads = allocate_grads(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z) if grads is None else grads
+    dz, dv = grads.dz, grads.dv
     dstates = torch.empty((nslot, H, P, N), device=dev, dtype=f32)
-    dz = torch.empty_like(z)
     dy = torch.empty((T, H, P), device=dev, dtype=f32)  # dout * silu(z)
     sb = triton.next_power_of_2(S + 1)  # (>= S + 1: _fwd_locate_chunk reads cu_seqlens[0..S])
     _m3b_gate_kernel[(triton.cdiv(T * H * P, _GATE_BLOCK),)](
@@ -586,7 +594,6 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         )
     # the chunk body in two launches (intra-chunk part; q side and k side per state half); their per-token and
     # per-slot partial results are combined in a fixed order by the finish kernel
-    dv = torch.empty_like(v)
     mg = torch.empty((nslot, H, CHUNK, CHUNK), device=dev, dtype=f32)  # M o G per slot and head
     dl_parts = torch.empty((5, T, H), device=dev, dtype=f32)  # dl: intra, q side halves, k side halves
     dlam_parts = torch.empty((4, nslot, H), device=dev, dtype=f32)  # dLambda: q side halves, k side halves
@@ -613,17 +620,11 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part, dkb_part, S, T, nslot, NA=NA,
         **sizes, **side_launch,
     )
-    dadt = torch.empty_like(adt)
-    ddt = torch.empty_like(dt)
-    dtrap = torch.empty_like(trap)
-    dangles = torch.empty_like(angles)
-    dq, dk, dq_bias, dk_bias = (torch.empty_like(x, memory_format=torch.contiguous_format)
-                                for x in (q, k, q_bias, k_bias))
-    dd = torch.empty_like(d)
+    dq, dk, _, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, _ = grads
     _m3b_finish_kernel[(nslot * H + triton.cdiv(T, _REDUCE_TOKENS) + H,)](
         dt, trap, angles, cu_seqlens, dfinal_angle, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, e_tok, qk,
         dadt, ddt, dtrap, dangles, dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd,
         S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, CB=_ANGLE_SLOTS, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS,
         num_warps=4,
     )
-    return Mamba3BwdGrads(dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz)
+    return grads

@@ -302,8 +302,19 @@ def contiguous_each(tensors):
     return tuple(x if x.is_contiguous() else x.contiguous() for x in tensors)
 
 
+def allocate_fwd_outputs(T: int, S: int, device) -> tuple:
+    """Uninitialised forward outputs for T tokens and S sequences: (out (T, 32, 64) bf16, final_angle (S, 32, 32)
+    fp32, final_ssm (S, 32, 64, 128) fp32, final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16)."""
+    bf16, f32 = torch.bfloat16, torch.float32
+    return (torch.empty((T, NHEADS, HEADDIM), dtype=bf16, device=device),
+            torch.empty((S, NHEADS, NANGLES), dtype=f32, device=device),
+            torch.empty((S, NHEADS, HEADDIM, DSTATE), dtype=f32, device=device),
+            torch.empty((S, NHEADS, DSTATE), dtype=f32, device=device),
+            torch.empty((S, NHEADS, HEADDIM), dtype=bf16, device=device))
+
+
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
-                    config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True):
+                    config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None):
     """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -315,7 +326,9 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     Returns (out (T, 32, 64) bf16, final_angle (S, 32, 32) fp32, final_ssm (S, 32, 64, 128) fp32,
     final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, saved): saved is a Mamba3FwdSaved, or None when
     save_for_backward is False (then y, cos_phi and sin_phi are not written, and the chunk states, q_rot and k_rot
-    are temporaries: the scan kernel reads q~ and k~ from the rotate kernel either way).
+    are temporaries: the scan kernel reads q~ and k~ from the rotate kernel either way). ``out``: None (new tensors)
+    or the five output tensors to write, as ``allocate_fwd_outputs`` makes them (contiguous; not checked), which
+    are then returned (a graph-backed call writes its static buffers so).
     """
     if validate:
         validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
@@ -340,11 +353,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, angsum,
         **sizes, BLOCK_S=block_s, PRECISION=config.input_precision, num_warps=config.chunk_warps,
     )
-    out = torch.empty((T, NHEADS, HEADDIM), dtype=bf16, device=dev)
-    final_angle = torch.empty((S, NHEADS, NANGLES), dtype=f32, device=dev)
-    final_ssm = torch.empty((S, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev)
-    final_k = torch.empty((S, NHEADS, DSTATE), dtype=f32, device=dev)
-    final_v = torch.empty((S, NHEADS, HEADDIM), dtype=bf16, device=dev)
+    out, final_angle, final_ssm, final_k, final_v = allocate_fwd_outputs(T, S, dev) if out is None else out
     chunk_states = torch.empty((slots, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev)
     q_rot = torch.empty((T, NHEADS, DSTATE), dtype=f32, device=dev)  # (kept for the backward when saving)
     k_rot = torch.empty((T, NHEADS, DSTATE), dtype=f32, device=dev)

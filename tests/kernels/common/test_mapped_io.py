@@ -1,9 +1,11 @@
-"""MappedIO (kernels/granite/mapped_io.py) under the interpreter: the copies follow the posted addresses, write
+"""MappedIO (kernels/common/mapped_io.py) under the interpreter: the copies follow the posted addresses, write
 every element, stash and acknowledge the sequence number, and a post before the previous replay ran raises."""
+import math
+
 import pytest
 import torch
 
-from ssmkit.kernels.granite.mapped_io import MappedIO
+from ssmkit.kernels.common.mapped_io import MappedIO, SlotCopy, capture_graph
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
@@ -87,3 +89,69 @@ def test_replay_that_raises_leaves_the_table_usable():
     if DEVICE.type == "cuda":
         torch.cuda.synchronize()
     assert torch.equal(y, x) and io.seq == int(io.ack[0]) == 1
+
+
+def _slot_tensors(g, poison: bool):
+    """Mixed dtypes and sizes: one over a block (4096 words) with a ragged tail, an odd number of 2-byte elements
+    pairs, a single word, int32 and int64."""
+    shapes = [((3, 1500), torch.float32), ((5, 7, 2), torch.bfloat16), ((1,), torch.float32), ((3,), torch.int32),
+              ((2, 9000), torch.bfloat16), ((4,), torch.int64)]
+    out = []
+    for shape, dtype in shapes:
+        if poison:
+            t = torch.full(shape, -7, dtype=dtype) if not dtype.is_floating_point else torch.full(shape, math.nan,
+                                                                                                  dtype=dtype)
+        elif dtype.is_floating_point:
+            t = torch.randn(shape, generator=g).to(dtype)
+        else:
+            t = torch.randint(-1000, 1000, shape, generator=g, dtype=dtype)
+        out.append(t.to(DEVICE))
+    return out
+
+
+def test_slot_copies_move_every_word_of_every_slot():
+    """copy_in_slots fills each static tensor from the posted source of its position and copy_out_slots each posted
+    destination from its static tensor, every element (poisoned before), in one launch each; the ack comes from the
+    copy-out; a second post with other addresses is followed."""
+    g = torch.Generator().manual_seed(5)
+    static_in, static_out = _slot_tensors(g, poison=True), _slot_tensors(g, poison=False)
+    ins, outs = SlotCopy(static_in), SlotCopy(static_out)
+    io = MappedIO(DEVICE, n_out=len(static_out), n_in=len(static_in))
+    for step in (1, 2):
+        srcs = _slot_tensors(g, poison=False)
+        dsts = _slot_tensors(g, poison=True)
+        io.post(srcs, dsts)
+        io.copy_in_slots(ins)
+        io.copy_out_slots(outs)
+        if DEVICE.type == "cuda":
+            torch.cuda.synchronize()
+        assert all(torch.equal(a, b) for a, b in zip(static_in, srcs))
+        assert all(torch.equal(a, b) for a, b in zip(dsts, static_out))
+        assert int(io.ack[0]) == step == io.seq
+        assert io.stash.tolist() == [step, *(x.data_ptr() for x in srcs), *(x.data_ptr() for x in dsts)]
+
+
+def test_slot_copy_rejects_what_it_cannot_move_and_counts_are_checked():
+    with pytest.raises(ValueError, match="4-byte aligned"):
+        SlotCopy([torch.zeros(5, dtype=torch.bfloat16, device=DEVICE)[1:]])  # 2-byte offset
+    with pytest.raises(ValueError, match="whole number of 32-bit words"):
+        SlotCopy([torch.zeros(3, dtype=torch.bfloat16, device=DEVICE)])
+    with pytest.raises(ValueError, match="contiguous"):
+        SlotCopy([torch.zeros(4, 4, device=DEVICE).t()])
+    io = MappedIO(DEVICE, n_out=1, n_in=2)
+    with pytest.raises(ValueError, match="expected 2 sources"):
+        io.post(torch.zeros(1, device=DEVICE), (torch.zeros(1, device=DEVICE),))
+    with pytest.raises(ValueError, match="1 static tensors for 2 sources"):
+        io.copy_in_slots(SlotCopy([torch.zeros(1, device=DEVICE)]))
+
+
+def test_capture_graph_stand_in_off_cuda():
+    """Off CUDA capture_graph runs the warm-up once and returns a stand-in whose replay runs the body."""
+    if DEVICE.type == "cuda":
+        pytest.skip("the stand-in is for CPU tensors")
+    calls = []
+    graph, result = capture_graph(lambda: calls.append("warm"), lambda: calls.append("body"), DEVICE)
+    assert result is None and calls == ["warm"]
+    graph.replay()
+    graph.replay()
+    assert calls == ["warm", "body", "body"]

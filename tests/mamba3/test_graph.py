@@ -1,0 +1,99 @@
+"""The full-VJP call through its captured graph (ssmkit.mamba3.graph), under the interpreter's stand-in for a CUDA
+graph (a replay runs the captured body again): the posted arguments reach the kernels, every result element comes
+back to new tensors, later calls follow new inputs, keys, eviction and unaligned inputs.
+
+The plumbing tests swap the kernels for a cheap deterministic stand-in that reads every element of every argument
+and writes every element of every result (the interpreter needs ~40 s per real kernel call even at T = 3); the
+real kernels through the graph are compared with the direct call in test_kernels_op.py.
+"""
+import os
+
+import pytest
+import torch
+
+from ssmkit.mamba3 import graph as graph_module
+from ssmkit.mamba3 import mamba3_siso_varlen_joint_states_full_vjp
+from ssmkit.mamba3.inputs import make_inputs
+from ssmkit.mamba3.shapes import COTANGENT_NAMES, INPUT_NAMES
+
+pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
+                                reason="interpreter tests on CPU tensors (TRITON_INTERPRET=1)")
+NAMES = INPUT_NAMES + COTANGENT_NAMES
+
+
+def _stand_in_kernels(args, results, fwd_config, bwd_config):
+    """results[j] = h_j + position, h_j a weighted sum of every element of every argument: a missed argument word
+    changes every result, a missed result word stays poisoned."""
+    h = sum((i + 1) * x.double().sum() for i, x in enumerate(args))
+    for j, r in enumerate(results):
+        pos = torch.arange(r.numel(), dtype=torch.float64).reshape(r.shape)
+        r.copy_(((h * (j + 1)) % 97 + pos % 251).to(r.dtype))
+
+
+def _expected(args):
+    results = graph_module._allocate_results(args)
+    _stand_in_kernels(args, results, None, None)
+    return results
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    monkeypatch.setattr(graph_module, "_launch_into", _stand_in_kernels)
+    graph_module.clear_graphs()
+    yield
+    graph_module.clear_graphs()
+
+
+def _call(args, **kw):
+    return mamba3_siso_varlen_joint_states_full_vjp(**args, graph=True, **kw)
+
+
+def _assert_equal(got, want):
+    assert len(got) == len(want) == 16
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype and torch.equal(g, w)
+
+
+def test_graph_calls_follow_each_calls_arguments(stand_in):
+    """First call (eager body, then capture) and two replays on new inputs: right results, new tensors each call
+    (none aliases the graph's static results or an earlier call's), inputs unchanged, one graph for the key."""
+    seen = []
+    for seed in (1, 2, 3):
+        args = make_inputs([70, 3, 1], seed=seed)
+        before = {n: x.clone() for n, x in args.items()}
+        results = _call(args)
+        _assert_equal(results, _expected(tuple(args[n] for n in NAMES)))
+        assert all(torch.equal(args[n], before[n]) for n in NAMES)
+        seen.extend(r.data_ptr() for r in results)
+    (graph,) = graph_module._GRAPHS.values()
+    assert graph.io.seq == int(graph.io.ack[0]) == 3
+    assert len(set(seen)) == len(seen)
+    assert not set(seen) & {r.data_ptr() for r in graph.static_results}
+
+
+def test_keys_and_least_recently_used_eviction(stand_in, monkeypatch):
+    """One graph per (T, S, device, configs); beyond MAX_GRAPHS the least recently used is dropped."""
+    monkeypatch.setattr(graph_module, "MAX_GRAPHS", 2)
+    a, b, c = make_inputs([5, 2], seed=4), make_inputs([6, 2], seed=5), make_inputs([4, 2, 1], seed=6)
+    for args in (a, b, a, c):  # c: same T as a, S differs; it evicts b (a was used more recently)
+        _assert_equal(_call(args), _expected(tuple(args[n] for n in NAMES)))
+    assert [(k[0], k[1]) for k in graph_module._GRAPHS] == [(7, 2), (7, 3)]
+
+
+def test_non_contiguous_and_unaligned_arguments(stand_in):
+    """A transposed and a 2-byte-offset bf16 argument are copied to aligned contiguous tensors first."""
+    args = make_inputs([9, 4], seed=7)
+    v = args["v"]
+    wide = torch.empty(v.numel() + 1, dtype=v.dtype)
+    args["v"] = wide[1:].view(v.shape)
+    args["v"].copy_(v)
+    assert args["v"].data_ptr() % 4 == 2
+    args["z"] = args["z"].transpose(1, 2).contiguous().transpose(1, 2)
+    assert not args["z"].is_contiguous()
+    _assert_equal(_call(args), _expected(tuple(args[n].contiguous() for n in NAMES)))
+
+
+def test_graph_false_launches_directly(stand_in):
+    args = make_inputs([3], seed=8)
+    mamba3_siso_varlen_joint_states_full_vjp(**args, graph=False)  # the real kernels, no graph made
+    assert not graph_module._GRAPHS
