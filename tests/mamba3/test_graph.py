@@ -57,7 +57,7 @@ def _assert_equal(got, want):
 def test_graph_calls_follow_each_calls_arguments(stand_in):
     """First call (eager body, then capture) and two replays on new inputs: right results, new tensors each call
     (none aliases the graph's static results or an earlier call's), inputs unchanged, one graph for the key."""
-    seen = []
+    seen, kept = [], []
     for seed in (1, 2, 3):
         args = make_inputs([70, 3, 1], seed=seed)
         before = {n: x.clone() for n, x in args.items()}
@@ -65,6 +65,7 @@ def test_graph_calls_follow_each_calls_arguments(stand_in):
         _assert_equal(results, _expected(tuple(args[n] for n in NAMES)))
         assert all(torch.equal(args[n], before[n]) for n in NAMES)
         seen.extend(r.data_ptr() for r in results)
+        kept.append(results)  # (alive, so that no address can be reused by a later call)
     (graph,) = graph_module._GRAPHS.values()
     assert graph.io.seq == int(graph.io.ack[0]) == 3
     assert len(set(seen)) == len(seen)
@@ -97,3 +98,23 @@ def test_graph_false_launches_directly(stand_in):
     args = make_inputs([3], seed=8)
     mamba3_siso_varlen_joint_states_full_vjp(**args, graph=False)  # the real kernels, no graph made
     assert not graph_module._GRAPHS
+
+
+def test_when_the_entry_takes_the_graph(monkeypatch):
+    """graph=True / False as forced; None: CUDA tensors up to GRAPH_MAX_TOKENS, not while the caller captures."""
+    cpu = torch.empty(5, 1, 128)
+    assert graph_module.graph_applies(True, cpu) and not graph_module.graph_applies(False, cpu)
+    assert not graph_module.graph_applies(None, cpu)
+
+    class CudaLike:  # what graph_applies reads of a CUDA tensor
+        is_cuda = True
+
+        def __init__(self, tokens):
+            self.shape = (tokens, 1, 128)
+
+    limit = graph_module.GRAPH_MAX_TOKENS
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)  # (a CPU build's raises)
+    assert graph_module.graph_applies(None, CudaLike(limit))
+    assert not graph_module.graph_applies(None, CudaLike(limit + 1))
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    assert not graph_module.graph_applies(None, CudaLike(1))

@@ -110,3 +110,27 @@ def test_public_entries_validate(args):
         mamba3_siso_varlen_joint_states_full_vjp(**args)
     with pytest.raises(TypeError, match="trap must have dtype torch.bfloat16"):
         mamba3_siso(*(args[name] for name in INPUT_NAMES))
+
+
+def test_entry_skips_a_layout_it_validated_and_still_rejects_other_ones(args, monkeypatch):
+    """Without the cu_seqlens value check (the CUDA default) a validated argument layout is remembered: the same
+    layout is not checked again; a changed dtype, shape or device is, and raises."""
+    from ssmkit.mamba3 import op
+
+    calls = []
+    real = op.validate_inputs
+    monkeypatch.setattr(op, "validate_inputs", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    monkeypatch.setattr(op, "_VALID_LAYOUTS", set())
+    inputs = tuple(args[n] for n in INPUT_NAMES)
+    cotangents = tuple(args[n] for n in COTANGENT_NAMES)
+    op._validate(inputs, cotangents, False)
+    op._validate(inputs, cotangents, False)
+    assert len(calls) == 1
+    op._validate(inputs, None, False)  # the autograd form's layout (no cotangents) is its own
+    assert len(calls) == 2
+    with pytest.raises(TypeError, match="dtype"):
+        op._validate((inputs[0].float(), *inputs[1:]), cotangents, False)
+    with pytest.raises(ValueError, match="shape"):
+        op._validate((*inputs[:2], inputs[2][:-1], *inputs[3:]), cotangents, False)
+    op._validate(inputs, cotangents, True)  # the value check always runs
+    assert len(calls) == 5

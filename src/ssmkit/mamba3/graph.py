@@ -6,7 +6,9 @@ host-bound. The graph holds static copies of the 17 arguments and the 16 results
 private memory pool. Its nodes: the ``MappedIO`` table fetch and one copy of all 17 posted arguments into the static
 ones (``SlotCopy``), the forward and backward kernels exactly as the direct call launches them, one copy of the 16
 static results to the posted new tensors (which acknowledges the replay). A call allocates the 16 results, posts
-the 33 addresses to pinned host memory and replays. Results are bit-identical to the direct call (same kernels,
+the 33 addresses to pinned host memory and replays; the results of the next call are allocated right after the
+replay, while the GPU runs it (host time off the call's critical path: the GPU idles until the replay is
+launched), and used by the next call on the same stream. Results are bit-identical to the direct call (same kernels,
 same launch configurations, on the same values). The first call with a new key runs the body eagerly (Triton
 compiles there; its results are that call's results), then captures it.
 
@@ -23,6 +25,12 @@ from ssmkit.kernels.common.mapped_io import MappedIO, SlotCopy, capture_graph
 from ssmkit.kernels.mamba3.bwd import Mamba3BwdGrads, allocate_grads, mamba3_siso_bwd
 from ssmkit.kernels.mamba3.fwd import allocate_fwd_outputs, mamba3_siso_fwd
 
+#: ``graph=None`` (the entry's default) takes the graph up to this many tokens. The graph's copies cost GPU time
+#: (~0.018 ms per 1000 tokens on the H200) that pays only while the direct call's host time (~0.6-1.3 ms) is not
+#: hidden behind its GPU work (~0.33 ms per 1000 tokens). H200, session 7 run 1 (bench/results/session7/run1),
+#: wall ms direct -> graph: T = 580-2432 faster by 0.04-0.34 (c1: 1.340 -> 0.998); T = 4368 (c1 x2) slower,
+#: 1.437 -> 1.504; T = 8736 slower, 2.730 -> 2.884.
+GRAPH_MAX_TOKENS = 3072
 #: Captured graphs kept (least recently used dropped first): each holds its static arguments, results and
 #: workspace, ~0.3 GB at T = 2184 and growing linearly in T.
 MAX_GRAPHS = 8
@@ -54,6 +62,15 @@ class FullVjpGraph:
         self.io = MappedIO(args[0].device, n_out=_N_RESULTS, n_in=_N_ARGS)
         self.fwd_config, self.bwd_config = fwd_config, bwd_config
         self.graph = None
+        self._spare, self._spare_stream = None, None  # the next call's results and the stream they belong to
+
+    def _new_results(self) -> tuple:
+        return tuple(torch.empty_like(x) for x in self.static_results)
+
+    def _stream(self):
+        """The caller's current stream (None off CUDA): spare results are handed out on the same stream only."""
+        device = self.static_results[0].device
+        return torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
 
     def _body(self) -> None:
         self.io.copy_in_slots(self.copy_in)
@@ -62,13 +79,17 @@ class FullVjpGraph:
 
     def run(self, args) -> tuple:
         """Post ``args`` and 16 new result tensors, run the graph (the first call: the body eagerly, then the
-        capture), return the results."""
-        results = tuple(torch.empty_like(x) for x in self.static_results)
+        capture), allocate the next call's results, return this call's."""
+        stream = self._stream()
+        results, self._spare = self._spare, None
+        if results is None or self._spare_stream != stream:
+            results = self._new_results()
         if self.graph is None:
             self.io.post(args, results)
             self.graph, _ = capture_graph(self._body, self._body, args[0].device)
         else:
             self.io.replay(self.graph, args, results)
+        self._spare, self._spare_stream = self._new_results(), stream
         return results
 
 
@@ -80,6 +101,15 @@ def _aligned(x: torch.Tensor) -> torch.Tensor:
     if x.is_contiguous() and x.data_ptr() % 4 == 0:
         return x
     return x.clone(memory_format=torch.contiguous_format)  # (a new allocation: aligned)
+
+
+def graph_applies(graph: bool | None, q) -> bool:
+    """Whether the full-VJP entry takes the graph for its ``graph`` argument and its first argument ``q``: as
+    forced (True / False), else (None) for CUDA tensors of at most GRAPH_MAX_TOKENS tokens while the caller is not
+    capturing a graph itself."""
+    if graph is not None:
+        return bool(graph)
+    return q.is_cuda and q.shape[0] <= GRAPH_MAX_TOKENS and not torch.cuda.is_current_stream_capturing()
 
 
 def full_vjp_graphed(args, fwd_config, bwd_config) -> tuple:

@@ -8,23 +8,46 @@ values (start 0, strictly increasing, end T) need a device-to-host copy, so ``ch
 (default) checks them on CPU and skips them on CUDA (the hot path stays free of host syncs; wrong values there give
 wrong results, not an error); True or False forces the choice.
 Graphs: on CUDA the full-VJP entry runs as one captured CUDA graph per (T, S, device, configs) (``graph=None``,
-the default; ssmkit.mamba3.graph: a call is ~one replay of host time instead of 9 launches and ~40 allocations),
-except while the caller itself is capturing a graph; ``graph=False`` launches the kernels directly, ``graph=True``
-forces the graph path (off CUDA: its interpreter stand-in, for tests). Both give the same bits.
+the default; ssmkit.mamba3.graph: a call is ~one replay of host time instead of 9 launches and ~40 allocations)
+for T <= GRAPH_MAX_TOKENS (beyond, the direct call's host time hides behind its GPU work and the graph's copies
+would cost more than they save), except while the caller itself is capturing a graph; ``graph=False`` launches
+the kernels directly, ``graph=True`` forces the graph path (off CUDA: its interpreter stand-in, for tests). Both
+give the same bits.
 """
 import torch
 
 from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, mamba3_siso_bwd
 from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, Mamba3FwdSaved, contiguous_each, mamba3_siso_fwd
-from ssmkit.mamba3.graph import full_vjp_graphed
+from ssmkit.mamba3.graph import full_vjp_graphed, graph_applies
 from ssmkit.mamba3.reference import mamba3_siso_reference, mamba3_siso_varlen_joint_states_full_vjp_reference
 from ssmkit.mamba3.validate import validate_inputs
 
 
+#: Argument layouts (type, shape, dtype, device of each tensor) that passed validate_inputs without the cu_seqlens
+#: value check: its outcome depends on nothing else, so a layout seen before skips it (~25-70 us of host time on
+#: the H200 machines, bench/mamba3/NOTES.md "Session 6"). Bounded: cleared when full.
+_VALID_LAYOUTS: set = set()
+_MAX_VALID_LAYOUTS = 64
+
+
 def _validate(inputs, cotangents, check_cu_seqlens):
     check = inputs[0].device.type != "cuda" if check_cu_seqlens is None else check_cu_seqlens
-    validate_inputs(*inputs, cotangents, check_cu_seqlens_values=check)
+    if check:
+        validate_inputs(*inputs, cotangents, check_cu_seqlens_values=True)
+        return
+    try:
+        layout = (cotangents is None, *((type(x), x.shape, x.dtype, x.device)
+                                        for x in (*inputs, *(cotangents if cotangents is not None else ()))))
+    except (AttributeError, TypeError):  # not tensors: validate_inputs says what is wrong
+        layout = None
+    if layout is not None and layout in _VALID_LAYOUTS:
+        return
+    validate_inputs(*inputs, cotangents, check_cu_seqlens_values=False)
+    if layout is not None:
+        if len(_VALID_LAYOUTS) >= _MAX_VALID_LAYOUTS:
+            _VALID_LAYOUTS.clear()
+        _VALID_LAYOUTS.add(layout)
 
 
 def mamba3_siso_varlen_joint_states_full_vjp(
@@ -49,7 +72,7 @@ def mamba3_siso_varlen_joint_states_full_vjp(
     _validate(inputs, cotangents, check_cu_seqlens)
     if not kernels_apply(q.device):
         return mamba3_siso_varlen_joint_states_full_vjp_reference(*inputs, *cotangents)
-    if graph or (graph is None and q.is_cuda and not torch.cuda.is_current_stream_capturing()):
+    if graph_applies(graph, q):
         return full_vjp_graphed((*inputs, *cotangents), fwd_config, bwd_config)
     inputs = contiguous_each(inputs)
     *outputs, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False)  # (checked above)
