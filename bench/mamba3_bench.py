@@ -7,7 +7,8 @@ Per visible case of src/ssmkit/mamba3/cases.json, at each scale (every sequence 
     results of the public entry against a float64 full VJP computed on the GPU: autograd through the quadratic
     per-sequence form of the reference (its `_sequence_forward`, fed float64), equal to the token-recurrence oracle
     in exact arithmetic and fast enough at these sizes;
-  * times: forward kernel (saving for backward), backward kernels, and the public full-VJP entry: wall ms per call
+  * times: forward kernel (saving for backward), backward kernels (both launched directly), and the public full-VJP
+    entry (its default: one CUDA-graph replay per call where ssmkit.mamba3.graph applies): wall ms per call
     (host timer around call + synchronize, median over 30 calls rotating over 3 input sets) and GPU ms per call
     (sum of the CUDA kernel durations torch.profiler records, over 10 calls); the eager fp32 reference's wall ms.
 --sweep first times (forward, backward) launch configs on the first case (errors, determinism, fwd / bwd / full-call

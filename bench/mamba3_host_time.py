@@ -1,6 +1,7 @@
 """Where the host time of a Mamba-3 full call goes, on CUDA: the public entry
-``mamba3_siso_varlen_joint_states_full_vjp`` (what the selfcheck and the judge time: validation, forward and
-backward kernels).
+``mamba3_siso_varlen_joint_states_full_vjp`` launching its kernels directly (``graph=False``; what the selfcheck and
+the judge timed until session 7, when the default became one graph replay per call at these sizes:
+ssmkit.mamba3.graph): validation, forward and backward kernels.
 
 The GPU sits behind a ~20 ms sleep kernel queued first, so every host step returns as soon as it has enqueued its
 work: per call it records the host (perf_counter) time of each Triton launch (the kernel's ``run``, wrapped), of
@@ -64,7 +65,7 @@ def main() -> None:
             inputs, cots = [a[n] for n in INPUT_NAMES], [a[n] for n in COTANGENT_NAMES]
 
             def call():
-                return op.mamba3_siso_varlen_joint_states_full_vjp(*inputs, *cots)
+                return op.mamba3_siso_varlen_joint_states_full_vjp(*inputs, *cots, graph=False)
             for _ in range(3):
                 call()
             torch.cuda.synchronize()

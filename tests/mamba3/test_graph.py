@@ -22,9 +22,10 @@ NAMES = INPUT_NAMES + COTANGENT_NAMES
 
 
 def _stand_in_kernels(args, results, fwd_config, bwd_config):
-    """results[j] = h_j + position, h_j a weighted sum of every element of every argument: a missed argument word
-    changes every result, a missed result word stays poisoned."""
-    h = sum((i + 1) * x.double().sum() for i, x in enumerate(args))
+    """results[j] = h_j + position, h_j a sum of every element of every argument weighted by argument and position:
+    a missed or misplaced argument word changes every result, a missed result word stays poisoned."""
+    h = sum((i + 1) * (x.double().flatten() * torch.arange(1, x.numel() + 1, dtype=torch.float64)).sum()
+            for i, x in enumerate(args))
     for j, r in enumerate(results):
         pos = torch.arange(r.numel(), dtype=torch.float64).reshape(r.shape)
         r.copy_(((h * (j + 1)) % 97 + pos % 251).to(r.dtype))
@@ -39,6 +40,7 @@ def _expected(args):
 @pytest.fixture
 def stand_in(monkeypatch):
     monkeypatch.setattr(graph_module, "_launch_into", _stand_in_kernels)
+    monkeypatch.setattr(graph_module, "_CAPTURES", [0])
     graph_module.clear_graphs()
     yield
     graph_module.clear_graphs()
@@ -101,20 +103,55 @@ def test_graph_false_launches_directly(stand_in):
 
 
 def test_when_the_entry_takes_the_graph(monkeypatch):
-    """graph=True / False as forced; None: CUDA tensors up to GRAPH_MAX_TOKENS, not while the caller captures."""
-    cpu = torch.empty(5, 1, 128)
-    assert graph_module.graph_applies(True, cpu) and not graph_module.graph_applies(False, cpu)
-    assert not graph_module.graph_applies(None, cpu)
+    """graph=True / False as forced; None: CUDA tensors while a call copies at most GRAPH_MAX_COPY_BYTES (3072
+    tokens in 4 sequences; many sequences count too), not while the caller captures (graph=True then raises)."""
+    cpu, cu = torch.empty(5, 1, 128), torch.empty(3, dtype=torch.int32)
+    assert graph_module.graph_applies(True, cpu, cu) and not graph_module.graph_applies(False, cpu, cu)
+    assert not graph_module.graph_applies(None, cpu, cu)
 
     class CudaLike:  # what graph_applies reads of a CUDA tensor
         is_cuda = True
 
-        def __init__(self, tokens):
-            self.shape = (tokens, 1, 128)
+        def __init__(self, *shape):
+            self.shape = shape
 
-    limit = graph_module.GRAPH_MAX_TOKENS
+    q, cu4 = CudaLike(3072, 1, 128), CudaLike(5)
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)  # (a CPU build's raises)
-    assert graph_module.graph_applies(None, CudaLike(limit))
-    assert not graph_module.graph_applies(None, CudaLike(limit + 1))
+    assert graph_module.graph_applies(None, q, cu4)
+    assert not graph_module.graph_applies(None, CudaLike(3073, 1, 128), cu4)
+    assert not graph_module.graph_applies(None, CudaLike(1024, 1, 128), CudaLike(101))  # 100 sequences
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
-    assert not graph_module.graph_applies(None, CudaLike(1))
+    assert not graph_module.graph_applies(None, CudaLike(1, 1, 128), CudaLike(2))
+    with pytest.raises(ValueError, match="capturing"):
+        graph_module.graph_applies(True, q, cu4)
+
+
+def test_a_key_is_captured_on_its_second_call_and_captures_are_bounded(stand_in, monkeypatch):
+    """Unforced, a key's first call returns None (the entry launches directly), its second captures; once
+    MAX_CAPTURES graphs were captured new keys are never captured."""
+    monkeypatch.setattr(graph_module, "MAX_CAPTURES", 2)
+    calls = {}
+    for seqlens in ([4, 2], [4, 2], [4, 2], [5, 2], [5, 2], [6, 2], [6, 2]):
+        args = make_inputs(seqlens, seed=len(calls))
+        flat = tuple(args[n] for n in NAMES)
+        got = graph_module.full_vjp_graphed(flat, None, None)
+        calls.setdefault(sum(seqlens), []).append(got is not None)
+        if got is not None:
+            _assert_equal(got, _expected(flat))
+    assert calls == {6: [False, True, True], 7: [False, True], 8: [False, False]}
+    assert [k[0] for k in graph_module._GRAPHS] == [6, 7]
+
+
+def test_a_first_call_that_raises_leaves_no_graph(stand_in, monkeypatch):
+    """The capture call failing (out of memory, say) leaves nothing behind: the next call starts afresh."""
+    def fail_once(*a):
+        monkeypatch.setattr(graph_module, "_launch_into", _stand_in_kernels)
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(graph_module, "_launch_into", fail_once)
+    args = make_inputs([3, 2], seed=9)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        _call(args)
+    assert not graph_module._GRAPHS
+    _assert_equal(_call(args), _expected(tuple(args[n] for n in NAMES)))
+    _assert_equal(_call(args), _expected(tuple(args[n] for n in NAMES)))  # a replay

@@ -4,13 +4,19 @@ Why: a direct call is 9 Triton launches and ~40 allocations, 0.6-1.5 ms of host 
 0.23-0.75 ms of GPU work at the visible panels (bench/mamba3/NOTES.md "Session 6", host time), so the call was
 host-bound. The graph holds static copies of the 17 arguments and the 16 results, and the kernels' workspace in its
 private memory pool. Its nodes: the ``MappedIO`` table fetch and one copy of all 17 posted arguments into the static
-ones (``SlotCopy``), the forward and backward kernels exactly as the direct call launches them, one copy of the 16
-static results to the posted new tensors (which acknowledges the replay). A call allocates the 16 results, posts
+ones (``SlotCopy``; the fetch acknowledges the replay: the table is then free for the next call's post), the
+forward and backward kernels exactly as the direct call launches them, one copy of the 16 static results to the
+posted new tensors. A call allocates the 16 results, posts
 the 33 addresses to pinned host memory and replays; the results of the next call are allocated right after the
 replay, while the GPU runs it (host time off the call's critical path: the GPU idles until the replay is
 launched), and used by the next call on the same stream. Results are bit-identical to the direct call (same kernels,
-same launch configurations, on the same values). The first call with a new key runs the body eagerly (Triton
-compiles there; its results are that call's results), then captures it.
+same launch configurations, on the same values).
+When: ``graph_applies`` (the entry's ``graph=None``: CUDA, at most GRAPH_MAX_COPY_BYTES copied per call, the caller
+not capturing). A key's first call launches directly; its second runs the body eagerly (Triton compiles there; its
+results are that call's) and captures it; later calls replay. So keys that never repeat (packed batches whose
+sequence count varies) cost no capture, and at most MAX_CAPTURES graphs are ever captured per process (a capture
+costs a device synchronisation, a garbage collection and milliseconds of host time). Streams: a replay on another
+stream than the previous one first waits for that stream; dropping a graph synchronises its device.
 
 Off CUDA (CPU tensors under TRITON_INTERPRET=1, tests only) the "graph" is ``capture_graph``'s stand-in, whose
 replay runs the same body again in the interpreter.
@@ -24,17 +30,33 @@ import torch
 from ssmkit.kernels.common.mapped_io import MappedIO, SlotCopy, capture_graph
 from ssmkit.kernels.mamba3.bwd import Mamba3BwdGrads, allocate_grads, mamba3_siso_bwd
 from ssmkit.kernels.mamba3.fwd import allocate_fwd_outputs, mamba3_siso_fwd
+from ssmkit.mamba3.shapes import DSTATE, HEADDIM, NANGLES, NHEADS, NHEADS_QK
 
-#: ``graph=None`` (the entry's default) takes the graph up to this many tokens. The graph's copies cost GPU time
-#: (~0.018 ms per 1000 tokens on the H200) that pays only while the direct call's host time (~0.6-1.3 ms) is not
-#: hidden behind its GPU work (~0.33 ms per 1000 tokens). H200, session 7 run 1 (bench/results/session7/run1),
-#: wall ms direct -> graph: T = 580-2432 faster by 0.04-0.34 (c1: 1.340 -> 0.998); T = 4368 (c1 x2) slower,
-#: 1.437 -> 1.504; T = 8736 slower, 2.730 -> 2.884.
-GRAPH_MAX_TOKENS = 3072
-#: Captured graphs kept (least recently used dropped first): each holds its static arguments, results and
-#: workspace, ~0.3 GB at T = 2184 and growing linearly in T.
-MAX_GRAPHS = 8
 _N_ARGS, _N_RESULTS = 17, 16
+
+
+def copied_bytes(tokens: int, sequences: int) -> int:
+    """Bytes the graph's two copy launches read (and write again) per call for T tokens and S sequences: the 17
+    arguments and the 16 results (each gradient the size of its input; the cu_seqlens and the 32-head vectors
+    left out)."""
+    per_token = (2 * NHEADS_QK * DSTATE * 2 + 3 * NHEADS * HEADDIM * 2 + 2 * NHEADS * 4 + NHEADS * 2
+                 + NHEADS * NANGLES * 2)  # q, k; v, z, dout; adt, dt; trap; angles (and as many results)
+    per_sequence = NHEADS * (NANGLES * 4 + HEADDIM * DSTATE * 4 + DSTATE * 4 + HEADDIM * 2)  # final states
+    return 2 * (tokens * per_token + sequences * per_sequence)
+
+
+#: ``graph=None`` (the entry's default) takes the graph while a call copies at most this many bytes, those of
+#: 3072 tokens in 4 sequences (~100 MB). The copies cost GPU time (~0.018 ms per 1000 tokens on the H200, 3.6 TB/s)
+#: that pays only while the direct call's host time (~0.6-1.3 ms) is not hidden behind its GPU work (~0.33 ms per
+#: 1000 tokens). H200, session 7 run 1 (bench/results/session7/run1), wall ms direct -> graph: T = 580-2432 faster
+#: by 0.04-0.34 (c1: 1.340 -> 0.998); T = 4368 (c1 x2) slower, 1.437 -> 1.504; T = 8736 slower, 2.730 -> 2.884.
+GRAPH_MAX_COPY_BYTES = copied_bytes(3072, 4)
+#: Captured graphs kept (least recently used dropped first): each holds its static arguments and results, the
+#: next call's results and its workspace, ~0.4 GB at T = 2184 and growing linearly in T.
+MAX_GRAPHS = 8
+#: Captures per process at most (then new keys launch directly), and keys remembered for their first sighting.
+MAX_CAPTURES = 32
+_MAX_SEEN = 64
 
 
 def _allocate_results(args) -> tuple:
@@ -56,44 +78,50 @@ class FullVjpGraph:
     caller checks) and returns 16 new result tensors."""
 
     def __init__(self, args, fwd_config, bwd_config) -> None:
+        self.device = args[0].device
         self.static_args = tuple(torch.empty_like(x, memory_format=torch.contiguous_format) for x in args)
         self.static_results = _allocate_results(self.static_args)
         self.copy_in, self.copy_out = SlotCopy(self.static_args), SlotCopy(self.static_results)
-        self.io = MappedIO(args[0].device, n_out=_N_RESULTS, n_in=_N_ARGS)
+        self.io = MappedIO(self.device, n_out=_N_RESULTS, n_in=_N_ARGS)
         self.fwd_config, self.bwd_config = fwd_config, bwd_config
         self.graph = None
-        self._spare, self._spare_stream = None, None  # the next call's results and the stream they belong to
-
-    def _new_results(self) -> tuple:
-        return tuple(torch.empty_like(x) for x in self.static_results)
-
-    def _stream(self):
-        """The caller's current stream (None off CUDA): spare results are handed out on the same stream only."""
-        device = self.static_results[0].device
-        return torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
+        self._spare = None  # the next call's results, allocated on self._stream
+        self._stream = None  # the stream of the last replay (None off CUDA)
 
     def _body(self) -> None:
-        self.io.copy_in_slots(self.copy_in)
+        self.io.copy_in_slots(self.copy_in, ack=True)
         _launch_into(self.static_args, self.static_results, self.fwd_config, self.bwd_config)
-        self.io.copy_out_slots(self.copy_out, ack=True)
+        self.io.copy_out_slots(self.copy_out, ack=False)
 
     def run(self, args) -> tuple:
         """Post ``args`` and 16 new result tensors, run the graph (the first call: the body eagerly, then the
         capture), allocate the next call's results, return this call's."""
-        stream = self._stream()
+        stream = torch.cuda.current_stream(self.device) if self.device.type == "cuda" else None
         results, self._spare = self._spare, None
-        if results is None or self._spare_stream != stream:
-            results = self._new_results()
+        if stream != self._stream:
+            results = None  # (spare results belong to the previous stream)
+            if self._stream is not None:
+                stream.wait_stream(self._stream)  # that stream's replay still reads the stash and static tensors
+        if results is None:
+            results = tuple(torch.empty_like(x) for x in self.static_results)
+        self._stream = stream
         if self.graph is None:
             self.io.post(args, results)
-            self.graph, _ = capture_graph(self._body, self._body, args[0].device)
+            self.graph, _ = capture_graph(self._body, self._body, self.device)
         else:
             self.io.replay(self.graph, args, results)
-        self._spare, self._spare_stream = self._new_results(), stream
+        self._spare = tuple(torch.empty_like(x) for x in self.static_results)
         return results
+
+    def close(self) -> None:
+        """Wait until nothing of this graph runs on the device (before its memory is released)."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
 
 
 _GRAPHS: OrderedDict[tuple, FullVjpGraph] = OrderedDict()
+_SEEN: OrderedDict[tuple, None] = OrderedDict()  # keys called once, not captured yet
+_CAPTURES = [0]  # captures made in this process
 
 
 def _aligned(x: torch.Tensor) -> torch.Tensor:
@@ -103,32 +131,57 @@ def _aligned(x: torch.Tensor) -> torch.Tensor:
     return x.clone(memory_format=torch.contiguous_format)  # (a new allocation: aligned)
 
 
-def graph_applies(graph: bool | None, q) -> bool:
-    """Whether the full-VJP entry takes the graph for its ``graph`` argument and its first argument ``q``: as
-    forced (True / False), else (None) for CUDA tensors of at most GRAPH_MAX_TOKENS tokens while the caller is not
-    capturing a graph itself."""
-    if graph is not None:
-        return bool(graph)
-    return q.is_cuda and q.shape[0] <= GRAPH_MAX_TOKENS and not torch.cuda.is_current_stream_capturing()
+def graph_applies(graph: bool | None, q, cu_seqlens) -> bool:
+    """Whether the full-VJP entry takes the graph path, for its ``graph`` argument and its ``q`` (T, 1, 128) and
+    ``cu_seqlens`` (S + 1,): as forced (True / False), else (None) for CUDA tensors whose call copies at most
+    GRAPH_MAX_COPY_BYTES, while the caller is not capturing a graph itself. ``graph=True`` during a capture raises
+    ValueError (a graph cannot be captured inside another)."""
+    if graph is None:
+        return (q.is_cuda and copied_bytes(q.shape[0], cu_seqlens.shape[0] - 1) <= GRAPH_MAX_COPY_BYTES
+                and not torch.cuda.is_current_stream_capturing())
+    if graph and q.is_cuda and torch.cuda.is_current_stream_capturing():
+        raise ValueError("graph=True while the current stream is capturing a CUDA graph: pass graph=None or False")
+    return bool(graph)
 
 
-def full_vjp_graphed(args, fwd_config, bwd_config) -> tuple:
+def _drop_oldest() -> None:
+    _GRAPHS.popitem(last=False)[1].close()
+
+
+def full_vjp_graphed(args, fwd_config, bwd_config, force: bool = False) -> tuple | None:
     """The 16 results of the full-VJP call on ``args`` (the 17 validated arguments, any layout) through the graph
-    of their key, captured on first use (the key: T, S, device, configs)."""
-    args = tuple(_aligned(x) for x in args)
+    of their key (T, S, device, configs), or None where the caller should launch directly: the key's first call
+    (unless ``force``) or no capture left (MAX_CAPTURES). A first call that raises leaves no graph behind."""
     q = args[0]
     key = (q.shape[0], args[11].shape[0] - 1, q.device, fwd_config, bwd_config)
     graph = _GRAPHS.get(key)
     if graph is None:
-        graph = _GRAPHS[key] = FullVjpGraph(args, fwd_config, bwd_config)
+        if _CAPTURES[0] >= MAX_CAPTURES or not (force or key in _SEEN):
+            _SEEN[key] = None
+            _SEEN.move_to_end(key)
+            if len(_SEEN) > _MAX_SEEN:
+                _SEEN.popitem(last=False)
+            return None
+        _SEEN.pop(key, None)
+        args = tuple(_aligned(x) for x in args)
+        graph = FullVjpGraph(args, fwd_config, bwd_config)
+        try:
+            results = graph.run(args)
+        except BaseException:
+            graph.close()
+            raise
+        _CAPTURES[0] += 1
+        _GRAPHS[key] = graph
         while len(_GRAPHS) > MAX_GRAPHS:
-            _GRAPHS.popitem(last=False)[1].io.drain()  # (no replay of a dropped graph is left pending)
-    else:
-        _GRAPHS.move_to_end(key)
-    return graph.run(args)
+            _drop_oldest()
+        return results
+    _GRAPHS.move_to_end(key)
+    return graph.run(tuple(_aligned(x) for x in args))
 
 
 def clear_graphs() -> None:
-    """Drop every captured full-VJP graph (and the memory it holds), after their pending replays."""
+    """Drop every captured full-VJP graph (and the memory it holds) and forget the keys seen once; the capture
+    count is kept."""
     while _GRAPHS:
-        _GRAPHS.popitem()[1].io.drain()
+        _drop_oldest()
+    _SEEN.clear()

@@ -9,10 +9,10 @@ values (start 0, strictly increasing, end T) need a device-to-host copy, so ``ch
 wrong results, not an error); True or False forces the choice.
 Graphs: on CUDA the full-VJP entry runs as one captured CUDA graph per (T, S, device, configs) (``graph=None``,
 the default; ssmkit.mamba3.graph: a call is ~one replay of host time instead of 9 launches and ~40 allocations)
-for T <= GRAPH_MAX_TOKENS (beyond, the direct call's host time hides behind its GPU work and the graph's copies
-would cost more than they save), except while the caller itself is capturing a graph; ``graph=False`` launches
-the kernels directly, ``graph=True`` forces the graph path (off CUDA: its interpreter stand-in, for tests). Both
-give the same bits.
+while a call copies at most GRAPH_MAX_COPY_BYTES (~3072 tokens; beyond, the direct call's host time hides behind
+its GPU work and the graph's copies would cost more than they save), from a key's second call on, except while
+the caller itself is capturing a graph; ``graph=False`` launches the kernels directly, ``graph=True`` takes the
+graph from the first call (off CUDA: its interpreter stand-in, for tests). Both give the same bits.
 """
 import torch
 
@@ -72,8 +72,10 @@ def mamba3_siso_varlen_joint_states_full_vjp(
     _validate(inputs, cotangents, check_cu_seqlens)
     if not kernels_apply(q.device):
         return mamba3_siso_varlen_joint_states_full_vjp_reference(*inputs, *cotangents)
-    if graph_applies(graph, q):
-        return full_vjp_graphed((*inputs, *cotangents), fwd_config, bwd_config)
+    if graph_applies(graph, q, cu_seqlens):
+        results = full_vjp_graphed((*inputs, *cotangents), fwd_config, bwd_config, force=graph is True)
+        if results is not None:
+            return results
     inputs = contiguous_each(inputs)
     *outputs, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False)  # (checked above)
     return (*outputs, *mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config))

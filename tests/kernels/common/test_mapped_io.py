@@ -155,3 +155,21 @@ def test_capture_graph_stand_in_off_cuda():
     graph.replay()
     graph.replay()
     assert calls == ["warm", "body", "body"]
+
+
+def test_fetch_can_acknowledge_the_replay():
+    """copy_in_slots(ack=True): the table fetch writes ack (the table is free once it ran); a copy-out with
+    ack=False then leaves it."""
+    g = torch.Generator().manual_seed(6)
+    static = _slot_tensors(g, poison=True)
+    io = MappedIO(DEVICE, n_out=len(static), n_in=len(static))
+    srcs, dsts = _slot_tensors(g, poison=False), _slot_tensors(g, poison=True)
+    io.post(srcs, dsts)
+    io.copy_in_slots(SlotCopy(static), ack=True)
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+    assert int(io.ack[0]) == 1 == io.seq
+    io.copy_out_slots(SlotCopy(static), ack=False)
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+    assert all(torch.equal(a, b) for a, b in zip(dsts, srcs)) and int(io.ack[0]) == 1

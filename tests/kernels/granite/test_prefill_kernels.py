@@ -491,7 +491,12 @@ for evict in (False, True):
           EVICT_FIRST=evict))
 build(ssd_decode._granite_decode_norm_roll_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, D_CONV=4, BLOCK_I=4096,
       BLOCK_C=512))
-build(mapped_io._mapped_fetch_kernel, dict(WORDS=5, BLOCK=8))
+for ack in (False, True):
+    build(mapped_io._mapped_fetch_kernel, dict(WORDS=5, BLOCK=8, ACK=ack))
+build(mapped_io._mapped_copy_slots_kernel, dict(WORD0=1, OUT=False, ACK=False, BLOCK=4096, SB=32),
+      {"meta_ptr": "*i64"})
+build(mapped_io._mapped_copy_slots_kernel, dict(WORD0=18, OUT=True, ACK=True, BLOCK=4096, SB=32),
+      {"meta_ptr": "*i64"})
 build(mapped_io._mapped_copy_in_kernel, dict(BLOCK=1024))
 build(mapped_io._mapped_gather_kernel, dict(WIDTH=1536, BLOCK_R=16, BLOCK_D=256))
 for ack, in_type in ((False, "*bf16"), (True, "*fp32")):  # the ssm_state copy-out is fp32

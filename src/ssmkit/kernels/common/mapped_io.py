@@ -7,11 +7,16 @@
 # device). With m sources and n outputs:
 #   table (pinned int64, host writes): [seq, src_0, ..., src_{m-1}, dst_0, ..., dst_{n-1}]
 #   stash (device int64):              the same words, copied by the graph's first node
-#   ack   (pinned int64, GPU writes):  seq of the last replay whose final copy-out has run
+#   ack   (pinned int64, GPU writes):  seq of the last replay whose final copy-out (or, ``copy_in_slots(ack=True)``,
+#                                      whose table fetch) has run
 # The graph's first node (_mapped_fetch_kernel, one program) copies the table into the stash; every later node
 # reads its addresses from the stash in device memory (_mapped_copy_in_kernel or _mapped_gather_kernel for src_0,
 # _mapped_copy_out_kernel or any kernel given ``dst_address(k)`` for dst_k; _mapped_copy_slots_kernel for all
-# sources or all destinations of a ``SlotCopy`` in one launch), and the last copy-out writes ack.
+# sources or all destinations of a ``SlotCopy`` in one launch), and the last copy-out writes ack -- or the fetch
+# itself does (``copy_in_slots(ack=True)``): the table is free once the fetch ran, so the host may post the next call
+# while this replay still runs (on one stream: stream order keeps that replay's stash; across streams the caller
+# orders them, as ssmkit.mamba3.graph does). Only program 0 of a copy-out writes ack, so ack never says that the
+# whole replay has finished: whoever frees what a replay reads synchronises first.
 # (Reading the table from every program instead cost 7.4 us for a 196 KB copy of 96 programs and 33 us for the
 # 41 MB row gather on the H200: reads of one host cache line over PCIe queue up; bench/granite/NOTES.md.)
 # The table is free for the next call once ack equals the last posted seq (the fetch ran before every later node,
@@ -37,10 +42,16 @@ _SPIN_READS = 100_000
 
 
 @triton.jit
-def _mapped_fetch_kernel(table_ptr, stash_ptr, WORDS: tl.constexpr, BLOCK: tl.constexpr):
-    """stash[:WORDS] = table[:WORDS] (one program: one read of the host-mapped table per replay)."""
+def _mapped_fetch_kernel(table_ptr, stash_ptr, ack_ptr, WORDS: tl.constexpr, BLOCK: tl.constexpr,
+                         ACK: tl.constexpr):
+    """stash[:WORDS] = table[:WORDS] (one program: one read of the host-mapped table per replay); with ACK, after a
+    barrier (every table word read), ack = table[0] (the replay's seq)."""
     offs = tl.arange(0, BLOCK)
-    tl.store(stash_ptr + offs, tl.load(table_ptr + offs, mask=offs < WORDS), mask=offs < WORDS)
+    words = tl.load(table_ptr + offs, mask=offs < WORDS, other=0)
+    tl.store(stash_ptr + offs, words, mask=offs < WORDS)
+    if ACK:
+        tl.debug_barrier()
+        tl.store(ack_ptr, tl.sum(tl.where(offs == 0, words, 0), axis=0))
 
 
 @triton.jit
@@ -151,10 +162,10 @@ class MappedIO:
         self._ack = self.ack.numpy()
         self.seq = 0
 
-    def _fetch(self) -> None:
-        """Launch: the table into the device stash (one program)."""
-        _mapped_fetch_kernel[(1,)](self.table, self.stash, WORDS=self.words,
-                                   BLOCK=triton.next_power_of_2(self.words))
+    def _fetch(self, ack: bool = False) -> None:
+        """Launch: the table into the device stash (one program); ``ack``: then acknowledge the replay."""
+        _mapped_fetch_kernel[(1,)](self.table, self.stash, self.ack, WORDS=self.words,
+                                   BLOCK=triton.next_power_of_2(self.words), ACK=ack)
 
     def copy_in(self, static_in: torch.Tensor) -> None:
         """Launch the table fetch, then static_in (contiguous) <- the posted src (same numel and dtype)."""
@@ -171,10 +182,10 @@ class MappedIO:
         _mapped_gather_kernel[(triton.cdiv(rows, _GATHER_ROWS),)](
             self.stash, index, static_rows, rows, WIDTH=width, BLOCK_R=_GATHER_ROWS, BLOCK_D=block_d)
 
-    def copy_in_slots(self, static: SlotCopy) -> None:
+    def copy_in_slots(self, static: SlotCopy, ack: bool = False) -> None:
         """Launch the table fetch, then every static tensor of ``static`` (``n_in`` of them) <- the posted source
-        of its position, in one launch."""
-        self._fetch()
+        of its position, in one launch. ``ack``: the fetch acknowledges the replay (no copy-out does then)."""
+        self._fetch(ack)
         self._copy_slots(static, out=False, ack=False)
 
     def dst_address(self, slot: int) -> torch.Tensor:
