@@ -10,6 +10,10 @@ Usage (CUDA): PYTHONPATH=src python bench/mamba3_ab.py --baseline DIR --out DIR 
        PYTHONPATH=src python bench/mamba3_ab.py --graph --out DIR [--cases ...] [--scales 1,2,4]
 ``--graph``: instead, the public entry with validation, launching directly (graph=False, "baseline") against its
 captured-graph path (graph=True, "new"; ssmkit.mamba3.graph), at each scale of the sequence lengths.
+``--graph-streams``: the graph path with every launch on one stream ("baseline") against its forked side streams
+("new"; ssmkit.mamba3.graph.CONCURRENT_STREAMS).
+Every mode also reports ``queued_ms``: CUDA-event time of QUEUED calls issued back to back without a host sync,
+per call (the GPU's time per call wherever the host keeps ahead of it, as with one graph replay per call).
 """
 import argparse
 import importlib.util
@@ -28,11 +32,12 @@ from mamba3_bench import gpu_kernel_split, gpu_ms  # noqa: E402
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.mamba3 import bwd as new_bwd  # noqa: E402
 from ssmkit.kernels.mamba3 import fwd as new_fwd  # noqa: E402
+from ssmkit.mamba3 import graph as graph_module  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
 from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp  # noqa: E402
 from ssmkit.mamba3.shapes import COTANGENT_NAMES, INPUT_NAMES, RESULT_NAMES  # noqa: E402
 
-ROTATE, CALLS = 3, 40
+ROTATE, CALLS, QUEUED = 3, 40, 20
 
 
 def load(path: Path, name: str):
@@ -51,11 +56,28 @@ def full_call(fwd_mod, bwd_mod):
     return run
 
 
-def entry_call(graph: bool):
-    """args dict -> the 16 results of the public entry, launching directly or through its graph."""
+def entry_call(graph: bool, concurrent: bool = True):
+    """args dict -> the 16 results of the public entry, launching directly or through its graph (with or without
+    its side streams)."""
     def run(args):
-        return mamba3_siso_varlen_joint_states_full_vjp(**args, graph=graph)
+        graph_module.CONCURRENT_STREAMS = concurrent
+        try:
+            return mamba3_siso_varlen_joint_states_full_vjp(**args, graph=graph)
+        finally:
+            graph_module.CONCURRENT_STREAMS = True
     return run
+
+
+def queued_ms(fn, arg_sets):
+    """CUDA-event ms per call over QUEUED calls of fn issued back to back (rotating the argument sets)."""
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for i in range(QUEUED):
+        fn(arg_sets[i % len(arg_sets)])
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / QUEUED
 
 
 def interleaved_wall_ms(fns, arg_sets):
@@ -78,6 +100,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baseline", type=Path)
     ap.add_argument("--graph", action="store_true")
+    ap.add_argument("--graph-streams", action="store_true")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--cases", default="")
     ap.add_argument("--scales", default="1")
@@ -85,6 +108,8 @@ def main() -> None:
     device = torch.device("cuda")
     if args.graph:
         sides = {"baseline": entry_call(False), "new": entry_call(True)}
+    elif args.graph_streams:
+        sides = {"baseline": entry_call(True, concurrent=False), "new": entry_call(True)}
     else:
         if args.baseline is None:
             ap.error("--baseline DIR is needed without --graph")
@@ -105,12 +130,14 @@ def main() -> None:
             diff = {n: ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()
                     for n, a, b in zip(RESULT_NAMES, res["new"], res["baseline"])}
             gpus = [gpu_ms(fn, sets) for fn in sides.values()]
+            queued = [queued_ms(fn, sets) for fn in sides.values()]
             row = dict(case=case["name"], T=sum(case["seqlens"]), wall_ms=dict(zip(sides, walls)),
-                       gpu_ms=dict(zip(sides, gpus)), new_vs_baseline=diff)
+                       gpu_ms=dict(zip(sides, gpus)), queued_ms=dict(zip(sides, queued)), new_vs_baseline=diff)
             if i == 0:
                 row["kernels_ms"] = {name: gpu_kernel_split(fn, sets[0]) for name, fn in sides.items()}
             rows.append(row)
             print(f"{case['name']:24s} wall {walls[0]:.3f} -> {walls[1]:.3f} ms  GPU {gpus[0]:.3f} -> {gpus[1]:.3f} ms"
+                  f"  queued {queued[0]:.3f} -> {queued[1]:.3f} ms"
                   f"  max rel diff {max(diff.values()):.2e} ({max(diff, key=diff.get)})", flush=True)
             if "kernels_ms" in row:
                 for name, split in row["kernels_ms"].items():

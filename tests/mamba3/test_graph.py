@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
 NAMES = INPUT_NAMES + COTANGENT_NAMES
 
 
-def _stand_in_kernels(args, results, fwd_config, bwd_config):
+def _stand_in_kernels(args, results, fwd_config, bwd_config, side):
     """results[j] = h_j + position, h_j a sum of every element of every argument weighted by argument and position:
     a missed or misplaced argument word changes every result, a missed result word stays poisoned."""
     h = sum((i + 1) * (x.double().flatten() * torch.arange(1, x.numel() + 1, dtype=torch.float64)).sum()
@@ -33,7 +33,7 @@ def _stand_in_kernels(args, results, fwd_config, bwd_config):
 
 def _expected(args):
     results = graph_module._allocate_results(args)
-    _stand_in_kernels(args, results, None, None)
+    _stand_in_kernels(args, results, None, None, None)
     return results
 
 

@@ -37,7 +37,8 @@ for prec in ("tf32", "tf32x3"):
     for warps in (4, 8):
         build(bwd._m3b_dstate_local_kernel, dict(SB=8, PREC=prec), warps)
 build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024))
-build(bwd._m3b_gate_kernel, dict(BLOCK=bwd._GATE_BLOCK))
+for dz, dy in ((True, True), (False, True), (True, False)):  # the direct call's gate; a graph's two halves
+    build(bwd._m3b_gate_kernel, dict(BLOCK=bwd._GATE_BLOCK, DZ=dz, DY=dy))
 build(bwd._m3b_finish_kernel, dict(SB=8, CB=16, BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS))
 for prec in ("tf32", "tf32x3"):
     build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, PRECISION=prec), 8)

@@ -7,7 +7,8 @@ private memory pool. Its nodes: the ``MappedIO`` table fetch and one copy of all
 ones (``SlotCopy``; the fetch acknowledges the replay: the table is then free for the next call's post), the
 forward and backward kernels exactly as the direct call launches them, one copy of the 16 static results to the
 posted new tensors. A call allocates the 16 results, posts
-the 33 addresses to pinned host memory and replays; the results of the next call are allocated right after the
+the 33 addresses to pinned host memory and replays; inside, the backward's state-gradient chain and the gate run on
+two forked streams beside the forward's chunk scan and the chunk kernels (``_launch_into``); the results of the next call are allocated right after the
 replay, while the GPU runs it (host time off the call's critical path: the GPU idles until the replay is
 launched), and used by the next call on the same stream. Results are bit-identical to the direct call (same kernels,
 same launch configurations, on the same values).
@@ -23,14 +24,15 @@ replay runs the same body again in the interpreter.
 """
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 
 import torch
 
 from ssmkit.kernels.common.mapped_io import MappedIO, SlotCopy, capture_graph
-from ssmkit.kernels.mamba3.bwd import Mamba3BwdGrads, allocate_grads, mamba3_siso_bwd
+from ssmkit.kernels.mamba3.bwd import Mamba3BwdGrads, allocate_grads, bwd_gate, bwd_state_grads, mamba3_siso_bwd
 from ssmkit.kernels.mamba3.fwd import allocate_fwd_outputs, mamba3_siso_fwd
-from ssmkit.mamba3.shapes import DSTATE, HEADDIM, NANGLES, NHEADS, NHEADS_QK
+from ssmkit.mamba3.shapes import CHUNK, DSTATE, HEADDIM, NANGLES, NHEADS, NHEADS_QK
 
 _N_ARGS, _N_RESULTS = 17, 16
 
@@ -54,6 +56,9 @@ GRAPH_MAX_COPY_BYTES = copied_bytes(3072, 4)
 #: Captured graphs kept (least recently used dropped first): each holds its static arguments and results, the
 #: next call's results and its workspace, ~0.4 GB at T = 2184 and growing linearly in T.
 MAX_GRAPHS = 8
+#: Whether a graph forks its two side streams (``_launch_into``); False keeps every launch on one stream (the same
+#: bits; for A/Bs, bench/mamba3_ab.py --graph-streams). Part of the key.
+CONCURRENT_STREAMS = True
 #: Captures per process at most (then new keys launch directly), and keys remembered for their first sighting.
 MAX_CAPTURES = 32
 _MAX_SEEN = 64
@@ -65,11 +70,51 @@ def _allocate_results(args) -> tuple:
     return (*allocate_fwd_outputs(q.shape[0], args[11].numel() - 1, q.device), *allocate_grads(*args[:11]))
 
 
-def _launch_into(args, results, fwd_config, bwd_config) -> None:
-    """The direct call's kernels on ``args`` (17 contiguous tensors), writing ``results`` (16 tensors)."""
+def _launch_into(args, results, fwd_config, bwd_config, side) -> None:
+    """The direct call's kernels on ``args`` (17 contiguous tensors), writing ``results`` (16 tensors), on three
+    streams: ``side`` holds two more CUDA streams of the device; the backward's dY half of the gate and its
+    state-gradient chain run on the first, beside the forward's chunk scan (they need q~ but no scan result), and
+    the dz half of the gate on the second, beside the chunk kernels; the current stream waits for both before it
+    returns. (Off CUDA, (None, None): the same launches in that order on one stream, for the interpreter tests.)
+    The kernels and their inputs are those of the direct call, so are the bits."""
     inputs, cotangents = args[:12], args[12:]
-    *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5])
-    mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=Mamba3BwdGrads(*results[5:]))
+    dout, dfinal_ssm = cotangents[0], cotangents[2]
+    v, adt, z, cu_seqlens = inputs[2], inputs[3], inputs[10], inputs[11]
+    grads = Mamba3BwdGrads(*results[5:])
+    main = torch.cuda.current_stream(v.device) if side[0] is not None else None
+    # (allocated on the current stream, which outlives their use on the side streams by the joins below)
+    dy = torch.empty(v.shape, dtype=torch.float32, device=v.device)
+    dstates = torch.empty((v.shape[0] // CHUNK + cu_seqlens.shape[0] - 1, *v.shape[1:], DSTATE),
+                          dtype=torch.float32, device=v.device)
+
+    def fork_chain(q_rot):
+        with _forked(side[0], main):
+            bwd_gate(dout, z, None, dy=dy)
+            bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, config=bwd_config, dstates=dstates)
+
+    *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5], before_scan=fork_chain)
+    with _forked(side[1], main):
+        bwd_gate(dout, z, saved.y, dz=grads.dz)
+    _join(main, side[0])
+    mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads, state_grads=(dy, dstates))
+    _join(main, side[1])
+
+
+@contextlib.contextmanager
+def _forked(stream, main):
+    """Launches inside run on ``stream`` after what ``main`` has queued so far (no-op streams: None)."""
+    if stream is None:
+        yield
+        return
+    stream.wait_stream(main)
+    with torch.cuda.stream(stream):
+        yield
+
+
+def _join(main, stream) -> None:
+    """``main`` waits for what ``stream`` has queued so far (None: nothing to do)."""
+    if stream is not None:
+        main.wait_stream(stream)
 
 
 class FullVjpGraph:
@@ -85,12 +130,14 @@ class FullVjpGraph:
         self.io = MappedIO(self.device, n_out=_N_RESULTS, n_in=_N_ARGS)
         self.fwd_config, self.bwd_config = fwd_config, bwd_config
         self.graph = None
+        forked = self.device.type == "cuda" and CONCURRENT_STREAMS
+        self._side = (torch.cuda.Stream(self.device), torch.cuda.Stream(self.device)) if forked else (None, None)
         self._spare = None  # the next call's results, allocated on self._stream
         self._stream = None  # the stream of the last replay (None off CUDA)
 
     def _body(self) -> None:
         self.io.copy_in_slots(self.copy_in, ack=True)
-        _launch_into(self.static_args, self.static_results, self.fwd_config, self.bwd_config)
+        _launch_into(self.static_args, self.static_results, self.fwd_config, self.bwd_config, self._side)
         self.io.copy_out_slots(self.copy_out, ack=False)
 
     def run(self, args) -> tuple:
@@ -150,10 +197,10 @@ def _drop_oldest() -> None:
 
 def full_vjp_graphed(args, fwd_config, bwd_config, force: bool = False) -> tuple | None:
     """The 16 results of the full-VJP call on ``args`` (the 17 validated arguments, any layout) through the graph
-    of their key (T, S, device, configs), or None where the caller should launch directly: the key's first call
+    of their key (T, S, device, configs, CONCURRENT_STREAMS), or None where the caller should launch directly: the key's first call
     (unless ``force``) or no capture left (MAX_CAPTURES). A first call that raises leaves no graph behind."""
     q = args[0]
-    key = (q.shape[0], args[11].shape[0] - 1, q.device, fwd_config, bwd_config)
+    key = (q.shape[0], args[11].shape[0] - 1, q.device, fwd_config, bwd_config, CONCURRENT_STREAMS)
     graph = _GRAPHS.get(key)
     if graph is None:
         if _CAPTURES[0] >= MAX_CAPTURES or not (force or key in _SEEN):

@@ -82,17 +82,21 @@ def _m3b_dphi(g, xr, C: tl.constexpr, NA: tl.constexpr):
 
 
 @triton.jit
-def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, NUMEL, BLOCK: tl.constexpr):
-    """Grid (cdiv(T * H * P, BLOCK),): the gate (F8), elementwise over (T, H, P): dz = dout * y * silu'(z) (the
-    input's dtype) and dY = dout * silu(z) (fp32, read by the state-gradient and chunk-body kernels)."""
+def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, NUMEL, BLOCK: tl.constexpr, DZ: tl.constexpr,
+                     DY: tl.constexpr):
+    """Grid (cdiv(T * H * P, BLOCK),): the gate (F8), elementwise over (T, H, P): with DZ, dz = dout * y * silu'(z)
+    (the input's dtype); with DY, dY = dout * silu(z) (fp32, read by the state-gradient and chunk-body kernels). dY
+    needs no forward result, so a graph can compute it beside the forward (ssmkit.mamba3.graph)."""
     e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = e < NUMEL
     dout = tl.load(dout_ptr + e, mask=m, other=0.0).to(tl.float32)
     zz = tl.load(z_ptr + e, mask=m, other=0.0).to(tl.float32)
     sig = tl.sigmoid(zz)
-    yy = tl.load(y_ptr + e, mask=m, other=0.0)
-    tl.store(dz_ptr + e, (dout * yy * sig * (1.0 + zz * (1.0 - sig))).to(dz_ptr.dtype.element_ty), mask=m)
-    tl.store(dy_ptr + e, dout * zz * sig, mask=m)
+    if DZ:
+        yy = tl.load(y_ptr + e, mask=m, other=0.0)
+        tl.store(dz_ptr + e, (dout * yy * sig * (1.0 + zz * (1.0 - sig))).to(dz_ptr.dtype.element_ty), mask=m)
+    if DY:
+        tl.store(dy_ptr + e, dout * zz * sig, mask=m)
 
 
 @triton.jit
@@ -540,8 +544,49 @@ def allocate_grads(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z) -> Mamb
                             for x in (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z)))
 
 
+def bwd_gate(dout, z, y, dz=None, dy=None) -> None:
+    """Launch the gate kernel over (T, 32, 64): dz (like z) from dout, z and the forward's y (fp32) if ``dz`` is
+    given, dY = dout * silu(z) (fp32) into ``dy`` if given (y is then not needed: None)."""
+    numel = dout.numel()
+    _m3b_gate_kernel[(triton.cdiv(numel, _GATE_BLOCK),)](
+        dout, z, dout if y is None else y, dout if dz is None else dz, dout if dy is None else dy, numel,
+        BLOCK=_GATE_BLOCK, DZ=dz is not None, DY=dy is not None, num_warps=4,
+    )
+
+
+def bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, *, config=DEFAULT_BWD_CONFIG, dstates=None):
+    """Launch the state-gradient chain (spec §7.2): the gradient of the state leaving every chunk, (T // 64 + S, 32,
+    64, 128) fp32 in the forward's chunk-state layout, into ``dstates`` (new if None, which is returned), from the
+    forward's q~ (T, 32, 128) fp32, adt (T, 32) fp32, dY (T, 32, 64) fp32 and dfinal_ssm (S, 32, 64, 128) fp32."""
+    T, H, N = q_rot.shape
+    P = dy.shape[-1]
+    S = cu_seqlens.shape[0] - 1
+    nslot = T // CHUNK + S
+    if P * N % config.scan_block != 0:
+        raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
+    if dstates is None:
+        dstates = torch.empty((nslot, H, P, N), device=dy.device, dtype=torch.float32)
+    if config.dstate_scan:
+        _m3b_dstate_local_kernel[(nslot, H)](
+            q_rot, adt, dy, cu_seqlens, dstates, S,
+            H=H, P=P, N=N, C=CHUNK, SB=triton.next_power_of_2(S + 1), PREC=config.input_precision,
+            num_warps=config.dstate_warps,
+        )
+        _m3b_dstate_scan_kernel[(P * N // config.scan_block, H, S)](
+            adt, cu_seqlens, dfinal_ssm, dstates, H=H, PN=P * N, C=CHUNK, BLOCK=config.scan_block, num_warps=4,
+        )
+    else:
+        _m3b_dstate_kernel[(H, S, 2)](
+            q_rot, adt, dy, cu_seqlens, dfinal_ssm, dstates,
+            H=H, P=P, N=N, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
+            num_stages=config.dstate_stages,
+        )
+    return dstates
+
+
 def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, saved,
-                    dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, config=DEFAULT_BWD_CONFIG, grads=None):
+                    dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, config=DEFAULT_BWD_CONFIG, grads=None,
+                    state_grads=None):
     """Full VJP of the Mamba-3 SISO varlen operator (spec §7.1) from the forward's saved tensors.
 
     Inputs in the project layout (spec "Decisions"): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -554,7 +599,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (T, 32, 64), dfinal_angle (S, 32, 32), dfinal_ssm (S, 32, 64, 128), dfinal_k (S, 32, 128), dfinal_v
     (S, 32, 64).
     `config`: a Mamba3BwdConfig (warps, dot precision). `grads`: None (new tensors) or a `Mamba3BwdGrads` of
-    tensors to write, as `allocate_grads` makes them (not checked), which is then returned.
+    tensors to write, as `allocate_grads` makes them (not checked), which is then returned. `state_grads`: None, or
+    (dY, dstates) already computed by `bwd_gate` (with dz into grads.dz) and `bwd_state_grads` (a graph runs those
+    beside the forward's last kernel): then only the chunk kernels are launched.
     Returns `Mamba3BwdGrads` (dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz); no host sync.
     """
     T, H, P = v.shape
@@ -568,30 +615,15 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (v, adt, dt, trap, angles, d, z, cu_seqlens, y, cos_phi, sin_phi, chunk_states, q_rot, k_rot,
      dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = contiguous_each(
         (v, adt, dt, trap, angles, d, z, cu_seqlens, *saved, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
-    if P * N % config.scan_block != 0:
-        raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
     grads = allocate_grads(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z) if grads is None else grads
-    dz, dv = grads.dz, grads.dv
-    dstates = torch.empty((nslot, H, P, N), device=dev, dtype=f32)
-    dy = torch.empty((T, H, P), device=dev, dtype=f32)  # dout * silu(z)
+    dv = grads.dv
     sb = triton.next_power_of_2(S + 1)  # (>= S + 1: _fwd_locate_chunk reads cu_seqlens[0..S])
-    _m3b_gate_kernel[(triton.cdiv(T * H * P, _GATE_BLOCK),)](
-        dout, z, y, dz, dy, T * H * P, BLOCK=_GATE_BLOCK, num_warps=4,
-    )
-    if config.dstate_scan:
-        _m3b_dstate_local_kernel[(nslot, H)](
-            q_rot, adt, dy, cu_seqlens, dstates, S,
-            H=H, P=P, N=N, C=CHUNK, SB=sb, PREC=config.input_precision, num_warps=config.dstate_warps,
-        )
-        _m3b_dstate_scan_kernel[(P * N // config.scan_block, H, S)](
-            adt, cu_seqlens, dfinal_ssm, dstates, H=H, PN=P * N, C=CHUNK, BLOCK=config.scan_block, num_warps=4,
-        )
+    if state_grads is None:
+        dy = torch.empty((T, H, P), device=dev, dtype=f32)  # dout * silu(z)
+        bwd_gate(dout, z, y, grads.dz, dy)
+        dstates = bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, config=config)
     else:
-        _m3b_dstate_kernel[(H, S, 2)](
-            q_rot, adt, dy, cu_seqlens, dfinal_ssm, dstates,
-            H=H, P=P, N=N, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
-            num_stages=config.dstate_stages,
-        )
+        dy, dstates = state_grads
     # the chunk body in two launches (intra-chunk part; q side and k side per state half); their per-token and
     # per-slot partial results are combined in a fixed order by the finish kernel
     mg = torch.empty((nslot, H, CHUNK, CHUNK), device=dev, dtype=f32)  # M o G per slot and head

@@ -314,7 +314,8 @@ def allocate_fwd_outputs(T: int, S: int, device) -> tuple:
 
 
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
-                    config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None):
+                    config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None,
+                    before_scan=None):
     """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -328,7 +329,9 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     save_for_backward is False (then y, cos_phi and sin_phi are not written, and the chunk states, q_rot and k_rot
     are temporaries: the scan kernel reads q~ and k~ from the rotate kernel either way). ``out``: None (new tensors)
     or the five output tensors to write, as ``allocate_fwd_outputs`` makes them (contiguous; not checked), which
-    are then returned (a graph-backed call writes its static buffers so).
+    are then returned (a graph-backed call writes its static buffers so). ``before_scan``: None, or a function
+    called with q_rot (T, 32, 128) fp32 once the rotate kernel is launched and before the chunk-scan launch (a graph
+    forks the backward's state-gradient chain there, which needs q~ but not the scan's results).
     """
     if validate:
         validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
@@ -379,6 +382,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         save_bufs[2], q_rot, k_rot, H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s,
         SAVE=save_for_backward, num_warps=config.rotate_warps,
     )
+    if before_scan is not None:
+        before_scan(q_rot)
     _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
         q_rot, k_rot, v, adt, dt, trap, d, z, cu_seqlens, S, chunk_states, qk, out, final_v, save_bufs[0],
         H=NHEADS, N=DSTATE, P=HEADDIM, CHUNK_=CHUNK, BLOCK_S=block_s, SAVE=save_for_backward,
