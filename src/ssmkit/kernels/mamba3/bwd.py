@@ -257,15 +257,18 @@ def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, 
                   H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr):
     """Store one side kernel's gradient g of the rotated vector xr (C, N/2) on state half ``half``: on the rotated
     half (0) its dPhi (C, NA) and dPhi's column sum per slot first, then R(Phi)^T g; the (T, H, N) per-head
-    partial and its column sum per slot (the bias partial). On half 1 the rotation is the identity (cos 1, sin 0
-    read as the masked loads' defaults) and no dPhi is stored."""
-    rot = half == 0
-    m = tl.arange(0, NA)
-    dphi = _m3b_dphi(g, xr, C, NA)
-    tl.store(dphi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vmask & rot)
-    tl.store(dphis_ptr + (slot * H + h) * NA + m, tl.sum(tl.where(vmask, dphi, 0.0), axis=0), mask=rot)
-    cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask & rot, h, H, NA)
-    dx = _m3b_unrotate(g, cs, sn, C, NA)
+    partial and its column sum per slot (the bias partial). Half 1 is not rotated: g is stored as it is (a branch
+    uniform over the program; until session 7 half 1 ran the rotation as the identity through masked cos / sin
+    loads, a third of its instructions spent on nothing)."""
+    if half == 0:
+        m = tl.arange(0, NA)
+        dphi = _m3b_dphi(g, xr, C, NA)
+        tl.store(dphi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vmask)
+        tl.store(dphis_ptr + (slot * H + h) * NA + m, tl.sum(tl.where(vmask, dphi, 0.0), axis=0))
+        cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, H, NA)
+        dx = _m3b_unrotate(g, cs, sn, C, NA)
+    else:
+        dx = g
     cols = half * (N // 2) + tl.arange(0, N // 2)
     tl.store(dx_ptr + tok[:, None] * (H * N) + h * N + cols[None, :], dx, mask=vmask)
     tl.store(dxb_ptr + (slot * H + h) * N + cols, tl.sum(dx, axis=0))
