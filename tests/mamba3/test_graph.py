@@ -6,6 +6,7 @@ The plumbing tests swap the kernels for a cheap deterministic stand-in that read
 and writes every element of every result (the interpreter needs ~40 s per real kernel call even at T = 3); the
 real kernels through the graph are compared with the direct call in test_kernels_op.py.
 """
+import ctypes
 import os
 
 import pytest
@@ -21,9 +22,24 @@ pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
 NAMES = INPUT_NAMES + COTANGENT_NAMES
 
 
-def _stand_in_kernels(args, results, fwd_config, bwd_config, side):
+def _at_posted(posted, name, like):
+    """The CPU tensor shaped like ``like`` at the address the stash holds for ``name`` (what a kernel given the
+    Posted reads or writes there)."""
+    address = int(posted.stash[posted.words[name]])
+    raw = (ctypes.c_byte * (like.numel() * like.element_size())).from_address(address)
+    return torch.frombuffer(raw, dtype=like.dtype).view(like.shape)
+
+
+def _stand_in_kernels(args, results, fwd_config, bwd_config, side, posted=None):
     """results[j] = h_j + position, h_j a sum of every element of every argument weighted by argument and position:
-    a missed or misplaced argument word changes every result, a missed result word stays poisoned."""
+    a missed or misplaced argument word changes every result, a missed result word stays poisoned. With a Posted,
+    its tensors are read and written at their posted addresses, as the kernels do."""
+    if posted is not None:
+        args, results = list(args), list(results)
+        for name, i in graph_module._POSTED_ARGS.items():
+            args[i] = _at_posted(posted, name, args[i])
+        for name, j in graph_module._POSTED_RESULTS.items():
+            results[j] = _at_posted(posted, name, results[j])
     h = sum((i + 1) * (x.double().flatten() * torch.arange(1, x.numel() + 1, dtype=torch.float64)).sum()
             for i, x in enumerate(args))
     for j, r in enumerate(results):

@@ -17,9 +17,15 @@ BF16 = {"q_ptr", "k_ptr", "v_ptr", "z_ptr", "trap_ptr", "ang_ptr", "dout_ptr", "
 SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64)
 
 
-def build(fn, consts, num_warps=4, **options):
-    consts = {k: v for k, v in {**SIZES, **consts}.items() if k in fn.arg_names}
-    sig = {n: "constexpr" if n in consts else ("*bf16" if n in BF16 else "*i32" if n == "cu_ptr" else "*fp32")
+WORDS = ("V_WORD", "Z_WORD", "OUT_WORD", "DOUT_WORD", "DZ_WORD", "DV_WORD")
+
+
+def build(fn, consts, num_warps=4, posted=False, **options):
+    # posted: the kernel's *_WORD pointers read from the stash (a graph's launch), else -1 (the direct call's)
+    words = {w: 7 if posted else -1 for w in WORDS}
+    consts = {k: v for k, v in {**SIZES, **words, **consts}.items() if k in fn.arg_names}
+    ptr = {"cu_ptr": "*i32", "io_ptr": "*i64"}
+    sig = {n: "constexpr" if n in consts else ("*bf16" if n in BF16 else ptr.get(n, "*fp32"))
            if n.endswith("_ptr") else "i32" for n in fn.arg_names}
     src = ASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
     triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps, **options})
@@ -31,20 +37,24 @@ for prec in ("tf32", "tf32x3"):
     for warps in (4, 8):
         build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec), warps)
         build(bwd._m3b_sides_kernel, dict(SB=4, PREC=prec), warps)
+    build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec), 4, posted=True)
+    build(bwd._m3b_sides_kernel, dict(SB=4, PREC=prec), 4, posted=True)
     build(bwd._m3b_sides_kernel, dict(SB=4, PREC=prec), 4, maxnreg=128)
     for warps in (4, 8):
         build(bwd._m3b_dstate_kernel, dict(PREC=prec), warps)
     for warps in (4, 8):
         build(bwd._m3b_dstate_local_kernel, dict(SB=8, PREC=prec), warps)
 build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024))
-for dz, dy in ((True, True), (False, True), (True, False)):  # the direct call's gate; a graph's two halves
-    build(bwd._m3b_gate_kernel, dict(BLOCK=bwd._GATE_BLOCK, DZ=dz, DY=dy))
+for dz, dy, posted in ((True, True, False), (False, True, True), (True, False, True)):  # direct; a graph's halves
+    build(bwd._m3b_gate_kernel, dict(BLOCK=bwd._GATE_BLOCK, DZ=dz, DY=dy), posted=posted)
 build(bwd._m3b_finish_kernel, dict(SB=8, CB=16, BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS))
 for prec in ("tf32", "tf32x3"):
-    build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, PRECISION=prec), 8)
+    for posted in (False, True):
+        build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, PRECISION=prec), 8, posted=posted)
     for save in (False, True):
         for warps in (4, 8):
             build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec), warps)
+    build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=True, PRECISION=prec), 4, posted=True)
 for save in (False, True):
     for warps in (4, 8):
         build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save), warps)

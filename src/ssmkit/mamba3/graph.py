@@ -3,14 +3,16 @@
 Why: a direct call is 9 Triton launches and ~40 allocations, 0.6-1.5 ms of host time on the H200 machines against
 0.23-0.75 ms of GPU work at the visible panels (bench/mamba3/NOTES.md "Session 6", host time), so the call was
 host-bound. The graph holds static copies of the 17 arguments and the 16 results, and the kernels' workspace in its
-private memory pool. Its nodes: the ``MappedIO`` table fetch and one copy of all 17 posted arguments into the static
-ones (``SlotCopy``; the fetch acknowledges the replay: the table is then free for the next call's post), the
-forward and backward kernels exactly as the direct call launches them, one copy of the 16 static results to the
-posted new tensors. A call allocates the 16 results, posts
-the 33 addresses to pinned host memory and replays; inside, the backward's state-gradient chain and the gate run on
-two forked streams beside the forward's chunk scan and the chunk kernels (``_launch_into``); the results of the next call are allocated right after the
-replay, while the GPU runs it (host time off the call's critical path: the GPU idles until the replay is
-launched), and used by the next call on the same stream. Results are bit-identical to the direct call (same kernels,
+private memory pool. Its nodes: the ``MappedIO`` table fetch (which acknowledges the replay: the table is then free
+for the next call's post) and one copy of the small posted arguments into the static ones (``SlotCopy``), the
+forward and backward kernels as the direct call launches them, one copy of the small static results to the
+posted new tensors. The six (T, 32, 64) tensors (v, z, dout in; out, dv, dz out: ~70 % of the bytes) are not
+copied: the kernels that use them read their posted addresses from the stash (``Posted``). Inside, the
+backward's state-gradient chain and the gate run on two forked streams beside the forward's chunk scan and the
+chunk kernels (``_launch_into``). A call allocates the 16 results, posts the 33 addresses to pinned host memory and
+replays; the results of the next call are allocated right after the replay, while the GPU runs it (host time off
+the call's critical path: the GPU idles until the replay is launched), and used by the next call on the same
+stream. Results are bit-identical to the direct call (same kernels,
 same launch configurations, on the same values).
 When: ``graph_applies`` (the entry's ``graph=None``: CUDA, at most GRAPH_MAX_COPY_BYTES copied per call, the caller
 not capturing). A key's first call launches directly; its second runs the body eagerly (Triton compiles there; its
@@ -31,10 +33,14 @@ import torch
 
 from ssmkit.kernels.common.mapped_io import MappedIO, SlotCopy, capture_graph
 from ssmkit.kernels.mamba3.bwd import Mamba3BwdGrads, allocate_grads, bwd_gate, bwd_state_grads, mamba3_siso_bwd
-from ssmkit.kernels.mamba3.fwd import allocate_fwd_outputs, mamba3_siso_fwd
+from ssmkit.kernels.mamba3.fwd import Posted, allocate_fwd_outputs, mamba3_siso_fwd
 from ssmkit.mamba3.shapes import CHUNK, DSTATE, HEADDIM, NANGLES, NHEADS, NHEADS_QK
 
 _N_ARGS, _N_RESULTS = 17, 16
+#: Arguments and results the kernels read or write at their posted addresses (the six (T, 32, 64) tensors; the
+#: slot copies move the rest): name -> position among the 17 arguments / the 16 results.
+_POSTED_ARGS = {"v": 2, "z": 10, "dout": 12}
+_POSTED_RESULTS = {"out": 0, "dv": 7, "dz": 15}
 
 
 def copied_bytes(tokens: int, sequences: int) -> int:
@@ -70,13 +76,14 @@ def _allocate_results(args) -> tuple:
     return (*allocate_fwd_outputs(q.shape[0], args[11].numel() - 1, q.device), *allocate_grads(*args[:11]))
 
 
-def _launch_into(args, results, fwd_config, bwd_config, side) -> None:
+def _launch_into(args, results, fwd_config, bwd_config, side, posted=None) -> None:
     """The direct call's kernels on ``args`` (17 contiguous tensors), writing ``results`` (16 tensors), on three
     streams: ``side`` holds two more CUDA streams of the device; the backward's dY half of the gate and its
     state-gradient chain run on the first, beside the forward's chunk scan (they need q~ but no scan result), and
     the dz half of the gate on the second, beside the chunk kernels; the current stream waits for both before it
     returns. (Off CUDA, (None, None): the same launches in that order on one stream, for the interpreter tests.)
-    The kernels and their inputs are those of the direct call, so are the bits."""
+    ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses. The kernels and
+    their inputs are those of the direct call, so are the bits."""
     inputs, cotangents = args[:12], args[12:]
     dout, dfinal_ssm = cotangents[0], cotangents[2]
     v, adt, z, cu_seqlens = inputs[2], inputs[3], inputs[10], inputs[11]
@@ -89,14 +96,16 @@ def _launch_into(args, results, fwd_config, bwd_config, side) -> None:
 
     def fork_chain(q_rot):
         with _forked(side[0], main):
-            bwd_gate(dout, z, None, dy=dy)
+            bwd_gate(dout, z, None, dy=dy, posted=posted)
             bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, config=bwd_config, dstates=dstates)
 
-    *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5], before_scan=fork_chain)
+    *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5], before_scan=fork_chain,
+                                posted=posted)
     with _forked(side[1], main):
-        bwd_gate(dout, z, saved.y, dz=grads.dz)
+        bwd_gate(dout, z, saved.y, dz=grads.dz, posted=posted)
     _join(main, side[0])
-    mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads, state_grads=(dy, dstates))
+    mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads, state_grads=(dy, dstates),
+                    posted=posted)
     _join(main, side[1])
 
 
@@ -126,8 +135,14 @@ class FullVjpGraph:
         self.device = args[0].device
         self.static_args = tuple(torch.empty_like(x, memory_format=torch.contiguous_format) for x in args)
         self.static_results = _allocate_results(self.static_args)
-        self.copy_in, self.copy_out = SlotCopy(self.static_args), SlotCopy(self.static_results)
+        self.copy_in, self.copy_out = (
+            SlotCopy([x for i, x in enumerate(tensors) if i not in skip], [i for i in range(len(tensors))
+                                                                           if i not in skip])
+            for tensors, skip in ((self.static_args, set(_POSTED_ARGS.values())),
+                                  (self.static_results, set(_POSTED_RESULTS.values()))))
         self.io = MappedIO(self.device, n_out=_N_RESULTS, n_in=_N_ARGS)
+        words = {n: 1 + i for n, i in _POSTED_ARGS.items()} | {n: 1 + _N_ARGS + i for n, i in _POSTED_RESULTS.items()}
+        self.posted = Posted(self.io.stash, words)
         self.fwd_config, self.bwd_config = fwd_config, bwd_config
         self.graph = None
         forked = self.device.type == "cuda" and CONCURRENT_STREAMS
@@ -137,7 +152,8 @@ class FullVjpGraph:
 
     def _body(self) -> None:
         self.io.copy_in_slots(self.copy_in, ack=True)
-        _launch_into(self.static_args, self.static_results, self.fwd_config, self.bwd_config, self._side)
+        _launch_into(self.static_args, self.static_results, self.fwd_config, self.bwd_config, self._side,
+                     self.posted)
         self.io.copy_out_slots(self.copy_out, ack=False)
 
     def run(self, args) -> tuple:
@@ -172,8 +188,9 @@ _CAPTURES = [0]  # captures made in this process
 
 
 def _aligned(x: torch.Tensor) -> torch.Tensor:
-    """x contiguous and 4-byte aligned (the slot copies move 32-bit words): x itself, or a new copy."""
-    if x.is_contiguous() and x.data_ptr() % 4 == 0:
+    """x contiguous and 16-byte aligned (the slot copies move 32-bit words; the kernels read posted tensors with
+    16-byte accesses): x itself, or a new copy."""
+    if x.is_contiguous() and x.data_ptr() % 16 == 0:
         return x
     return x.clone(memory_format=torch.contiguous_format)  # (a new allocation: aligned)
 

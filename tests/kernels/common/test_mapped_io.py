@@ -141,8 +141,29 @@ def test_slot_copy_rejects_what_it_cannot_move_and_counts_are_checked():
     io = MappedIO(DEVICE, n_out=1, n_in=2)
     with pytest.raises(ValueError, match="expected 2 sources"):
         io.post(torch.zeros(1, device=DEVICE), (torch.zeros(1, device=DEVICE),))
-    with pytest.raises(ValueError, match="1 static tensors for 2 sources"):
-        io.copy_in_slots(SlotCopy([torch.zeros(1, device=DEVICE)]))
+    with pytest.raises(ValueError, match=r"positions \(2,\) for 2 sources"):
+        io.copy_in_slots(SlotCopy([torch.zeros(1, device=DEVICE)], positions=[2]))
+    with pytest.raises(ValueError, match="one non-negative table position per tensor"):
+        SlotCopy([torch.zeros(1, device=DEVICE)], positions=[0, 1])
+
+
+def test_slot_copies_of_some_positions_leave_the_others():
+    """A SlotCopy of positions (2, 0) copies sources 2 and 0 into its tensors and leaves source 1's address to
+    others; on the way out, destinations 1 and 0 get its tensors and destination 2 is not touched."""
+    g = torch.Generator().manual_seed(7)
+    srcs = [torch.randn(n, generator=g).to(DEVICE) for n in (5000, 3, 9)]
+    dsts = [torch.full((n,), math.nan, device=DEVICE) for n in (7, 5000, 2)]
+    io = MappedIO(DEVICE, n_out=3, n_in=3)
+    io.post(srcs, dsts)
+    static_in = [torch.full((9,), math.nan, device=DEVICE), torch.full((5000,), math.nan, device=DEVICE)]
+    io.copy_in_slots(SlotCopy(static_in, positions=[2, 0]), ack=True)
+    static_out = [torch.randn(5000, generator=g).to(DEVICE), torch.randn(7, generator=g).to(DEVICE)]
+    io.copy_out_slots(SlotCopy(static_out, positions=[1, 0]), ack=False)
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+    assert torch.equal(static_in[0], srcs[2]) and torch.equal(static_in[1], srcs[0])
+    assert torch.equal(dsts[1], static_out[0]) and torch.equal(dsts[0], static_out[1])
+    assert torch.isnan(dsts[2]).all()
 
 
 def test_capture_graph_stand_in_off_cuda():

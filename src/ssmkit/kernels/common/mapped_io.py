@@ -94,16 +94,17 @@ def _mapped_copy_out_kernel(stash_ptr, ack_ptr, in_ptr, n, WORD: tl.constexpr, A
 def _mapped_copy_slots_kernel(stash_ptr, ack_ptr, meta_ptr, n_slots, WORD0: tl.constexpr, OUT: tl.constexpr,
                               ACK: tl.constexpr, BLOCK: tl.constexpr, SB: tl.constexpr):
     """Every slot of a ``SlotCopy`` in one launch, in 32-bit words. meta (int64): [first block of each slot and the
-    total (n_slots + 1) | words of each slot (n_slots) | address of each static tensor (n_slots)]; slot k's posted
-    address is stash[WORD0 + k]. Program b copies block b - first[k] of the slot k it falls in: posted -> static
-    (not OUT) or static -> posted (OUT). With ACK, program 0 writes ack = stash[0]."""
+    total (n_slots + 1) | words of each slot (n_slots) | address of each static tensor (n_slots) | table position
+    of each slot (n_slots)]; slot k's posted address is stash[WORD0 + position[k]]. Program b copies block
+    b - first[k] of the slot k it falls in: posted -> static (not OUT) or static -> posted (OUT). With ACK,
+    program 0 writes ack = stash[0]."""
     pid = tl.program_id(0)
     k = tl.arange(0, SB)
     first = tl.load(meta_ptr + k, mask=k <= n_slots, other=0)
     slot = tl.sum(((first <= pid) & (k <= n_slots)).to(tl.int32), axis=0) - 1
     words = tl.load(meta_ptr + n_slots + 1 + slot)
     fixed = tl.load(meta_ptr + 2 * n_slots + 1 + slot).to(tl.pointer_type(tl.int32))
-    posted = tl.load(stash_ptr + WORD0 + slot).to(tl.pointer_type(tl.int32))
+    posted = tl.load(stash_ptr + WORD0 + tl.load(meta_ptr + 3 * n_slots + 1 + slot)).to(tl.pointer_type(tl.int32))
     offs = (pid - tl.load(meta_ptr + slot)) * BLOCK + tl.arange(0, BLOCK)
     m = offs < words
     if OUT:
@@ -118,11 +119,15 @@ def _mapped_copy_slots_kernel(stash_ptr, ack_ptr, meta_ptr, n_slots, WORD0: tl.c
 class SlotCopy:
     """The static side of ``MappedIO.copy_in_slots`` / ``copy_out_slots``: a fixed list of contiguous tensors
     (each 4-byte aligned, a whole number of 32-bit words: ``ValueError`` otherwise), copied to or from the posted
-    addresses of the same position in one launch. Holds the tensors (they must outlive every replay) and the
-    launch's int64 meta table on their device."""
+    addresses at their ``positions`` among the sources / destinations (default 0, 1, ...: all of them, in order;
+    the others are left to kernels that use their posted addresses themselves) in one launch. Holds the tensors
+    (they must outlive every replay) and the launch's int64 meta table on their device."""
 
-    def __init__(self, tensors: Sequence[torch.Tensor]) -> None:
+    def __init__(self, tensors: Sequence[torch.Tensor], positions: Sequence[int] | None = None) -> None:
         self.tensors = tuple(tensors)
+        self.positions = tuple(range(len(self.tensors)) if positions is None else positions)
+        if len(self.positions) != len(self.tensors) or min(self.positions, default=0) < 0:
+            raise ValueError("SlotCopy: one non-negative table position per tensor")
         if not self.tensors:
             raise ValueError("SlotCopy: expected at least one tensor")
         first, words, addresses = [0], [], []
@@ -135,7 +140,8 @@ class SlotCopy:
             first.append(first[-1] + triton.cdiv(words[-1], _SLOT_BLOCK))
             addresses.append(t.data_ptr())
         self.blocks = first[-1]
-        self.meta = torch.tensor(first + words + addresses, dtype=torch.int64).to(self.tensors[0].device)
+        self.meta = torch.tensor(first + words + addresses + list(self.positions), dtype=torch.int64).to(
+            self.tensors[0].device)
 
 
 class MappedIO:
@@ -183,8 +189,8 @@ class MappedIO:
             self.stash, index, static_rows, rows, WIDTH=width, BLOCK_R=_GATHER_ROWS, BLOCK_D=block_d)
 
     def copy_in_slots(self, static: SlotCopy, ack: bool = False) -> None:
-        """Launch the table fetch, then every static tensor of ``static`` (``n_in`` of them) <- the posted source
-        of its position, in one launch. ``ack``: the fetch acknowledges the replay (no copy-out does then)."""
+        """Launch the table fetch, then every static tensor of ``static`` <- the posted source of its position, in
+        one launch. ``ack``: the fetch acknowledges the replay (no copy-out does then)."""
         self._fetch(ack)
         self._copy_slots(static, out=False, ack=False)
 
@@ -201,14 +207,13 @@ class MappedIO:
                                                                 WORD=1 + self.n_in + slot, ACK=ack, BLOCK=_COPY_BLOCK)
 
     def copy_out_slots(self, static: SlotCopy, ack: bool = True) -> None:
-        """Launch: every posted destination (``n_out`` of them) <- the static tensor of its position in ``static``,
-        in one launch. ``ack``: this is the graph's last node that uses the addresses."""
+        """Launch: the posted destination of each position in ``static`` <- its static tensor, in one launch. ``ack``: this is the graph's last node that uses the addresses."""
         self._copy_slots(static, out=True, ack=ack)
 
     def _copy_slots(self, static: SlotCopy, out: bool, ack: bool) -> None:
-        n = len(static.tensors)
-        if n != (self.n_out if out else self.n_in):
-            raise ValueError(f"MappedIO: {n} static tensors for {self.n_out if out else self.n_in} "
+        n, limit = len(static.tensors), self.n_out if out else self.n_in
+        if n > limit or max(static.positions) >= limit:
+            raise ValueError(f"MappedIO: static tensors at positions {static.positions} for {limit} "
                              f"{'destinations' if out else 'sources'}")
         _mapped_copy_slots_kernel[(static.blocks,)](
             self.stash, self.ack, static.meta, n, WORD0=1 + self.n_in if out else 1, OUT=out, ACK=ack,

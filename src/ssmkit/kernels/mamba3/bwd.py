@@ -29,7 +29,14 @@ import torch
 import triton
 import triton.language as tl
 
-from ssmkit.kernels.mamba3.fwd import _fwd_chunk_scalars, _fwd_locate_chunk, contiguous_each
+from ssmkit.kernels.mamba3.fwd import (
+    Posted,
+    _fwd_chunk_scalars,
+    _fwd_locate_chunk,
+    _fwd_posted,
+    contiguous_each,
+    posted_kwargs,
+)
 from ssmkit.mamba3.shapes import CHUNK
 
 _REDUCE_TOKENS = 8  # (8, 128) fp32 accumulator per tensor: 8 registers a thread at 4 warps
@@ -82,11 +89,15 @@ def _m3b_dphi(g, xr, C: tl.constexpr, NA: tl.constexpr):
 
 
 @triton.jit
-def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, NUMEL, BLOCK: tl.constexpr, DZ: tl.constexpr,
-                     DY: tl.constexpr):
+def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, io_ptr, NUMEL, BLOCK: tl.constexpr, DZ: tl.constexpr,
+                     DY: tl.constexpr, DOUT_WORD: tl.constexpr, Z_WORD: tl.constexpr, DZ_WORD: tl.constexpr):
     """Grid (cdiv(T * H * P, BLOCK),): the gate (F8), elementwise over (T, H, P): with DZ, dz = dout * y * silu'(z)
     (the input's dtype); with DY, dY = dout * silu(z) (fp32, read by the state-gradient and chunk-body kernels). dY
-    needs no forward result, so a graph can compute it beside the forward (ssmkit.mamba3.graph)."""
+    needs no forward result, so a graph can compute it beside the forward (ssmkit.mamba3.graph). *_WORD: posted
+    pointers (fwd.py ``_fwd_posted``)."""
+    dout_ptr = _fwd_posted(dout_ptr, io_ptr, DOUT_WORD)
+    z_ptr = _fwd_posted(z_ptr, io_ptr, Z_WORD)
+    dz_ptr = _fwd_posted(dz_ptr, io_ptr, DZ_WORD)
     e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = e < NUMEL
     dout = tl.load(dout_ptr + e, mask=m, other=0.0).to(tl.float32)
@@ -204,14 +215,17 @@ def _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h, S, H: tl.conste
 @triton.jit
 def _m3b_intra_kernel(
     qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, dy_ptr, cu_ptr, dstates_ptr, dfv_ptr,
-    mg_ptr, dv_ptr, dl_ptr, etok_ptr, qk_ptr, ddp_ptr,
+    mg_ptr, dv_ptr, dl_ptr, etok_ptr, qk_ptr, ddp_ptr, io_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
+    V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
 ):
     """Grid (chunk slots, H), chunk body part 1: what needs the (C, C) matrices of one chunk. Scores
     A = Q~ Ks^T (Ks = diag(s) K~), q^.k^ (= q~.k~, F7), G = dY V^T, M o G (stored for the two side kernels: fp32
     (C, C) per slot and head), the intra-chunk part of dl (row minus column sums of M o A o G), and all of dv:
     (M o A)^T dY + (D + gamma q^.k^) dY + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
     Per token it stores e = dY.v and q^.k^; per slot sum(e) (the D partial)."""
+    v_ptr = _fwd_posted(v_ptr, io_ptr, V_WORD)
+    dv_ptr = _fwd_posted(dv_ptr, io_ptr, DV_WORD)
     slot = tl.program_id(0)
     h = tl.program_id(1)
     NH: tl.constexpr = N // 2
@@ -353,12 +367,13 @@ def _m3b_kside(
 def _m3b_sides_kernel(
     qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr,
     dfk_ptr, mg_ptr, etok_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr,
-    S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr,
+    io_ptr, S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr,
 ):
     """Grid (chunk slots, H, 4): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half z - 2)
     in one launch (one host launch less than two kernels). dphi / dphis hold two planes, the q side's and the k
     side's; each side gets its own."""
+    v_ptr = _fwd_posted(v_ptr, io_ptr, V_WORD)
     slot = tl.program_id(0)
     h = tl.program_id(1)
     z = tl.program_id(2)
@@ -547,13 +562,15 @@ def allocate_grads(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z) -> Mamb
                             for x in (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z)))
 
 
-def bwd_gate(dout, z, y, dz=None, dy=None) -> None:
+def bwd_gate(dout, z, y, dz=None, dy=None, posted: Posted | None = None) -> None:
     """Launch the gate kernel over (T, 32, 64): dz (like z) from dout, z and the forward's y (fp32) if ``dz`` is
-    given, dY = dout * silu(z) (fp32) into ``dy`` if given (y is then not needed: None)."""
+    given, dY = dout * silu(z) (fp32) into ``dy`` if given (y is then not needed: None). ``posted``: a Posted whose
+    "dout", "z" (read) and "dz" (written) replace those tensors (a graph)."""
     numel = dout.numel()
     _m3b_gate_kernel[(triton.cdiv(numel, _GATE_BLOCK),)](
-        dout, z, dout if y is None else y, dout if dz is None else dz, dout if dy is None else dy, numel,
+        dout, z, dout if y is None else y, dout if dz is None else dz, dout if dy is None else dy, NUMEL=numel,
         BLOCK=_GATE_BLOCK, DZ=dz is not None, DY=dy is not None, num_warps=4,
+        **posted_kwargs(posted, dout, "dout", "z", "dz"),
     )
 
 
@@ -589,7 +606,7 @@ def bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, *, config=DEFAULT_BW
 
 def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, saved,
                     dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, config=DEFAULT_BWD_CONFIG, grads=None,
-                    state_grads=None):
+                    state_grads=None, posted: Posted | None = None):
     """Full VJP of the Mamba-3 SISO varlen operator (spec §7.1) from the forward's saved tensors.
 
     Inputs in the project layout (spec "Decisions"): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -604,7 +621,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     `config`: a Mamba3BwdConfig (warps, dot precision). `grads`: None (new tensors) or a `Mamba3BwdGrads` of
     tensors to write, as `allocate_grads` makes them (not checked), which is then returned. `state_grads`: None, or
     (dY, dstates) already computed by `bwd_gate` (with dz into grads.dz) and `bwd_state_grads` (a graph runs those
-    beside the forward's last kernel): then only the chunk kernels are launched.
+    beside the forward's last kernel): then only the chunk kernels are launched. `posted`: a Posted whose "v" (read)
+    and "dv" (written) the chunk kernels use instead of those tensors, and "dout", "z", "dz" the gate (a graph).
     Returns `Mamba3BwdGrads` (dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz); no host sync.
     """
     T, H, P = v.shape
@@ -623,7 +641,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     sb = triton.next_power_of_2(S + 1)  # (>= S + 1: _fwd_locate_chunk reads cu_seqlens[0..S])
     if state_grads is None:
         dy = torch.empty((T, H, P), device=dev, dtype=f32)  # dout * silu(z)
-        bwd_gate(dout, z, y, grads.dz, dy)
+        bwd_gate(dout, z, y, grads.dz, dy, posted=posted)
         dstates = bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, config=config)
     else:
         dy, dstates = state_grads
@@ -648,12 +666,12 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         side_launch["maxnreg"] = config.side_maxnreg
     _m3b_intra_kernel[(nslot, H)](
         q_rot, k_rot, v, adt, dt, trap, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts, e_tok, qk, dd_part,
-        S, **sizes, num_warps=config.num_warps,
+        S=S, **sizes, num_warps=config.num_warps, **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
     _m3b_sides_kernel[(nslot, H, 4)](
         q_rot, k_rot, v, adt, dt, trap, dy, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates, dfinal_k, mg, e_tok,
-        dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part, dkb_part, S, T, nslot, NA=NA,
-        **sizes, **side_launch,
+        dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part, dkb_part, S=S, T=T, NSLOT=nslot,
+        NA=NA, **sizes, **side_launch, **posted_kwargs(posted, cu_seqlens, "v"),
     )
     dq, dk, _, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, _ = grads
     _m3b_finish_kernel[(nslot * H + triton.cdiv(T, _REDUCE_TOKENS) + H,)](

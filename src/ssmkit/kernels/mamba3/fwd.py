@@ -74,6 +74,33 @@ class Mamba3FwdSaved(NamedTuple):
     k_rot: torch.Tensor
 
 
+class Posted(NamedTuple):
+    """Tensors a graph's kernels read or write at addresses posted per replay instead of in static buffers (no copy
+    launch for them; ssmkit.mamba3.graph): ``stash`` the MappedIO stash (device int64), ``words`` the stash word of
+    each such tensor by name ("v", "z", "dout" read; "out", "dv", "dz" written)."""
+
+    stash: torch.Tensor
+    words: dict
+
+
+def posted_kwargs(posted: Posted | None, fallback: torch.Tensor, *names: str) -> dict:
+    """Launch keywords for a kernel's posted pointers: ``io_ptr`` (the stash, or ``fallback``, never read, without
+    a Posted) and ``NAME_WORD`` per name in upper case (-1: the pointer argument itself)."""
+    words = posted.words if posted is not None else {}
+    kwargs = {"io_ptr": posted.stash if posted is not None else fallback}
+    kwargs.update({f"{n.upper()}_WORD": words.get(n, -1) for n in names})
+    return kwargs
+
+
+@triton.jit
+def _fwd_posted(ptr, io_ptr, WORD: tl.constexpr):
+    """``ptr``, or for WORD >= 0 the address in io_ptr[WORD] (a posted tensor of ptr's element type, 16-byte
+    aligned: the hint keeps the accesses 16 bytes wide)."""
+    if WORD >= 0:
+        ptr = tl.multiple_of(tl.load(io_ptr + WORD).to(tl.pointer_type(ptr.dtype.element_ty)), 16)
+    return ptr
+
+
 @triton.jit
 def _fwd_wrap_angle(x):
     """x - 2pi * floor(x / 2pi), into [0, 2pi) (spec F2)."""
@@ -140,10 +167,11 @@ def _fwd_load_biased_half(x_ptr, bias_ptr, t, h, valid, half, N: tl.constexpr):
 
 @triton.jit
 def _mamba3_fwd_chunk_state_kernel(
-    k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, kb_ptr, ang_ptr, cu_ptr, S, dstate_ptr, decay_ptr, angsum_ptr,
+    k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, kb_ptr, ang_ptr, cu_ptr, S, dstate_ptr, decay_ptr, angsum_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
-    BLOCK_S: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_S: tl.constexpr, PRECISION: tl.constexpr, V_WORD: tl.constexpr,
 ):
+    v_ptr = _fwd_posted(v_ptr, io_ptr, V_WORD)
     slot = tl.program_id(0)
     h = tl.program_id(1)
     seq, start, end, c = _fwd_locate_chunk(cu_ptr, slot, S, BLOCK_S, CHUNK_)
@@ -252,13 +280,17 @@ def _mamba3_fwd_rotate_kernel(
 @triton.jit
 def _mamba3_fwd_chunk_scan_kernel(
     qrot_ptr, krot_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, z_ptr, cu_ptr, S, states_ptr, qk_ptr,
-    out_ptr, fv_ptr, y_ptr,
+    out_ptr, fv_ptr, y_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
-    SAVE: tl.constexpr, PRECISION: tl.constexpr,
+    SAVE: tl.constexpr, PRECISION: tl.constexpr, V_WORD: tl.constexpr, Z_WORD: tl.constexpr,
+    OUT_WORD: tl.constexpr,
 ):
     """Grid (chunk slots, H): the dot half of the chunk scan (§4), from the rotate kernel's q~, k~ and q^.k^:
     strict-causal intra-chunk scores, readout of the entering state, gamma diagonal + D skip, silu(z) gate (F8);
     stores the output, y (fp32, pre-gate, when SAVE) and the final v."""
+    v_ptr = _fwd_posted(v_ptr, io_ptr, V_WORD)
+    z_ptr = _fwd_posted(z_ptr, io_ptr, Z_WORD)
+    out_ptr = _fwd_posted(out_ptr, io_ptr, OUT_WORD)
     HALF: tl.constexpr = N // 2
     slot = tl.program_id(0)
     h = tl.program_id(1)
@@ -315,7 +347,7 @@ def allocate_fwd_outputs(T: int, S: int, device) -> tuple:
 
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None,
-                    before_scan=None):
+                    before_scan=None, posted: Posted | None = None):
     """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -331,7 +363,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     or the five output tensors to write, as ``allocate_fwd_outputs`` makes them (contiguous; not checked), which
     are then returned (a graph-backed call writes its static buffers so). ``before_scan``: None, or a function
     called with q_rot (T, 32, 128) fp32 once the rotate kernel is launched and before the chunk-scan launch (a graph
-    forks the backward's state-gradient chain there, which needs q~ but not the scan's results).
+    forks the backward's state-gradient chain there, which needs q~ but not the scan's results). ``posted``: None,
+    or a Posted whose "v" and "z" the kernels read and whose "out" they write instead of those tensors (a graph).
     """
     if validate:
         validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
@@ -355,6 +388,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     _mamba3_fwd_chunk_state_kernel[(slots, NHEADS)](
         k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, angsum,
         **sizes, BLOCK_S=block_s, PRECISION=config.input_precision, num_warps=config.chunk_warps,
+        **posted_kwargs(posted, cu_seqlens, "v"),
     )
     out, final_angle, final_ssm, final_k, final_v = allocate_fwd_outputs(T, S, dev) if out is None else out
     chunk_states = torch.empty((slots, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev)
@@ -388,5 +422,6 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         q_rot, k_rot, v, adt, dt, trap, d, z, cu_seqlens, S, chunk_states, qk, out, final_v, save_bufs[0],
         H=NHEADS, N=DSTATE, P=HEADDIM, CHUNK_=CHUNK, BLOCK_S=block_s, SAVE=save_for_backward,
         PRECISION=config.input_precision, num_warps=config.scan_warps,
+        **posted_kwargs(posted, cu_seqlens, "v", "z", "out"),
     )
     return out, final_angle, final_ssm, final_k, final_v, saved
