@@ -12,8 +12,8 @@ backward's state-gradient chain and the gate run on two forked streams beside th
 chunk kernels (``_launch_into``). A call allocates the 16 results, posts the 33 addresses to pinned host memory and
 replays; the results of the next call are allocated right after the replay, while the GPU runs it (host time off
 the call's critical path: the GPU idles until the replay is launched), and used by the next call on the same
-stream. Results are bit-identical to the direct call (same kernels,
-same launch configurations, on the same values).
+stream. Results are bit-identical to the direct call (same kernels, same launch configurations, on the same
+values).
 When: ``graph_applies`` (the entry's ``graph=None``: CUDA, at most GRAPH_MAX_COPY_BYTES copied per call, the caller
 not capturing). A key's first call launches directly; its second runs the body eagerly (Triton compiles there; its
 results are that call's) and captures it; later calls replay. So keys that never repeat (packed batches whose
@@ -44,20 +44,21 @@ _POSTED_RESULTS = {"out": 0, "dv": 7, "dz": 15}
 
 
 def copied_bytes(tokens: int, sequences: int) -> int:
-    """Bytes the graph's two copy launches read (and write again) per call for T tokens and S sequences: the 17
-    arguments and the 16 results (each gradient the size of its input; the cu_seqlens and the 32-head vectors
-    left out)."""
+    """The size of a call for T tokens and S sequences, the threshold's measure: bytes of the 17 arguments and the
+    16 results (each gradient the size of its input; the cu_seqlens and the 32-head vectors left out), read and
+    written once each. Run 1's graph copied all of them; since the posted tensors (b70983a) ~30 % are copied."""
     per_token = (2 * NHEADS_QK * DSTATE * 2 + 3 * NHEADS * HEADDIM * 2 + 2 * NHEADS * 4 + NHEADS * 2
                  + NHEADS * NANGLES * 2)  # q, k; v, z, dout; adt, dt; trap; angles (and as many results)
     per_sequence = NHEADS * (NANGLES * 4 + HEADDIM * DSTATE * 4 + DSTATE * 4 + HEADDIM * 2)  # final states
     return 2 * (tokens * per_token + sequences * per_sequence)
 
 
-#: ``graph=None`` (the entry's default) takes the graph while a call copies at most this many bytes, those of
-#: 3072 tokens in 4 sequences (~100 MB). The copies cost GPU time (~0.018 ms per 1000 tokens on the H200, 3.6 TB/s)
-#: that pays only while the direct call's host time (~0.6-1.3 ms) is not hidden behind its GPU work (~0.33 ms per
-#: 1000 tokens). H200, session 7 run 1 (bench/results/session7/run1), wall ms direct -> graph: T = 580-2432 faster
-#: by 0.04-0.34 (c1: 1.340 -> 0.998); T = 4368 (c1 x2) slower, 1.437 -> 1.504; T = 8736 slower, 2.730 -> 2.884.
+#: ``graph=None`` (the entry's default) takes the graph up to calls of this size (``copied_bytes``), that of 3072
+#: tokens in 4 sequences (~100 MB). The graph costs GPU time for its copies and ~0.05 ms of host time before the
+#: replay, which pays only while the direct call's host time (~0.6-1.3 ms) is not hidden behind its GPU work
+#: (~0.33 ms per 1000 tokens). H200, session 7 run 1 (bench/results/session7/run1, every tensor copied: ~0.018 ms
+#: per 1000 tokens), wall ms direct -> graph: T = 580-2432 faster by 0.04-0.34 (c1: 1.340 -> 0.998); T = 4368 (c1
+#: x2) slower, 1.437 -> 1.504; T = 8736 slower, 2.730 -> 2.884. Not re-measured since the copies shrank to ~40 %.
 GRAPH_MAX_COPY_BYTES = copied_bytes(3072, 4)
 #: Captured graphs kept (least recently used dropped first): each holds its static arguments and results, the
 #: next call's results and its workspace, ~0.4 GB at T = 2184 and growing linearly in T.
@@ -128,8 +129,9 @@ def _join(main, stream) -> None:
 
 class FullVjpGraph:
     """One captured full-VJP call: static arguments and results, the address table, the graph (see the module
-    docstring). ``run(args)`` takes 17 contiguous, 4-byte aligned tensors of the captured shapes and dtypes (the
-    caller checks) and returns 16 new result tensors."""
+    docstring). ``run(args)`` takes 17 contiguous, 16-byte aligned tensors of the captured shapes and dtypes (the
+    caller checks) and returns 16 new result tensors. (The static tensors at the posted positions are never read
+    or written; they give the kernel wrappers shapes and dtypes.)"""
 
     def __init__(self, args, fwd_config, bwd_config) -> None:
         self.device = args[0].device
@@ -141,7 +143,8 @@ class FullVjpGraph:
             for tensors, skip in ((self.static_args, set(_POSTED_ARGS.values())),
                                   (self.static_results, set(_POSTED_RESULTS.values()))))
         self.io = MappedIO(self.device, n_out=_N_RESULTS, n_in=_N_ARGS)
-        words = {n: 1 + i for n, i in _POSTED_ARGS.items()} | {n: 1 + _N_ARGS + i for n, i in _POSTED_RESULTS.items()}
+        words = {n: 1 + i for n, i in _POSTED_ARGS.items()}  # the table: [seq, 17 sources, 16 destinations]
+        words.update({n: 1 + _N_ARGS + i for n, i in _POSTED_RESULTS.items()})
         self.posted = Posted(self.io.stash, words)
         self.fwd_config, self.bwd_config = fwd_config, bwd_config
         self.graph = None
@@ -214,8 +217,9 @@ def _drop_oldest() -> None:
 
 def full_vjp_graphed(args, fwd_config, bwd_config, force: bool = False) -> tuple | None:
     """The 16 results of the full-VJP call on ``args`` (the 17 validated arguments, any layout) through the graph
-    of their key (T, S, device, configs, CONCURRENT_STREAMS), or None where the caller should launch directly: the key's first call
-    (unless ``force``) or no capture left (MAX_CAPTURES). A first call that raises leaves no graph behind."""
+    of their key (T, S, device, configs, CONCURRENT_STREAMS), or None where the caller should launch directly:
+    the key's first call (unless ``force``) or no capture left (MAX_CAPTURES). A first call that raises leaves no
+    graph behind."""
     q = args[0]
     key = (q.shape[0], args[11].shape[0] - 1, q.device, fwd_config, bwd_config, CONCURRENT_STREAMS)
     graph = _GRAPHS.get(key)

@@ -207,7 +207,8 @@ class MappedIO:
                                                                 WORD=1 + self.n_in + slot, ACK=ack, BLOCK=_COPY_BLOCK)
 
     def copy_out_slots(self, static: SlotCopy, ack: bool = True) -> None:
-        """Launch: the posted destination of each position in ``static`` <- its static tensor, in one launch. ``ack``: this is the graph's last node that uses the addresses."""
+        """Launch: the posted destination of each position in ``static`` <- its static tensor, in one launch.
+        ``ack``: this is the graph's last node that uses the addresses."""
         self._copy_slots(static, out=True, ack=ack)
 
     def _copy_slots(self, static: SlotCopy, out: bool, ack: bool) -> None:
