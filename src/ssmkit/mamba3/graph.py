@@ -58,7 +58,9 @@ def copied_bytes(tokens: int, sequences: int) -> int:
 #: replay, which pays only while the direct call's host time (~0.6-1.3 ms) is not hidden behind its GPU work
 #: (~0.33 ms per 1000 tokens). H200, session 7 run 1 (bench/results/session7/run1, every tensor copied: ~0.018 ms
 #: per 1000 tokens), wall ms direct -> graph: T = 580-2432 faster by 0.04-0.34 (c1: 1.340 -> 0.998); T = 4368 (c1
-#: x2) slower, 1.437 -> 1.504; T = 8736 slower, 2.730 -> 2.884. Not re-measured since the copies shrank to ~40 %.
+#: x2) slower, 1.437 -> 1.504; T = 8736 slower, 2.730 -> 2.884. With the posted tensors (b70983a, run 8): T = 4368 /
+#: 4790 level (1.411 -> 1.404, 1.536 -> 1.543), T = 8736 / 9580 +1 % (2.718 -> 2.744, 2.992 -> 3.020); the
+#: threshold stays where the graph wins.
 GRAPH_MAX_COPY_BYTES = copied_bytes(3072, 4)
 #: Captured graphs kept (least recently used dropped first): each holds its static arguments and results, the
 #: next call's results and its workspace, ~0.4 GB at T = 2184 and growing linearly in T.
