@@ -32,9 +32,16 @@ from collections import OrderedDict
 import torch
 
 from ssmkit.kernels.common.mapped_io import MappedIO, SlotCopy, capture_graph
-from ssmkit.kernels.mamba3.bwd import Mamba3BwdGrads, allocate_grads, bwd_gate, bwd_state_grads, mamba3_siso_bwd
+from ssmkit.kernels.mamba3.bwd import (
+    Mamba3BwdGrads,
+    allocate_grads,
+    allocate_state_grads,
+    bwd_gate,
+    bwd_state_grads,
+    mamba3_siso_bwd,
+)
 from ssmkit.kernels.mamba3.fwd import Posted, allocate_fwd_outputs, mamba3_siso_fwd
-from ssmkit.mamba3.shapes import CHUNK, DSTATE, HEADDIM, NANGLES, NHEADS, NHEADS_QK
+from ssmkit.mamba3.shapes import DSTATE, HEADDIM, NANGLES, NHEADS, NHEADS_QK
 
 _N_ARGS, _N_RESULTS = 17, 16
 #: Arguments and results the kernels read or write at their posted addresses (the six (T, 32, 64) tensors; the
@@ -93,14 +100,12 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None) -> No
     grads = Mamba3BwdGrads(*results[5:])
     main = torch.cuda.current_stream(v.device) if side[0] is not None else None
     # (allocated on the current stream, which outlives their use on the side streams by the joins below)
-    dy = torch.empty(v.shape, dtype=torch.float32, device=v.device)
-    dstates = torch.empty((v.shape[0] // CHUNK + cu_seqlens.shape[0] - 1, *v.shape[1:], DSTATE),
-                          dtype=torch.float32, device=v.device)
+    dy, dstates = allocate_state_grads(v, inputs[0], cu_seqlens)
 
     def fork_chain(q_rot):
         with _forked(side[0], main):
             bwd_gate(dout, z, None, dy=dy, posted=posted)
-            bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, config=bwd_config, dstates=dstates)
+            bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, dstates, config=bwd_config)
 
     *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5], before_scan=fork_chain,
                                 posted=posted)

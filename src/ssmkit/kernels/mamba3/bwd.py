@@ -574,9 +574,18 @@ def bwd_gate(dout, z, y, dz=None, dy=None, posted: Posted | None = None) -> None
     )
 
 
-def bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, *, config=DEFAULT_BWD_CONFIG, dstates=None):
+def allocate_state_grads(v, q, cu_seqlens) -> tuple:
+    """Uninitialised (dY (T, 32, 64) fp32, dstates (T // 64 + S, 32, 64, 128) fp32) for v (T, 32, 64), q (T, 1,
+    128) and cu_seqlens (S + 1,): what ``bwd_gate`` and ``bwd_state_grads`` write for the chunk kernels."""
+    T, H, P = v.shape
+    f32 = torch.float32
+    return (torch.empty((T, H, P), device=v.device, dtype=f32),
+            torch.empty((T // CHUNK + cu_seqlens.shape[0] - 1, H, P, q.shape[-1]), device=v.device, dtype=f32))
+
+
+def bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, dstates, *, config=DEFAULT_BWD_CONFIG) -> None:
     """Launch the state-gradient chain (spec §7.2): the gradient of the state leaving every chunk, (T // 64 + S, 32,
-    64, 128) fp32 in the forward's chunk-state layout, into ``dstates`` (new if None, which is returned), from the
+    64, 128) fp32 in the forward's chunk-state layout, into ``dstates`` (``allocate_state_grads``), from the
     forward's q~ (T, 32, 128) fp32, adt (T, 32) fp32, dY (T, 32, 64) fp32 and dfinal_ssm (S, 32, 64, 128) fp32."""
     T, H, N = q_rot.shape
     P = dy.shape[-1]
@@ -584,8 +593,6 @@ def bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, *, config=DEFAULT_BW
     nslot = T // CHUNK + S
     if P * N % config.scan_block != 0:
         raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
-    if dstates is None:
-        dstates = torch.empty((nslot, H, P, N), device=dy.device, dtype=torch.float32)
     if config.dstate_scan:
         _m3b_dstate_local_kernel[(nslot, H)](
             q_rot, adt, dy, cu_seqlens, dstates, S,
@@ -601,7 +608,6 @@ def bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, *, config=DEFAULT_BW
             H=H, P=P, N=N, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
             num_stages=config.dstate_stages,
         )
-    return dstates
 
 
 def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, saved,
@@ -640,9 +646,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dv = grads.dv
     sb = triton.next_power_of_2(S + 1)  # (>= S + 1: _fwd_locate_chunk reads cu_seqlens[0..S])
     if state_grads is None:
-        dy = torch.empty((T, H, P), device=dev, dtype=f32)  # dout * silu(z)
+        dy, dstates = allocate_state_grads(v, q, cu_seqlens)  # dY = dout * silu(z)
         bwd_gate(dout, z, y, grads.dz, dy, posted=posted)
-        dstates = bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, config=config)
+        bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, dstates, config=config)
     else:
         dy, dstates = state_grads
     # the chunk body in two launches (intra-chunk part; q side and k side per state half); their per-token and

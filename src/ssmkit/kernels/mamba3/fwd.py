@@ -376,7 +376,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         raise ValueError(f"config.passing_block_p: expected a divisor of {HEADDIM}, got {config.passing_block_p}")
     T, S, dev = q.shape[0], cu_seqlens.numel() - 1, q.device
     slots = T // CHUNK + S
-    bf16, f32 = torch.bfloat16, torch.float32
+    f32 = torch.float32
 
     # Host time before the first launch is not hidden behind GPU work: allocate what the first kernel writes, launch
     # it, then allocate the rest while it runs.
