@@ -77,7 +77,7 @@ from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_lay
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
 from ssmkit.kernels.common.mapped_io import MappedIO, capture_graph
 from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, mask_row_facts
-from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step
+from ssmkit.kernels.granite.ssd_decode import GEMV_MAX_ROWS, granite_decode_linear, granite_decode_step
 from ssmkit.kernels.granite.ssd_prefill import ssd_chunked_prefill
 
 __all__ = ["FastMambaLayer"]
@@ -116,17 +116,31 @@ class _DecodeGraph:
         self.static_in = static_in
         self.static_out = static_out
         self.io = io
+        self._spare = None  # "mapped": the next call's output, allocated after a replay on stream _spare_stream
+        self._spare_stream = None
 
     def run(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        """Replay on ``hidden_states`` and return a new output tensor (nothing returned aliases the graph)."""
+        """Replay on ``hidden_states`` and return a new output tensor (nothing returned aliases the graph).
+        "mapped": the output was allocated after the previous call's replay, while the GPU ran it (on the same
+        stream; a call on another stream allocates its own), so no allocation precedes this call's replay."""
         if self.io is None:
             self.static_in.copy_(hidden_states)
             self.graph.replay()
             return self.static_out.clone()
-        out = torch.empty_like(self.static_out)  # (contiguous: static_out is)
+        stream = _current_raw_stream(hidden_states)
+        out, self._spare = self._spare, None
+        if out is None or stream != self._spare_stream:
+            out = torch.empty_like(self.static_out)  # (contiguous: static_out is)
         src = hidden_states.contiguous()  # (a copy, if one is made, stays alive until the replay)
         self.io.replay(self.graph, src, (out,))
+        self._spare, self._spare_stream = torch.empty_like(self.static_out), stream
         return out
+
+
+def _current_raw_stream(t: torch.Tensor) -> int | None:
+    """The current CUDA stream of ``t``'s device as its raw handle (cheaper than a torch.cuda.Stream object), or
+    None off CUDA."""
+    return torch._C._cuda_getCurrentRawStream(t.get_device()) if t.is_cuda else None
 
 
 def _tensor_layout(t: torch.Tensor) -> tuple:
@@ -317,6 +331,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.decode_fast_path = True
         self.decode_evict_first = True
         self.decode_io = "mapped"
+        self.decode_state_persist = 0
         self.prefill_graphs = "mapped"
         self.pack_padded_gemms = "packed"
         self.cb_spread = True
@@ -588,30 +603,44 @@ class FastMambaLayer(ReferenceMambaLayer):
         return rows, step, io, warm
 
     # ----------------------------------------------------------------------------------------- decode
-    def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor,
-                     ssm_state: torch.Tensor) -> torch.Tensor:
-        """in_proj -> fused decode kernels -> out_proj for (b, 1, hidden); updates the two states in place."""
+    def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor, ssm_state: torch.Tensor,
+                     posted_out: tuple[torch.Tensor, int] | None = None) -> torch.Tensor:
+        """in_proj -> fused decode kernels -> out_proj for (b, 1, hidden); updates the two states in place.
+        ``posted_out`` (a MappedIO stash and word; only where ``_posted_out_proj`` holds): out_proj writes the
+        posted destination itself and the returned tensor is an unwritten placeholder."""
         zxbcdt = self._project(hidden_states[:, 0], self.in_proj)
         y = granite_decode_step(zxbcdt, conv_state, ssm_state, self.conv1d.weight, self.conv1d.bias, self.dt_bias,
                                 self.A_log, self.D, self.norm.weight, self.config.rms_norm_eps,
-                                evict_first=self.decode_evict_first)
+                                evict_first=self.decode_evict_first, programs_per_sm=self.decode_state_persist)
+        if posted_out is not None:
+            return granite_decode_linear(y, self.out_proj.weight, posted_out=posted_out)[:, None]
         return self._project(y, self.out_proj)[:, None]
 
-    def _project(self, x: torch.Tensor, linear: torch.nn.Linear) -> torch.Tensor:
-        """A decode projection (b, in) -> (b, out): the Triton skinny GEMM where ``decode_projections`` picks it and
-        it applies (bf16, no bias), else cuBLAS."""
+    def _triton_projection(self, linear: torch.nn.Linear, rows: int, dtype: torch.dtype) -> bool:
+        """Whether the decode projection ``linear`` of ``rows`` rows runs as the Triton skinny GEMM: where
+        ``decode_projections`` picks it and it applies (bf16, no bias); cuBLAS otherwise."""
         mode = self.decode_projections
         if mode not in _DECODE_PROJECTIONS:
             raise ValueError(f"decode_projections must be one of {_DECODE_PROJECTIONS}, got {mode!r}")
-        triton_ok = linear.bias is None and x.dtype == torch.bfloat16
-        if (mode == "triton" and triton_ok and x.shape[0] <= 64
-                or mode == "auto" and triton_ok and linear is self.out_proj and x.shape[0] <= _AUTO_GEMV_ROWS):
+        triton_ok = linear.bias is None and dtype == torch.bfloat16
+        return (mode == "triton" and triton_ok and rows <= 64
+                or mode == "auto" and triton_ok and linear is self.out_proj and rows <= _AUTO_GEMV_ROWS)
+
+    def _posted_out_proj(self, rows: int, dtype: torch.dtype) -> bool:
+        """Whether a "mapped" decode graph's out_proj writes the posted output itself (the Triton GEMV: at most
+        ``GEMV_MAX_ROWS`` rows), with no copy-out node."""
+        return rows <= GEMV_MAX_ROWS and self._triton_projection(self.out_proj, rows, dtype)
+
+    def _project(self, x: torch.Tensor, linear: torch.nn.Linear) -> torch.Tensor:
+        """A decode projection (b, in) -> (b, out): the Triton skinny GEMM or cuBLAS (``_triton_projection``)."""
+        if self._triton_projection(linear, x.shape[0], x.dtype):
             return granite_decode_linear(x, linear.weight)
         return F.linear(x, linear.weight, linear.bias)
 
     def _decode_switches(self) -> tuple:
         """The switches a captured decode graph depends on (a binding is valid only while they are unchanged)."""
-        return self.use_cuda_graphs, self.decode_projections, self.decode_evict_first, self.decode_io
+        return (self.use_cuda_graphs, self.decode_projections, self.decode_evict_first, self.decode_io,
+                self.decode_state_persist)
 
     def _decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> torch.Tensor:
         """One token (b, 1, hidden) -> (b, 1, hidden); cache states updated in place."""
@@ -657,6 +686,8 @@ class FastMambaLayer(ReferenceMambaLayer):
             static_in = torch.randn_like(hidden_states, memory_format=torch.contiguous_format)
             scratch = cache.clone()
             io = MappedIO(device) if self.decode_io == "mapped" else None
+            # out_proj writing the posted output itself: the fetch acknowledges, no copy-out node
+            posted = io is not None and self._posted_out_proj(hidden_states.shape[0], hidden_states.dtype)
             # scratch and warm_out: allocated on the current stream, used by the side-stream warm-up, freed after
             # capture_graph made the current stream wait for it (stream-ordered reuse is then safe)
             warm_out = None if io is None else torch.empty_like(static_in)
@@ -666,7 +697,9 @@ class FastMambaLayer(ReferenceMambaLayer):
             def step(conv_state: torch.Tensor, ssm_state: torch.Tensor) -> torch.Tensor:
                 if io is None:
                     return self._decode_step(static_in, conv_state, ssm_state)
-                io.copy_in(static_in)
+                io.copy_in(static_in, ack=posted)
+                if posted:
+                    return self._decode_step(static_in, conv_state, ssm_state, (io.stash, io.dst_word(0)))
                 out = self._decode_step(static_in, conv_state, ssm_state)
                 io.copy_out(out)
                 return out

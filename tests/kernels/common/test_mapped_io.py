@@ -10,14 +10,15 @@ from ssmkit.kernels.common.mapped_io import MappedIO, SlotCopy, capture_graph
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+@pytest.mark.parametrize("width", [1100, 1700])  # 3300 elements: copied by the fetch's program; 5100: own launch
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-def test_copies_follow_posted_addresses_and_ack(dtype):
+def test_copies_follow_posted_addresses_and_ack(dtype, width):
     g = torch.Generator().manual_seed(3)
     io = MappedIO(DEVICE)
-    static_in = torch.full((3, 1, 1100), float("nan"), dtype=dtype, device=DEVICE)  # > one block, ragged tail
-    static_out = torch.randn(3, 1, 1100, generator=g).to(DEVICE, dtype)
+    static_in = torch.full((3, 1, width), float("nan"), dtype=dtype, device=DEVICE)  # > one block, ragged tail
+    static_out = torch.randn(3, 1, width, generator=g).to(DEVICE, dtype)
     for step in range(1, 4):
-        src = torch.randn(3, 1, 1100, generator=g).to(DEVICE, dtype)
+        src = torch.randn(3, 1, width, generator=g).to(DEVICE, dtype)
         dst = torch.full_like(src, float("nan"))
         io.post(src, (dst,))
         io.copy_in(static_in)
@@ -28,6 +29,22 @@ def test_copies_follow_posted_addresses_and_ack(dtype):
             torch.cuda.synchronize()
         assert torch.equal(dst, static_out) and int(io.ack[0]) == step == io.seq
         static_out = static_out + 1  # the next replay's output differs
+
+
+@pytest.mark.parametrize("n", [1536, 6000])
+def test_copy_in_can_acknowledge(n):
+    """copy_in(ack=True) (graphs whose kernels write their posted outputs themselves): the fetch acknowledges, so
+    the next post needs no copy-out; the copy is complete either way (fused into the fetch or its own launch)."""
+    io = MappedIO(DEVICE)
+    static_in = torch.full((n,), float("nan"), device=DEVICE)
+    for step in (1, 2):
+        src = torch.randn(n, device=DEVICE)
+        io.post(src, (torch.empty(1, device=DEVICE),))
+        io.copy_in(static_in, ack=True)
+        if DEVICE.type == "cuda":
+            torch.cuda.synchronize()
+        assert torch.equal(static_in, src) and int(io.ack[0]) == step == io.seq
+        assert int(io.stash[io.dst_word(0)]) == int(io.dst_address(0))
 
 
 def test_post_before_the_previous_replay_ran_raises():

@@ -11,7 +11,8 @@
 #                                      whose table fetch) has run
 # The graph's first node (_mapped_fetch_kernel, one program) copies the table into the stash; every later node
 # reads its addresses from the stash in device memory (_mapped_copy_in_kernel or _mapped_gather_kernel for src_0,
-# _mapped_copy_out_kernel or any kernel given ``dst_address(k)`` for dst_k; _mapped_copy_slots_kernel for all
+# _mapped_copy_out_kernel or any kernel given ``dst_address(k)`` for dst_k, or any kernel that loads a stash word
+# itself through ``posted_pointer``; _mapped_copy_slots_kernel for all
 # sources or all destinations of a ``SlotCopy`` in one launch), and the last copy-out writes ack -- or the fetch
 # itself does (``copy_in_slots(ack=True)``): the table is free once the fetch ran, so the host may post the next call
 # while this replay still runs (on one stream: stream order keeps that replay's stash; across streams the caller
@@ -31,9 +32,12 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["MappedIO", "SlotCopy", "capture_graph"]
+__all__ = ["MappedIO", "SlotCopy", "capture_graph", "posted_pointer"]
 
 _COPY_BLOCK = 1024
+# copy_in of at most this many elements runs inside the table fetch (one node less; one program, B <= 2 tokens of
+# the Granite decode). Larger copies keep their own launch: programs that each read the host table queue up.
+_FETCH_COPY_MAX = 4096
 _GATHER_ROWS = 16
 _SLOT_BLOCK = 4096  # 32-bit words per program of _mapped_copy_slots_kernel (16 KB)
 # How many reads of the ack ``MappedIO.post`` spends waiting for the previous replay (a few ms of spinning; no
@@ -42,16 +46,31 @@ _SPIN_READS = 100_000
 
 
 @triton.jit
-def _mapped_fetch_kernel(table_ptr, stash_ptr, ack_ptr, WORDS: tl.constexpr, BLOCK: tl.constexpr,
-                         ACK: tl.constexpr):
+def _mapped_fetch_kernel(table_ptr, stash_ptr, ack_ptr, copy_ptr, n, WORDS: tl.constexpr, BLOCK: tl.constexpr,
+                         ACK: tl.constexpr, COPY_BLOCK: tl.constexpr):
     """stash[:WORDS] = table[:WORDS] (one program: one read of the host-mapped table per replay); with ACK, after a
-    barrier (every table word read), ack = table[0] (the replay's seq)."""
+    barrier (every table word read), ack = table[0] (the replay's seq). COPY_BLOCK > 0: then also copy[:n] =
+    (*src_0)[:n] (n <= COPY_BLOCK), src_0 taken from the words just read (a small copy-in without its own node)."""
     offs = tl.arange(0, BLOCK)
     words = tl.load(table_ptr + offs, mask=offs < WORDS, other=0)
     tl.store(stash_ptr + offs, words, mask=offs < WORDS)
     if ACK:
         tl.debug_barrier()
         tl.store(ack_ptr, tl.sum(tl.where(offs == 0, words, 0), axis=0))
+    if COPY_BLOCK > 0:
+        src = tl.sum(tl.where(offs == 1, words, 0), axis=0).to(tl.pointer_type(copy_ptr.dtype.element_ty))
+        c = tl.arange(0, COPY_BLOCK)
+        tl.store(copy_ptr + c, tl.load(src + c, mask=c < n), mask=c < n)
+
+
+@triton.jit
+def posted_pointer(ptr, io_ptr, WORD: tl.constexpr):
+    """``ptr``, or for WORD >= 0 the address in io_ptr[WORD] (a stash word: a posted tensor of ptr's element type,
+    16-byte aligned: the hint keeps the accesses 16 bytes wide). For kernels that read or write a posted tensor
+    themselves instead of through a copy node."""
+    if WORD >= 0:
+        ptr = tl.multiple_of(tl.load(io_ptr + WORD).to(tl.pointer_type(ptr.dtype.element_ty)), 16)
+    return ptr
 
 
 @triton.jit
@@ -168,15 +187,23 @@ class MappedIO:
         self._ack = self.ack.numpy()
         self.seq = 0
 
-    def _fetch(self, ack: bool = False) -> None:
-        """Launch: the table into the device stash (one program); ``ack``: then acknowledge the replay."""
-        _mapped_fetch_kernel[(1,)](self.table, self.stash, self.ack, WORDS=self.words,
-                                   BLOCK=triton.next_power_of_2(self.words), ACK=ack)
+    def _fetch(self, ack: bool = False, copy: torch.Tensor | None = None) -> None:
+        """Launch: the table into the device stash (one program); ``ack``: then acknowledge the replay; ``copy``:
+        and copy the posted src into it (contiguous, at most ``_FETCH_COPY_MAX`` elements)."""
+        n = 0 if copy is None else copy.numel()
+        _mapped_fetch_kernel[(1,)](self.table, self.stash, self.ack, self.stash if copy is None else copy, n,
+                                   WORDS=self.words, BLOCK=triton.next_power_of_2(self.words), ACK=ack,
+                                   COPY_BLOCK=triton.next_power_of_2(n) if n else 0)
 
-    def copy_in(self, static_in: torch.Tensor) -> None:
-        """Launch the table fetch, then static_in (contiguous) <- the posted src (same numel and dtype)."""
-        self._fetch()
+    def copy_in(self, static_in: torch.Tensor, ack: bool = False) -> None:
+        """Launch the table fetch, then static_in (contiguous) <- the posted src (same numel and dtype); up to
+        ``_FETCH_COPY_MAX`` elements the fetch's program copies them itself. ``ack``: the fetch acknowledges the
+        replay (no copy-out does then: for graphs whose kernels write their posted destinations themselves)."""
         n = static_in.numel()
+        if n <= _FETCH_COPY_MAX:
+            self._fetch(ack, copy=static_in)
+            return
+        self._fetch(ack)
         _mapped_copy_in_kernel[(triton.cdiv(n, _COPY_BLOCK),)](self.stash, static_in, n, BLOCK=_COPY_BLOCK)
 
     def gather_in(self, static_rows: torch.Tensor, index: torch.Tensor) -> None:
@@ -193,6 +220,10 @@ class MappedIO:
         one launch. ``ack``: the fetch acknowledges the replay (no copy-out does then)."""
         self._fetch(ack)
         self._copy_slots(static, out=False, ack=False)
+
+    def dst_word(self, slot: int) -> int:
+        """The stash word holding posted destination ``slot`` (for ``posted_pointer`` in a kernel that writes it)."""
+        return 1 + self.n_in + slot
 
     def dst_address(self, slot: int) -> torch.Tensor:
         """Device int64 scalar view holding posted destination ``slot`` (for kernels that write there)."""

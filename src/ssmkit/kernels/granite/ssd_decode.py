@@ -1,5 +1,6 @@
 # Granite Mamba-2 single-token decode step, between in_proj and out_proj (spec §3.1), in two Triton kernels:
-#   1. _granite_decode_ssm_kernel, grid (headdim / BLOCK_P, nheads, batch): causal conv over the window
+#   1. _granite_decode_ssm_kernel, one program per (BLOCK_P rows, head, batch row) state tile (or, persistent,
+#      fewer programs striding over the tiles with the next tile's load in flight): causal conv over the window
 #      [conv_state[:, 1:], new xBC column] + bias + SiLU for the program's BLOCK_P x channels and its group's B and C
 #      (2 * d_state channels, recomputed by every program of the row: cheap, and it keeps conv_state read-only
 #      here), dt = softplus(dt + dt_bias) with the bf16 rounding of transformers 5.17, the in-place fp32
@@ -31,13 +32,16 @@ out_proj.
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
 
+from ssmkit.kernels.common.mapped_io import posted_pointer
 from ssmkit.kernels.granite.ssd_prefill import _granite_softplus_dt
 
-__all__ = ["granite_decode_step", "decode_launch_config", "granite_decode_linear"]
+__all__ = ["granite_decode_step", "decode_launch_config", "granite_decode_linear", "GEMV_MAX_ROWS"]
 
 
 @triton.jit
@@ -57,20 +61,40 @@ def _decode_conv_silu(new_ptr, state_ptr, weight_ptr, bias_ptr, ch, stride_cs_c,
 
 
 @triton.jit
-def _granite_decode_ssm_kernel(
-    zxbcdt_ptr, conv_state_ptr, conv_weight_ptr, conv_bias_ptr, dt_bias_ptr, a_log_ptr, d_ptr, ssm_state_ptr,
-    gated_ptr,
-    stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k, stride_ss_b, stride_ss_h,
-    stride_ss_p, stride_g_b,
-    INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, NGROUPS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr,
-    HEADDIM: tl.constexpr, DSTATE: tl.constexpr, D_CONV: tl.constexpr, BLOCK_P: tl.constexpr,
-    HAS_CONV_BIAS: tl.constexpr, ROUND_BF16: tl.constexpr, EVICT_FIRST: tl.constexpr,
-):
-    pid_p = tl.program_id(0)
-    head = tl.program_id(1)
-    row = tl.program_id(2).to(tl.int64)
-    group = head // HEADS_PER_GROUP
+def _decode_state_tile(ssm_state_ptr, tile, stride_ss_b, stride_ss_h, stride_ss_p, NHEADS: tl.constexpr,
+                       HEADDIM: tl.constexpr, DSTATE: tl.constexpr, BLOCK_P: tl.constexpr):
+    """(p block, head, row) of state tile ``tile`` (p blocks fastest, then heads, then rows) and its
+    (BLOCK_P, DSTATE) pointers."""
+    NP: tl.constexpr = HEADDIM // BLOCK_P
+    pid_p = tile % NP
+    head = (tile // NP) % NHEADS
+    row = (tile // (NP * NHEADS)).to(tl.int64)
+    offs_p = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
+    ptrs = (ssm_state_ptr + row * stride_ss_b + head * stride_ss_h + offs_p[:, None] * stride_ss_p
+            + tl.arange(0, DSTATE)[None, :])
+    return pid_p, head, row, ptrs
 
+
+@triton.jit
+def _decode_load_state(ptrs, ok, EVICT_FIRST: tl.constexpr):
+    """A state tile (masked by the scalar ``ok``), with the evict-first L2 hint when EVICT_FIRST: the state is
+    touched once per step, the projection weights read around this kernel should stay in L2."""
+    if EVICT_FIRST:
+        return tl.load(ptrs, mask=ok, other=0.0, eviction_policy="evict_first")
+    return tl.load(ptrs, mask=ok, other=0.0)
+
+
+@triton.jit
+def _decode_step_tile(
+    state, s_ptrs, pid_p, head, row, zxbcdt_ptr, conv_state_ptr, conv_weight_ptr, conv_bias_ptr, dt_bias_ptr,
+    a_log_ptr, d_ptr, gated_ptr, stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k,
+    stride_g_b, INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, NGROUPS: tl.constexpr,
+    HEADS_PER_GROUP: tl.constexpr, HEADDIM: tl.constexpr, DSTATE: tl.constexpr, D_CONV: tl.constexpr,
+    BLOCK_P: tl.constexpr, HAS_CONV_BIAS: tl.constexpr, ROUND_BF16: tl.constexpr, EVICT_FIRST: tl.constexpr,
+):
+    """Kernel 1's work on one loaded state tile (rows pid_p * BLOCK_P.. of ``head`` in batch row ``row``): the conv
+    window, dt, the state update (stored back at s_ptrs), the readout, D skip and gate (see the header comment)."""
+    group = head // HEADS_PER_GROUP
     zx_row = zxbcdt_ptr + row * stride_zx_b
     xbc_row = zx_row + INTERMEDIATE
     cs_row = conv_state_ptr + row * stride_cs_b
@@ -79,14 +103,6 @@ def _granite_decode_ssm_kernel(
     x_ch = head * HEADDIM + offs_p
     b_ch = INTERMEDIATE + group * DSTATE + offs_n
     c_ch = INTERMEDIATE + (NGROUPS + group) * DSTATE + offs_n
-
-    # State tile first: the largest load, in flight while the conv and dt are computed. Evict-first (EVICT_FIRST):
-    # the state is touched once per step, the projection weights read around this kernel should stay in L2.
-    s_ptrs = ssm_state_ptr + row * stride_ss_b + head * stride_ss_h + offs_p[:, None] * stride_ss_p + offs_n[None, :]
-    if EVICT_FIRST:
-        state = tl.load(s_ptrs, eviction_policy="evict_first")
-    else:
-        state = tl.load(s_ptrs)
 
     x = _decode_conv_silu(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, x_ch, stride_cs_c, stride_cs_k,
                           stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
@@ -110,6 +126,45 @@ def _granite_decode_ssm_kernel(
     y = tl.sum(state * c_vec[None, :], axis=1) + tl.load(d_ptr + head).to(tl.float32) * x
     z = tl.load(zx_row + x_ch).to(tl.float32)
     tl.store(gated_ptr + row * stride_g_b + x_ch, y * (z * tl.sigmoid(z)))
+
+
+@triton.jit
+def _granite_decode_ssm_kernel(
+    zxbcdt_ptr, conv_state_ptr, conv_weight_ptr, conv_bias_ptr, dt_bias_ptr, a_log_ptr, d_ptr, ssm_state_ptr,
+    gated_ptr, n_tiles,
+    stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k, stride_ss_b, stride_ss_h,
+    stride_ss_p, stride_g_b,
+    INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, NGROUPS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr,
+    HEADDIM: tl.constexpr, DSTATE: tl.constexpr, D_CONV: tl.constexpr, BLOCK_P: tl.constexpr,
+    HAS_CONV_BIAS: tl.constexpr, ROUND_BF16: tl.constexpr, EVICT_FIRST: tl.constexpr, PERSISTENT: tl.constexpr,
+):
+    """One state tile per program (grid: n_tiles), or PERSISTENT: programs stride over the n_tiles tiles, each
+    loading its next tile's state before it works on the current one (two tiles' loads in flight per program)."""
+    NHEADS: tl.constexpr = NGROUPS * HEADS_PER_GROUP
+    tile = tl.program_id(0)
+    pid_p, head, row, s_ptrs = _decode_state_tile(ssm_state_ptr, tile, stride_ss_b, stride_ss_h, stride_ss_p,
+                                                  NHEADS, HEADDIM, DSTATE, BLOCK_P)
+    # State tile first: the largest load, in flight while the conv and dt are computed.
+    state = _decode_load_state(s_ptrs, tile < n_tiles, EVICT_FIRST)
+    if PERSISTENT:
+        step = tl.num_programs(0)
+        while tile < n_tiles:
+            nxt = tile + step
+            n_p, n_head, n_row, n_ptrs = _decode_state_tile(ssm_state_ptr, nxt, stride_ss_b, stride_ss_h,
+                                                            stride_ss_p, NHEADS, HEADDIM, DSTATE, BLOCK_P)
+            n_state = _decode_load_state(n_ptrs, nxt < n_tiles, EVICT_FIRST)
+            _decode_step_tile(state, s_ptrs, pid_p, head, row, zxbcdt_ptr, conv_state_ptr, conv_weight_ptr,
+                              conv_bias_ptr, dt_bias_ptr, a_log_ptr, d_ptr, gated_ptr, stride_zx_b, stride_cs_b,
+                              stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k, stride_g_b, INTERMEDIATE,
+                              CONV_DIM, NGROUPS, HEADS_PER_GROUP, HEADDIM, DSTATE, D_CONV, BLOCK_P, HAS_CONV_BIAS,
+                              ROUND_BF16, EVICT_FIRST)
+            tile, pid_p, head, row, s_ptrs, state = nxt, n_p, n_head, n_row, n_ptrs, n_state
+    else:
+        _decode_step_tile(state, s_ptrs, pid_p, head, row, zxbcdt_ptr, conv_state_ptr, conv_weight_ptr,
+                          conv_bias_ptr, dt_bias_ptr, a_log_ptr, d_ptr, gated_ptr, stride_zx_b, stride_cs_b,
+                          stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k, stride_g_b, INTERMEDIATE, CONV_DIM,
+                          NGROUPS, HEADS_PER_GROUP, HEADDIM, DSTATE, D_CONV, BLOCK_P, HAS_CONV_BIAS, ROUND_BF16,
+                          EVICT_FIRST)
 
 
 @triton.jit
@@ -164,9 +219,12 @@ def _granite_decode_linear_kernel(x_ptr, w_ptr, out_ptr, M, N, stride_xm, stride
 
 
 @triton.jit
-def _granite_decode_gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, stride_xm, stride_wn, stride_om,
+def _granite_decode_gemv_kernel(x_ptr, w_ptr, out_ptr, io_ptr, M, N, stride_xm, stride_wn, stride_om,
                                 K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                                BLOCK_K: tl.constexpr):
+                                BLOCK_K: tl.constexpr, OUT_WORD: tl.constexpr):
+    """out = x W^T; OUT_WORD >= 0: out is written at the address posted in io_ptr[OUT_WORD] (a MappedIO stash),
+    with out_ptr's strides (``posted_pointer``)."""
+    out_ptr = posted_pointer(out_ptr, io_ptr, OUT_WORD)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     m_ok = offs_m[:, None] < M
@@ -182,12 +240,13 @@ def _granite_decode_gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, stride_xm, stride_w
     tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :], out, mask=m_ok & (offs_n[None, :] < N))
 
 
-_GEMV_ROWS = 8  # at most this many rows of x take the GEMV kernel
+GEMV_MAX_ROWS = 8  # at most this many rows of x take the GEMV kernel
 _GEMV_PRODUCT = 8192  # BLOCK_M * BLOCK_N * BLOCK_K of the GEMV: 64 fp32 products per thread at 4 warps
 
 
 def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int | None = None,
-                          block_k: int = 256, num_warps: int = 4, num_stages: int = 4) -> torch.Tensor:
+                          block_k: int = 256, num_warps: int = 4, num_stages: int = 4,
+                          posted_out: tuple[torch.Tensor, int] | None = None) -> torch.Tensor:
     """``x @ weight.T`` for few rows: x (M, K) bf16 with M <= 64, weight (N, K) bf16; returns (M, N) bf16.
 
     A skinny GEMM that reads each weight once (the decode projections are weight-bandwidth-bound). Rows and the
@@ -198,6 +257,9 @@ def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int
     9-64 rows: the tl.dot kernel, ``block_n`` defaulting to 32 for N > 4096 and 16 otherwise (enough programs to
     spread the weight over the GPU), ``block_k`` (a power of two >= 16) and ``num_stages`` its K step and
     pipelining.
+    ``posted_out`` (stash, word), GEMV rows only: the result is written at the contiguous (M, N) destination whose
+    address a MappedIO stash holds at that word (a graph's output, no copy node); the returned tensor is then an
+    unwritten placeholder of the result's shape.
     """
     _check(x.dim() == 2 and weight.dim() == 2 and x.shape[1] == weight.shape[1], ValueError,
            f"expected x (M, K) and weight (N, K), got {tuple(x.shape)} and {tuple(weight.shape)}")
@@ -209,14 +271,16 @@ def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int
     _check(block_n is None or _is_pow2(block_n) and block_n <= 64, ValueError,
            f"block_n must be a power of two <= 64, got {block_n}")
     (m, k), n = x.shape, weight.shape[0]
+    _check(posted_out is None or m <= GEMV_MAX_ROWS, ValueError, f"posted_out needs at most {GEMV_MAX_ROWS} rows")
     out = torch.empty(m, n, device=x.device, dtype=x.dtype)
-    if m <= _GEMV_ROWS:
+    if m <= GEMV_MAX_ROWS:
         block_m = triton.next_power_of_2(m)
         block_n = block_n or 4
         block_k = min(triton.next_power_of_2(k), max(16, _GEMV_PRODUCT // (block_m * block_n)))
+        stash, word = posted_out if posted_out is not None else (out, -1)
         _granite_decode_gemv_kernel[(triton.cdiv(n, block_n),)](
-            x, weight, out, m, n, x.stride(0), weight.stride(0), out.stride(0),
-            K=k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=num_warps,
+            x, weight, out, stash, m, n, x.stride(0), weight.stride(0), out.stride(0),
+            K=k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, OUT_WORD=word, num_warps=num_warps,
         )
         return out
     block_n = block_n or (32 if n > 4096 else 16)
@@ -255,6 +319,12 @@ def decode_launch_config(batch: int, nheads: int, headdim: int, dstate: int, on_
     return block, 8
 
 
+@functools.lru_cache(maxsize=None)
+def _sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors of a CUDA device; 2 off CUDA (the interpreter), so persistent programs loop."""
+    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 2
+
+
 def _check(cond: bool, exc: type, msg: str) -> None:
     if not cond:
         raise exc(msg)
@@ -265,7 +335,7 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
                         A_log: torch.Tensor, D: torch.Tensor, norm_weight: torch.Tensor, eps: float,
                         out: torch.Tensor | None = None, gated: torch.Tensor | None = None, *,
                         evict_first: bool = True, block_p: int | None = None,
-                        num_warps: int | None = None) -> torch.Tensor:
+                        num_warps: int | None = None, programs_per_sm: int = 0) -> torch.Tensor:
     """One decode step of the mixer between the two projections; updates both caches in place.
 
     Args:
@@ -281,6 +351,9 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
         block_p, num_warps: kernel 1's tile rows (a power of two dividing headdim) and warps; None takes them
             from ``decode_launch_config``. For tuning; on the GPU they can change the rounding
             (``decode_launch_config``).
+        programs_per_sm: 0 launches kernel 1 with one state tile per program; k > 0 launches at most k programs
+            per SM (2 in the interpreter), each striding over the tiles with the next tile's state load in flight
+            while it works on the current one (same arithmetic per tile: the same bits).
 
     Returns:
         (b, intermediate) in the model dtype: RMSNorm(y * silu(z)) * norm_weight, ready for out_proj.
@@ -333,13 +406,17 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
     num_warps = default_warps if num_warps is None else num_warps
     _check(_is_pow2(block_p) and headdim % block_p == 0, ValueError,
            f"block_p must be a power of two dividing headdim {headdim}, got {block_p}")
-    _granite_decode_ssm_kernel[(headdim // block_p, nheads, batch)](
+    _check(programs_per_sm >= 0, ValueError, f"programs_per_sm must be >= 0, got {programs_per_sm}")
+    n_tiles = (headdim // block_p) * nheads * batch
+    grid = n_tiles if not programs_per_sm else min(n_tiles, programs_per_sm * _sm_count(zxbcdt.device))
+    _granite_decode_ssm_kernel[(grid,)](
         zxbcdt, conv_state, cw, conv_bias if conv_bias is not None else cw, dt_bias, A_log, D, ssm_state, gated,
-        zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1), conv_state.stride(2), cw.stride(0),
+        n_tiles, zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1), conv_state.stride(2), cw.stride(0),
         cw.stride(1), ssm_state.stride(0), ssm_state.stride(1), ssm_state.stride(2), gated.stride(0),
         INTERMEDIATE=intermediate, CONV_DIM=conv_dim, NGROUPS=ngroups, HEADS_PER_GROUP=nheads // ngroups,
         HEADDIM=headdim, DSTATE=dstate, D_CONV=d_conv, BLOCK_P=block_p, HAS_CONV_BIAS=conv_bias is not None,
-        ROUND_BF16=zxbcdt.dtype == torch.bfloat16, EVICT_FIRST=evict_first, num_warps=num_warps,
+        ROUND_BF16=zxbcdt.dtype == torch.bfloat16, EVICT_FIRST=evict_first, PERSISTENT=programs_per_sm > 0,
+        num_warps=num_warps,
     )
     block_c = min(512, triton.next_power_of_2(conv_dim))
     block_i = triton.next_power_of_2(intermediate)

@@ -29,11 +29,11 @@ import torch
 import triton
 import triton.language as tl
 
+from ssmkit.kernels.common.mapped_io import posted_pointer
 from ssmkit.kernels.mamba3.fwd import (
     Posted,
     _fwd_chunk_scalars,
     _fwd_locate_chunk,
-    _fwd_posted,
     contiguous_each,
     posted_kwargs,
 )
@@ -94,10 +94,10 @@ def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, io_ptr, NUMEL, BLOC
     """Grid (cdiv(T * H * P, BLOCK),): the gate (F8), elementwise over (T, H, P): with DZ, dz = dout * y * silu'(z)
     (the input's dtype); with DY, dY = dout * silu(z) (fp32, read by the state-gradient and chunk-body kernels). dY
     needs no forward result, so a graph can compute it beside the forward (ssmkit.mamba3.graph). *_WORD: posted
-    pointers (fwd.py ``_fwd_posted``)."""
-    dout_ptr = _fwd_posted(dout_ptr, io_ptr, DOUT_WORD)
-    z_ptr = _fwd_posted(z_ptr, io_ptr, Z_WORD)
-    dz_ptr = _fwd_posted(dz_ptr, io_ptr, DZ_WORD)
+    pointers (``posted_pointer``, kernels/common/mapped_io.py)."""
+    dout_ptr = posted_pointer(dout_ptr, io_ptr, DOUT_WORD)
+    z_ptr = posted_pointer(z_ptr, io_ptr, Z_WORD)
+    dz_ptr = posted_pointer(dz_ptr, io_ptr, DZ_WORD)
     e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = e < NUMEL
     dout = tl.load(dout_ptr + e, mask=m, other=0.0).to(tl.float32)
@@ -224,8 +224,8 @@ def _m3b_intra_kernel(
     (C, C) per slot and head), the intra-chunk part of dl (row minus column sums of M o A o G), and all of dv:
     (M o A)^T dY + (D + gamma q^.k^) dY + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
     Per token it stores e = dY.v and q^.k^; per slot sum(e) (the D partial)."""
-    v_ptr = _fwd_posted(v_ptr, io_ptr, V_WORD)
-    dv_ptr = _fwd_posted(dv_ptr, io_ptr, DV_WORD)
+    v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
+    dv_ptr = posted_pointer(dv_ptr, io_ptr, DV_WORD)
     slot = tl.program_id(0)
     h = tl.program_id(1)
     NH: tl.constexpr = N // 2
@@ -373,7 +373,7 @@ def _m3b_sides_kernel(
     """Grid (chunk slots, H, 4): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half z - 2)
     in one launch (one host launch less than two kernels). dphi / dphis hold two planes, the q side's and the k
     side's; each side gets its own."""
-    v_ptr = _fwd_posted(v_ptr, io_ptr, V_WORD)
+    v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     slot = tl.program_id(0)
     h = tl.program_id(1)
     z = tl.program_id(2)

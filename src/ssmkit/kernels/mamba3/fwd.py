@@ -23,6 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
+from ssmkit.kernels.common.mapped_io import posted_pointer
 from ssmkit.mamba3.shapes import CHUNK, DSTATE, HEADDIM, INPUT_NAMES, NANGLES, NHEADS
 from ssmkit.mamba3.validate import validate_inputs
 
@@ -90,15 +91,6 @@ def posted_kwargs(posted: Posted | None, fallback: torch.Tensor, *names: str) ->
     kwargs = {"io_ptr": posted.stash if posted is not None else fallback}
     kwargs.update({f"{n.upper()}_WORD": words.get(n, -1) for n in names})
     return kwargs
-
-
-@triton.jit
-def _fwd_posted(ptr, io_ptr, WORD: tl.constexpr):
-    """``ptr``, or for WORD >= 0 the address in io_ptr[WORD] (a posted tensor of ptr's element type, 16-byte
-    aligned: the hint keeps the accesses 16 bytes wide)."""
-    if WORD >= 0:
-        ptr = tl.multiple_of(tl.load(io_ptr + WORD).to(tl.pointer_type(ptr.dtype.element_ty)), 16)
-    return ptr
 
 
 @triton.jit
@@ -171,7 +163,7 @@ def _mamba3_fwd_chunk_state_kernel(
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
     BLOCK_S: tl.constexpr, PRECISION: tl.constexpr, V_WORD: tl.constexpr,
 ):
-    v_ptr = _fwd_posted(v_ptr, io_ptr, V_WORD)
+    v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     slot = tl.program_id(0)
     h = tl.program_id(1)
     seq, start, end, c = _fwd_locate_chunk(cu_ptr, slot, S, BLOCK_S, CHUNK_)
@@ -288,9 +280,9 @@ def _mamba3_fwd_chunk_scan_kernel(
     """Grid (chunk slots, H): the dot half of the chunk scan (§4), from the rotate kernel's q~, k~ and q^.k^:
     strict-causal intra-chunk scores, readout of the entering state, gamma diagonal + D skip, silu(z) gate (F8);
     stores the output, y (fp32, pre-gate, when SAVE) and the final v."""
-    v_ptr = _fwd_posted(v_ptr, io_ptr, V_WORD)
-    z_ptr = _fwd_posted(z_ptr, io_ptr, Z_WORD)
-    out_ptr = _fwd_posted(out_ptr, io_ptr, OUT_WORD)
+    v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
+    z_ptr = posted_pointer(z_ptr, io_ptr, Z_WORD)
+    out_ptr = posted_pointer(out_ptr, io_ptr, OUT_WORD)
     HALF: tl.constexpr = N // 2
     slot = tl.program_id(0)
     h = tl.program_id(1)
