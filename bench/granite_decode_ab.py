@@ -2,7 +2,7 @@
 
 Each ``--side NAME=PACKAGE[:JSON]`` is a FastMambaLayer from PACKAGE (``ssmkit``, the working tree, or a renamed copy
 of another commit made by ``bench/ab_package.py``, found on ``--packages``), with the layer attributes in JSON
-(e.g. ``'{"decode_state_persist": 4}'``), built with the same weights by its own package's harness (its own
+(e.g. ``'{"decode_projections": "cublas"}'``), built with the same weights by its own package's harness (its own
 MambaCache, inputs and call: a layer's fast paths check its own types), each capturing its own decode graphs.
 
 Per decode bench workload: the outputs and cache states of one call of each side, compared with the first side's
@@ -11,7 +11,7 @@ Per decode bench workload: the outputs and cache states of one call of each side
 median us. (Until session 8 the script compared two attribute sets of one package, ``--a`` / ``--b``; session 5's
 run 1 compared a baseline copy of mapped_io.py, with this script at commit 20cf596.)
 Usage (CUDA): PYTHONPATH=src python bench/granite_decode_ab.py --side s7=ssmkit_s7 --side new=ssmkit \\
-    [--side p4='ssmkit:{"decode_state_persist": 4}'] [--packages bench/_ab/pkgs] --out DIR [--calls 300]
+    [--side cublas='ssmkit:{"decode_projections": "cublas"}'] [--packages bench/_ab/pkgs] --out DIR [--calls 300]
 """
 import argparse
 import importlib

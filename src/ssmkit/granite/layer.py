@@ -331,7 +331,6 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.decode_fast_path = True
         self.decode_evict_first = True
         self.decode_io = "mapped"
-        self.decode_state_persist = 0
         self.prefill_graphs = "mapped"
         self.pack_padded_gemms = "packed"
         self.cb_spread = True
@@ -611,7 +610,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         zxbcdt = self._project(hidden_states[:, 0], self.in_proj)
         y = granite_decode_step(zxbcdt, conv_state, ssm_state, self.conv1d.weight, self.conv1d.bias, self.dt_bias,
                                 self.A_log, self.D, self.norm.weight, self.config.rms_norm_eps,
-                                evict_first=self.decode_evict_first, programs_per_sm=self.decode_state_persist)
+                                evict_first=self.decode_evict_first)
         if posted_out is not None:
             return granite_decode_linear(y, self.out_proj.weight, posted_out=posted_out)[:, None]
         return self._project(y, self.out_proj)[:, None]
@@ -639,8 +638,7 @@ class FastMambaLayer(ReferenceMambaLayer):
 
     def _decode_switches(self) -> tuple:
         """The switches a captured decode graph depends on (a binding is valid only while they are unchanged)."""
-        return (self.use_cuda_graphs, self.decode_projections, self.decode_evict_first, self.decode_io,
-                self.decode_state_persist)
+        return self.use_cuda_graphs, self.decode_projections, self.decode_evict_first, self.decode_io
 
     def _decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> torch.Tensor:
         """One token (b, 1, hidden) -> (b, 1, hidden); cache states updated in place."""

@@ -147,28 +147,6 @@ def test_decode_step_result_independent_of_tile_rows_and_warps():
         granite_decode_step(zxbcdt, conv_state, ssm_state, *args, block_p=128)
 
 
-@pytest.mark.parametrize("block_p,programs_per_sm", [(16, 1), (32, 2), (16, 3)])
-def test_persistent_state_kernel_equals_one_tile_per_program(block_p, programs_per_sm):
-    """programs_per_sm > 0 (fewer programs striding over the state tiles, the next tile's load in flight): the
-    same bits as one tile per program, for every tile (2 SMs in the interpreter: 2-6 programs for 16-32 tiles,
-    so every program loops and the last strides end part-way), outputs NaN-poisoned so an unwritten tile fails;
-    a negative count is refused."""
-    zxbcdt, conv_state, ssm_state, p = _make_inputs(2, 4, 64, 16, 1, torch.bfloat16, seed=block_p + programs_per_sm)
-    args = (p["conv_weight"], p["conv_bias"], p["dt_bias"], p["A_log"], p["D"], p["norm_weight"], 1e-5)
-    results = []
-    for pps in (0, programs_per_sm):
-        cs, ss = conv_state.clone(), ssm_state.clone()
-        out = torch.full((2, 4 * 64), float("nan"), dtype=torch.bfloat16)
-        gated = torch.full((2, 4 * 64), float("nan"))
-        granite_decode_step(zxbcdt, cs, ss, *args, out=out, gated=gated, block_p=block_p, programs_per_sm=pps)
-        results.append((out, gated, cs, ss))
-    assert torch.isfinite(results[1][1]).all() and not torch.equal(results[1][3], ssm_state)
-    for a, b in zip(*results):
-        assert torch.equal(a, b)
-    with pytest.raises(ValueError, match="programs_per_sm"):
-        granite_decode_step(zxbcdt, conv_state, ssm_state, *args, programs_per_sm=-1)
-
-
 def test_decode_linear_writes_a_posted_destination():
     """posted_out=(stash, word): the GEMV writes the (M, N) result at the address held in the stash word (as a
     mapped decode graph's out_proj does) with the same bits as its own output; the returned placeholder is not

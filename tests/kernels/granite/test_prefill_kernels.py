@@ -485,10 +485,10 @@ for mask in (False, True):
 for indirect in (False, True):
     build(conv1d._varlen_unpack_kernel, dict(WIDTH=1536, OUT_INDIRECT=indirect, BLOCK_L=16, BLOCK_D=256),
           {"out_ptr": "*i64"} if indirect else None)
-for evict, persistent in itertools.product((False, True), (False, True)):
+for evict in (False, True):
     build(ssd_decode._granite_decode_ssm_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, NGROUPS=1,
           HEADS_PER_GROUP=48, HEADDIM=64, DSTATE=128, D_CONV=4, BLOCK_P=32, HAS_CONV_BIAS=True, ROUND_BF16=True,
-          EVICT_FIRST=evict, PERSISTENT=persistent), warps=8)
+          EVICT_FIRST=evict), warps=8)
 for word in (-1, 2):  # the decode out_proj GEMV, writing its own output or the posted one
     build(ssd_decode._granite_decode_gemv_kernel, dict(K=3072, BLOCK_M=1, BLOCK_N=4, BLOCK_K=2048, OUT_WORD=word),
           {"io_ptr": "*i64"})

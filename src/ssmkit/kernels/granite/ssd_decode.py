@@ -1,6 +1,5 @@
 # Granite Mamba-2 single-token decode step, between in_proj and out_proj (spec §3.1), in two Triton kernels:
-#   1. _granite_decode_ssm_kernel, one program per (BLOCK_P rows, head, batch row) state tile (or, persistent,
-#      fewer programs striding over the tiles with the next tile's load in flight): causal conv over the window
+#   1. _granite_decode_ssm_kernel, grid (headdim / BLOCK_P, nheads, batch): causal conv over the window
 #      [conv_state[:, 1:], new xBC column] + bias + SiLU for the program's BLOCK_P x channels and its group's B and C
 #      (2 * d_state channels, recomputed by every program of the row: cheap, and it keeps conv_state read-only
 #      here), dt = softplus(dt + dt_bias) with the bf16 rounding of transformers 5.17, the in-place fp32
@@ -32,8 +31,6 @@ out_proj.
 """
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
@@ -61,40 +58,20 @@ def _decode_conv_silu(new_ptr, state_ptr, weight_ptr, bias_ptr, ch, stride_cs_c,
 
 
 @triton.jit
-def _decode_state_tile(ssm_state_ptr, tile, stride_ss_b, stride_ss_h, stride_ss_p, NHEADS: tl.constexpr,
-                       HEADDIM: tl.constexpr, DSTATE: tl.constexpr, BLOCK_P: tl.constexpr):
-    """(p block, head, row) of state tile ``tile`` (p blocks fastest, then heads, then rows) and its
-    (BLOCK_P, DSTATE) pointers."""
-    NP: tl.constexpr = HEADDIM // BLOCK_P
-    pid_p = tile % NP
-    head = (tile // NP) % NHEADS
-    row = (tile // (NP * NHEADS)).to(tl.int64)
-    offs_p = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
-    ptrs = (ssm_state_ptr + row * stride_ss_b + head * stride_ss_h + offs_p[:, None] * stride_ss_p
-            + tl.arange(0, DSTATE)[None, :])
-    return pid_p, head, row, ptrs
-
-
-@triton.jit
-def _decode_load_state(ptrs, ok, EVICT_FIRST: tl.constexpr):
-    """A state tile (masked by the scalar ``ok``), with the evict-first L2 hint when EVICT_FIRST: the state is
-    touched once per step, the projection weights read around this kernel should stay in L2."""
-    if EVICT_FIRST:
-        return tl.load(ptrs, mask=ok, other=0.0, eviction_policy="evict_first")
-    return tl.load(ptrs, mask=ok, other=0.0)
-
-
-@triton.jit
-def _decode_step_tile(
-    state, s_ptrs, pid_p, head, row, zxbcdt_ptr, conv_state_ptr, conv_weight_ptr, conv_bias_ptr, dt_bias_ptr,
-    a_log_ptr, d_ptr, gated_ptr, stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k,
-    stride_g_b, INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, NGROUPS: tl.constexpr,
-    HEADS_PER_GROUP: tl.constexpr, HEADDIM: tl.constexpr, DSTATE: tl.constexpr, D_CONV: tl.constexpr,
-    BLOCK_P: tl.constexpr, HAS_CONV_BIAS: tl.constexpr, ROUND_BF16: tl.constexpr, EVICT_FIRST: tl.constexpr,
+def _granite_decode_ssm_kernel(
+    zxbcdt_ptr, conv_state_ptr, conv_weight_ptr, conv_bias_ptr, dt_bias_ptr, a_log_ptr, d_ptr, ssm_state_ptr,
+    gated_ptr,
+    stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k, stride_ss_b, stride_ss_h,
+    stride_ss_p, stride_g_b,
+    INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, NGROUPS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr,
+    HEADDIM: tl.constexpr, DSTATE: tl.constexpr, D_CONV: tl.constexpr, BLOCK_P: tl.constexpr,
+    HAS_CONV_BIAS: tl.constexpr, ROUND_BF16: tl.constexpr, EVICT_FIRST: tl.constexpr,
 ):
-    """Kernel 1's work on one loaded state tile (rows pid_p * BLOCK_P.. of ``head`` in batch row ``row``): the conv
-    window, dt, the state update (stored back at s_ptrs), the readout, D skip and gate (see the header comment)."""
+    pid_p = tl.program_id(0)
+    head = tl.program_id(1)
+    row = tl.program_id(2).to(tl.int64)
     group = head // HEADS_PER_GROUP
+
     zx_row = zxbcdt_ptr + row * stride_zx_b
     xbc_row = zx_row + INTERMEDIATE
     cs_row = conv_state_ptr + row * stride_cs_b
@@ -103,6 +80,14 @@ def _decode_step_tile(
     x_ch = head * HEADDIM + offs_p
     b_ch = INTERMEDIATE + group * DSTATE + offs_n
     c_ch = INTERMEDIATE + (NGROUPS + group) * DSTATE + offs_n
+
+    # State tile first: the largest load, in flight while the conv and dt are computed. Evict-first (EVICT_FIRST):
+    # the state is touched once per step, the projection weights read around this kernel should stay in L2.
+    s_ptrs = ssm_state_ptr + row * stride_ss_b + head * stride_ss_h + offs_p[:, None] * stride_ss_p + offs_n[None, :]
+    if EVICT_FIRST:
+        state = tl.load(s_ptrs, eviction_policy="evict_first")
+    else:
+        state = tl.load(s_ptrs)
 
     x = _decode_conv_silu(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, x_ch, stride_cs_c, stride_cs_k,
                           stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
@@ -126,45 +111,6 @@ def _decode_step_tile(
     y = tl.sum(state * c_vec[None, :], axis=1) + tl.load(d_ptr + head).to(tl.float32) * x
     z = tl.load(zx_row + x_ch).to(tl.float32)
     tl.store(gated_ptr + row * stride_g_b + x_ch, y * (z * tl.sigmoid(z)))
-
-
-@triton.jit
-def _granite_decode_ssm_kernel(
-    zxbcdt_ptr, conv_state_ptr, conv_weight_ptr, conv_bias_ptr, dt_bias_ptr, a_log_ptr, d_ptr, ssm_state_ptr,
-    gated_ptr, n_tiles,
-    stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k, stride_ss_b, stride_ss_h,
-    stride_ss_p, stride_g_b,
-    INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, NGROUPS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr,
-    HEADDIM: tl.constexpr, DSTATE: tl.constexpr, D_CONV: tl.constexpr, BLOCK_P: tl.constexpr,
-    HAS_CONV_BIAS: tl.constexpr, ROUND_BF16: tl.constexpr, EVICT_FIRST: tl.constexpr, PERSISTENT: tl.constexpr,
-):
-    """One state tile per program (grid: n_tiles), or PERSISTENT: programs stride over the n_tiles tiles, each
-    loading its next tile's state before it works on the current one (two tiles' loads in flight per program)."""
-    NHEADS: tl.constexpr = NGROUPS * HEADS_PER_GROUP
-    tile = tl.program_id(0)
-    pid_p, head, row, s_ptrs = _decode_state_tile(ssm_state_ptr, tile, stride_ss_b, stride_ss_h, stride_ss_p,
-                                                  NHEADS, HEADDIM, DSTATE, BLOCK_P)
-    # State tile first: the largest load, in flight while the conv and dt are computed.
-    state = _decode_load_state(s_ptrs, tile < n_tiles, EVICT_FIRST)
-    if PERSISTENT:
-        step = tl.num_programs(0)
-        while tile < n_tiles:
-            nxt = tile + step
-            n_p, n_head, n_row, n_ptrs = _decode_state_tile(ssm_state_ptr, nxt, stride_ss_b, stride_ss_h,
-                                                            stride_ss_p, NHEADS, HEADDIM, DSTATE, BLOCK_P)
-            n_state = _decode_load_state(n_ptrs, nxt < n_tiles, EVICT_FIRST)
-            _decode_step_tile(state, s_ptrs, pid_p, head, row, zxbcdt_ptr, conv_state_ptr, conv_weight_ptr,
-                              conv_bias_ptr, dt_bias_ptr, a_log_ptr, d_ptr, gated_ptr, stride_zx_b, stride_cs_b,
-                              stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k, stride_g_b, INTERMEDIATE,
-                              CONV_DIM, NGROUPS, HEADS_PER_GROUP, HEADDIM, DSTATE, D_CONV, BLOCK_P, HAS_CONV_BIAS,
-                              ROUND_BF16, EVICT_FIRST)
-            tile, pid_p, head, row, s_ptrs, state = nxt, n_p, n_head, n_row, n_ptrs, n_state
-    else:
-        _decode_step_tile(state, s_ptrs, pid_p, head, row, zxbcdt_ptr, conv_state_ptr, conv_weight_ptr,
-                          conv_bias_ptr, dt_bias_ptr, a_log_ptr, d_ptr, gated_ptr, stride_zx_b, stride_cs_b,
-                          stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k, stride_g_b, INTERMEDIATE, CONV_DIM,
-                          NGROUPS, HEADS_PER_GROUP, HEADDIM, DSTATE, D_CONV, BLOCK_P, HAS_CONV_BIAS, ROUND_BF16,
-                          EVICT_FIRST)
 
 
 @triton.jit
@@ -319,12 +265,6 @@ def decode_launch_config(batch: int, nheads: int, headdim: int, dstate: int, on_
     return block, 8
 
 
-@functools.lru_cache(maxsize=None)
-def _sm_count(device: torch.device) -> int:
-    """Streaming multiprocessors of a CUDA device; 2 off CUDA (the interpreter), so persistent programs loop."""
-    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 2
-
-
 def _check(cond: bool, exc: type, msg: str) -> None:
     if not cond:
         raise exc(msg)
@@ -335,7 +275,7 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
                         A_log: torch.Tensor, D: torch.Tensor, norm_weight: torch.Tensor, eps: float,
                         out: torch.Tensor | None = None, gated: torch.Tensor | None = None, *,
                         evict_first: bool = True, block_p: int | None = None,
-                        num_warps: int | None = None, programs_per_sm: int = 0) -> torch.Tensor:
+                        num_warps: int | None = None) -> torch.Tensor:
     """One decode step of the mixer between the two projections; updates both caches in place.
 
     Args:
@@ -351,9 +291,6 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
         block_p, num_warps: kernel 1's tile rows (a power of two dividing headdim) and warps; None takes them
             from ``decode_launch_config``. For tuning; on the GPU they can change the rounding
             (``decode_launch_config``).
-        programs_per_sm: 0 launches kernel 1 with one state tile per program; k > 0 launches at most k programs
-            per SM (2 in the interpreter), each striding over the tiles with the next tile's state load in flight
-            while it works on the current one (same arithmetic per tile: the same bits).
 
     Returns:
         (b, intermediate) in the model dtype: RMSNorm(y * silu(z)) * norm_weight, ready for out_proj.
@@ -406,17 +343,13 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
     num_warps = default_warps if num_warps is None else num_warps
     _check(_is_pow2(block_p) and headdim % block_p == 0, ValueError,
            f"block_p must be a power of two dividing headdim {headdim}, got {block_p}")
-    _check(programs_per_sm >= 0, ValueError, f"programs_per_sm must be >= 0, got {programs_per_sm}")
-    n_tiles = (headdim // block_p) * nheads * batch
-    grid = n_tiles if not programs_per_sm else min(n_tiles, programs_per_sm * _sm_count(zxbcdt.device))
-    _granite_decode_ssm_kernel[(grid,)](
+    _granite_decode_ssm_kernel[(headdim // block_p, nheads, batch)](
         zxbcdt, conv_state, cw, conv_bias if conv_bias is not None else cw, dt_bias, A_log, D, ssm_state, gated,
-        n_tiles, zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1), conv_state.stride(2), cw.stride(0),
+        zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1), conv_state.stride(2), cw.stride(0),
         cw.stride(1), ssm_state.stride(0), ssm_state.stride(1), ssm_state.stride(2), gated.stride(0),
         INTERMEDIATE=intermediate, CONV_DIM=conv_dim, NGROUPS=ngroups, HEADS_PER_GROUP=nheads // ngroups,
         HEADDIM=headdim, DSTATE=dstate, D_CONV=d_conv, BLOCK_P=block_p, HAS_CONV_BIAS=conv_bias is not None,
-        ROUND_BF16=zxbcdt.dtype == torch.bfloat16, EVICT_FIRST=evict_first, PERSISTENT=programs_per_sm > 0,
-        num_warps=num_warps,
+        ROUND_BF16=zxbcdt.dtype == torch.bfloat16, EVICT_FIRST=evict_first, num_warps=num_warps,
     )
     block_c = min(512, triton.next_power_of_2(conv_dim))
     block_i = triton.next_power_of_2(intermediate)
