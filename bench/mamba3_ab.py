@@ -1,12 +1,13 @@
-"""Same-process A/B of the Mamba-3 kernels: the working tree's fwd.py + bwd.py against a baseline copy of both.
+"""Same-process A/B of the Mamba-3 kernels: the working tree's fwd.py + bwd.py against baseline copies of both.
 
-The baseline directory holds a fwd.py and a bwd.py from another commit (e.g. ``git show REF:src/ssmkit/kernels/
-mamba3/bwd.py``), loaded as their own modules, so both versions run in one process on the same inputs. Per case
-(cases.json, 3 rotating input sets): the 16 results of both (forward outputs, then the 11 gradients) compared
-(norm-relative difference; 0 = bit-identical), then the full call (forward + backward kernels, no validation)
-timed alternately A, B, A, B: host wall per call (median) and the GPU kernel time per call from torch.profiler,
-and for the first case the per-kernel split.
-Usage (CUDA): PYTHONPATH=src python bench/mamba3_ab.py --baseline DIR --out DIR [--cases c1_four_mixed,...]
+Each baseline directory holds a fwd.py and a bwd.py from another commit or variant (e.g. ``git show
+REF:src/ssmkit/kernels/mamba3/bwd.py``), loaded as their own modules, so every version runs in one process on the
+same inputs (``--baseline`` may be given several times; the sides are named after the directories, the working
+tree "new"). Per case (cases.json, 3 rotating input sets): the 16 results of each side (forward outputs, then the
+11 gradients) compared with the first side's (norm-relative difference; 0 = bit-identical), then the full call
+(forward + backward kernels, no validation) timed with the sides alternating: host wall per call (median) and the
+GPU kernel time per call from torch.profiler, and for the first case the per-kernel split.
+Usage (CUDA): PYTHONPATH=src python bench/mamba3_ab.py --baseline DIR [--baseline DIR2] --out DIR [--cases c1,...]
        PYTHONPATH=src python bench/mamba3_ab.py --graph --out DIR [--cases ...] [--scales 1,2,4]
 ``--graph``: instead, the public entry with validation, launching directly (graph=False, "baseline") against its
 captured-graph path (graph=True, "new"; ssmkit.mamba3.graph), at each scale of the sequence lengths.
@@ -98,7 +99,7 @@ def interleaved_wall_ms(fns, arg_sets):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--baseline", type=Path)
+    ap.add_argument("--baseline", type=Path, action="append")
     ap.add_argument("--graph", action="store_true")
     ap.add_argument("--graph-streams", action="store_true")
     ap.add_argument("--out", type=Path, required=True)
@@ -113,9 +114,11 @@ def main() -> None:
     else:
         if args.baseline is None:
             ap.error("--baseline DIR is needed without --graph")
-        base_fwd = load(args.baseline / "fwd.py", "ab_baseline_fwd")
-        base_bwd = load(args.baseline / "bwd.py", "ab_baseline_bwd")
-        sides = {"baseline": full_call(base_fwd, base_bwd), "new": full_call(new_fwd, new_bwd)}
+        sides = {}
+        for i, base in enumerate(args.baseline):
+            mods = [load(base / f"{m}.py", f"ab_baseline{i}_{m}") for m in ("fwd", "bwd")]
+            sides[base.name if base.name not in sides else f"{base.name}{i}"] = full_call(*mods)
+        sides["new"] = full_call(new_fwd, new_bwd)
     cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
     if args.cases:
         cases = [c for c in cases if c["name"] in args.cases.split(",")]
@@ -127,18 +130,21 @@ def main() -> None:
             sets = [make_inputs(case["seqlens"], case["seed"] + r, device=device) for r in range(ROTATE)]
             walls = interleaved_wall_ms(list(sides.values()), sets)  # (warms up: a graph side replays below)
             res = {name: fn(sets[0]) for name, fn in sides.items()}
-            diff = {n: ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()
-                    for n, a, b in zip(RESULT_NAMES, res["new"], res["baseline"])}
+            first = next(iter(res.values()))
+            diffs = {name: {n: ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()
+                            for n, a, b in zip(RESULT_NAMES, r, first)} for name, r in list(res.items())[1:]}
             gpus = [gpu_ms(fn, sets) for fn in sides.values()]
             queued = [queued_ms(fn, sets) for fn in sides.values()]
             row = dict(case=case["name"], T=sum(case["seqlens"]), wall_ms=dict(zip(sides, walls)),
-                       gpu_ms=dict(zip(sides, gpus)), queued_ms=dict(zip(sides, queued)), new_vs_baseline=diff)
+                       gpu_ms=dict(zip(sides, gpus)), queued_ms=dict(zip(sides, queued)), vs_first_side=diffs)
             if i == 0:
                 row["kernels_ms"] = {name: gpu_kernel_split(fn, sets[0]) for name, fn in sides.items()}
             rows.append(row)
-            print(f"{case['name']:24s} wall {walls[0]:.3f} -> {walls[1]:.3f} ms  GPU {gpus[0]:.3f} -> {gpus[1]:.3f} ms"
-                  f"  queued {queued[0]:.3f} -> {queued[1]:.3f} ms"
-                  f"  max rel diff {max(diff.values()):.2e} ({max(diff, key=diff.get)})", flush=True)
+            worst = max(max(d.values()) for d in diffs.values())
+            print(f"{case['name']:24s} wall " + " -> ".join(f"{w:.3f}" for w in walls)
+                  + " ms  GPU " + " -> ".join(f"{g:.3f}" for g in gpus)
+                  + " ms  queued " + " -> ".join(f"{q:.3f}" for q in queued)
+                  + f" ms ({' -> '.join(sides)})  max rel diff {worst:.2e}", flush=True)
             if "kernels_ms" in row:
                 for name, split in row["kernels_ms"].items():
                     print(f"   {name}: " + ", ".join(f"{k[:28]} {v:.3f}" for k, v in sorted(

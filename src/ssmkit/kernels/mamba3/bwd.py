@@ -9,7 +9,7 @@
 # 3. the chunk body, everything that stays inside one chunk of one head (fp32 dots, tf32 by
 #    default; the 128 state dims as two 64-wide halves), two launches:
 #    `_m3b_intra_kernel`, grid (chunk slots, H): the (C, C) matrices, M o G (stored), the intra-chunk part of dl, dv;
-#    `_m3b_sides_kernel`, grid (chunk slots, H, 4): the q side (`_m3b_qside`) and the k side (`_m3b_kside`) of
+#    `_m3b_sides_kernel`, grid (4 x chunk slots, H): the q side (`_m3b_qside`) and the k side (`_m3b_kside`) of
 #    each state half, one launch: dQ~ and dK~ of one state half, rotated back (per-head dq_hat / dk_hat rows),
 #    dPhi, ds, and their parts of dl and dLambda; per-slot partial sums for q_bias, k_bias, D.
 #    (One kernel did all of it until session 6: 255 registers with 2 KB of spills; split, 0.58 -> 0.42 ms at c1,
@@ -370,13 +370,15 @@ def _m3b_sides_kernel(
     io_ptr, S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr,
 ):
-    """Grid (chunk slots, H, 4): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half z - 2)
-    in one launch (one host launch less than two kernels). dphi / dphis hold two planes, the q side's and the k
-    side's; each side gets its own."""
+    """Grid (4 x chunk slots, H): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half z - 2)
+    in one launch (one host launch less than two kernels). z varies fastest, so the four programs of one chunk and
+    head run side by side and share their loads of Q~, K~, dY, M o G and dS_out through L2 (with z slowest, until
+    session 8, each plane of 1184 programs at c1 had streamed ~150 MB through the L2 before the next plane re-read
+    the same tiles). dphi / dphis hold two planes, the q side's and the k side's; each side gets its own."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
-    slot = tl.program_id(0)
+    z = tl.program_id(0) % 4
+    slot = tl.program_id(0) // 4
     h = tl.program_id(1)
-    z = tl.program_id(2)
     if z < 2:
         _m3b_qside(slot, h, z, qr_ptr, kr_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr,
                    states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr,
@@ -674,7 +676,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         q_rot, k_rot, v, adt, dt, trap, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts, e_tok, qk, dd_part,
         S=S, **sizes, num_warps=config.num_warps, **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
-    _m3b_sides_kernel[(nslot, H, 4)](
+    _m3b_sides_kernel[(4 * nslot, H)](
         q_rot, k_rot, v, adt, dt, trap, dy, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates, dfinal_k, mg, e_tok,
         dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part, dkb_part, S=S, T=T, NSLOT=nslot,
         NA=NA, **sizes, **side_launch, **posted_kwargs(posted, cu_seqlens, "v"),
