@@ -2,9 +2,10 @@
 
 The baseline directory holds an ``ssd_prefill.py`` from another commit, loaded as its own module. Both run the
 layer's settings (bf16 operands, cb_spread, final state written) on the same inputs, and the working tree's kernels
-also with the launch options of VARIANTS: B=1 at L = 16384 and 4096, and
-the left-padded B=8 bench batch in the packed varlen layout. y and the final state must be equal bit for bit; each
-is timed as a CUDA graph of launches (``granite_conv_bench.graph_us``), us per launch.
+also with the options of VARIANTS: B=1 at L = 16384 and 4096, and
+the left-padded B=8 bench batch in the packed varlen layout. y and the final state are compared with the
+baseline's bit for bit (DIFFERS, and the norm-relative difference of y); each is timed as a CUDA graph of launches
+(``granite_conv_bench.graph_us``), us per launch.
 Usage (CUDA): PYTHONPATH=src python bench/granite_ssd_ab.py --baseline DIR --out DIR
 """
 import argparse
@@ -23,17 +24,19 @@ from ssmkit.kernels.granite import ssd_prefill as new_ssd  # noqa: E402
 from ssmkit.kernels.granite.conv1d import packed_layout_rows  # noqa: E402
 
 
-# Every variant spells out both kernels' options: a key given replaces that kernel's defaults, which on CUDA include
-# the register caps for the unmasked padded layout (ssd_launch_options). (Session 4: stage counts of the chunk-state
-# kernel; session 5: register caps, so that 4 CTAs of 4 warps fit an SM: 168 (scan) and 145 (state) registers
-# allowed 3; the state kernel's 74 KB of shared memory at 3 stages also does. Session 5's run 4 ran before the caps
-# became a default: its "new" side is Triton's defaults there.)
-_DEFAULTS = {"scan": {}, "state": {}}
-VARIANTS = {"triton_defaults": _DEFAULTS,
-            "scan_r128": {**_DEFAULTS, "scan": dict(maxnreg=128)},
-            "state_r128_s2": {**_DEFAULTS, "state": dict(maxnreg=128, num_stages=2)},
-            "both_r128": {"scan": dict(maxnreg=128), "state": dict(maxnreg=128, num_stages=2)},
-            "scan_r128_state_s2": {"scan": dict(maxnreg=128), "state": dict(num_stages=2)}}
+# A ``launch`` key given replaces that kernel's defaults, which on CUDA include the register caps for the unmasked
+# padded layout (ssd_launch_options). (Session 4: stage counts of the chunk-state kernel; session 5: register caps,
+# so that 4 CTAs of 4 warps fit an SM: 168 (scan) and 145 (state) registers allowed 3; the state kernel's 74 KB of
+# shared memory at 3 stages also does. Session 5's run 4 ran before the caps became a default: its "new" side is
+# Triton's defaults there.)
+# A variant is a dict of extra ssd_chunked_prefill keywords (``launch``: per-kernel launch options). Session 8: two
+# heads per scan program sharing the C and C.B^T loads (``scan_pair``; with the default caps of the unmasked
+# layout, without them, and at 8 warps) and bf16 C.B^T blocks (``cb_dtype``). Earlier sessions' sets: git history.
+VARIANTS = {"pair": dict(scan_pair=True),
+            "pair_nocap": dict(scan_pair=True, launch={"scan": {}}),
+            "pair_w8": dict(scan_pair=True, launch={"scan": dict(num_warps=8)}),
+            "cb16": dict(cb_dtype=torch.bfloat16),
+            "pair_cb16": dict(scan_pair=True, cb_dtype=torch.bfloat16)}
 
 
 def main() -> None:
@@ -63,8 +66,7 @@ def main() -> None:
         xbc = (0.5 * torch.randn(*shape, conv_dim, generator=gen)).to(device, torch.bfloat16)
         dt_raw = torch.randn(*shape, cfg.num_heads, generator=gen).to(device, torch.bfloat16)
         outs = {}
-        sides = [("baseline", base_ssd, {}), ("new", new_ssd, {})] + [(n, new_ssd, dict(launch=v))
-                                                                   for n, v in VARIANTS.items()]
+        sides = [("baseline", base_ssd, {}), ("new", new_ssd, {})] + [(n, new_ssd, v) for n, v in VARIANTS.items()]
         for side, module, extra in sides:
             state = torch.empty(batch, cfg.num_heads, cfg.head_dim, cfg.d_state, device=device)
 
@@ -77,10 +79,13 @@ def main() -> None:
         ref_y, ref_state = outs["baseline"][:2]
         row = dict(layout=lname, us={side: round(o[2], 2) for side, o in outs.items()},
                    equal={side: bool(torch.equal(o[0], ref_y) and torch.equal(o[1], ref_state))
-                          for side, o in outs.items()})
+                          for side, o in outs.items()},
+                   y_rel_diff={side: ((o[0].double() - ref_y.double()).norm() / ref_y.double().norm()).item()
+                               for side, o in outs.items()})
         results.append(row)
-        print(f"{lname:18s} " + "  ".join(f"{side} {us:.2f} us{'' if row['equal'][side] else ' (DIFFERS)'}"
-                                          for side, us in row["us"].items()), flush=True)
+        print(f"{lname:18s} " + "  ".join(
+            f"{side} {us:.2f}{'' if row['equal'][side] else ' (DIFFERS %.1e)' % row['y_rel_diff'][side]}"
+            for side, us in row["us"].items()) + " us", flush=True)
     path = args.out / "granite_ssd_ab.json"
     write_json(path, dict(run_metadata(None, device), rows=results))
     print("json:", path)
