@@ -29,14 +29,10 @@ from ssmkit.kernels.granite.conv1d import packed_layout_rows  # noqa: E402
 # so that 4 CTAs of 4 warps fit an SM: 168 (scan) and 145 (state) registers allowed 3; the state kernel's 74 KB of
 # shared memory at 3 stages also does. Session 5's run 4 ran before the caps became a default: its "new" side is
 # Triton's defaults there.)
-# A variant is a dict of extra ssd_chunked_prefill keywords (``launch``: per-kernel launch options). Session 8: two
-# heads per scan program sharing the C and C.B^T loads (``scan_pair``; with the default caps of the unmasked
-# layout, without them, and at 8 warps) and bf16 C.B^T blocks (``cb_dtype``). Earlier sessions' sets: git history.
-VARIANTS = {"pair": dict(scan_pair=True),
-            "pair_nocap": dict(scan_pair=True, launch={"scan": {}}),
-            "pair_w8": dict(scan_pair=True, launch={"scan": dict(num_warps=8)}),
-            "cb16": dict(cb_dtype=torch.bfloat16),
-            "pair_cb16": dict(scan_pair=True, cb_dtype=torch.bfloat16)}
+# A variant is a dict of extra ssd_chunked_prefill keywords (``launch``: per-kernel launch options). Earlier
+# sessions' sets: git history (session 8's run 3: two heads per scan program sharing the C and C.B^T loads, bf16 C.B^T
+# blocks; both removed after it, bench/granite/NOTES.md "Session 8").
+VARIANTS = {"triton_defaults": dict(launch={"scan": {}, "state": {}})}
 
 
 def main() -> None:

@@ -138,12 +138,13 @@ def _check_against_oracle(args, result, oracle):
     phi64 = _phi_float64(args)
     assert (saved.cos_phi.double() - torch.cos(phi64)).abs().max() <= ANGLE_ABS_TOL
     assert (saved.sin_phi.double() - torch.sin(phi64)).abs().max() <= ANGLE_ABS_TOL
-    # the saved q~ and k~: biased (F3) and rotated by Phi (F4) per head, float64 from the inputs; the angle error
-    # moves a rotated value by at most |pair| * |d Phi|
+    # the saved q~ and k~ (dims 0..63, the rotated ones): biased (F3) and rotated by Phi (F4) per head, float64 from
+    # the inputs; the angle error moves a rotated value by at most |pair| * |d Phi|
     for x, bias, got in (("q", "q_bias", saved.q_rot), ("k", "k_bias", saved.k_rot)):
         assert got.dtype == torch.float32 and not torch.isnan(got).any(), "q_rot / k_rot left unwritten"
-        ref = _rotated_float64(args[x].double() + args[bias].double()[None], phi64)  # (T, 32, 128)
-        bound = FP32_REL_TOL * ref.abs().max() + ANGLE_ABS_TOL * ref[..., :64].abs().max() * 2
+        assert got.shape == (args[x].shape[0], 32, 64)
+        ref = _rotated_float64(args[x].double() + args[bias].double()[None], phi64)[..., :64]  # (T, 32, 64)
+        bound = (FP32_REL_TOL + 2 * ANGLE_ABS_TOL) * ref.abs().max()
         assert (got.double() - ref).abs().max() <= bound, f"{x}_rot"
 
     expected_states = _chunk_states_float64(args)

@@ -105,7 +105,7 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None) -> No
     def fork_chain(q_rot):
         with _forked(side[0], main):
             bwd_gate(dout, z, None, dy=dy, posted=posted)
-            bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, dstates, config=bwd_config)
+            bwd_state_grads(q_rot, inputs[0], inputs[6], adt, dy, cu_seqlens, dfinal_ssm, dstates, config=bwd_config)
 
     *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5], before_scan=fork_chain,
                                 posted=posted)

@@ -364,45 +364,6 @@ def test_ssd_packed_layout_equals_padded_layout(continuing):
     assert torch.equal(packed, y[mask.bool()]) and torch.equal(finals[0], finals[1])
 
 
-@pytest.mark.parametrize("layout", ["padded", "masked", "packed"])
-def test_ssd_scan_pair_equals_one_head_per_program(layout):
-    """scan_pair (two heads per scan program sharing the C and C.B^T loads) gives the same bits as one head per
-    program, with several row blocks per chunk, in the padded, masked and packed layouts; it needs an even H."""
-    gen = torch.Generator().manual_seed(21)
-    heads, seqlen, lengths = 4, 3 * CH + 3, [3 * CH + 3, CH + 2, 1]
-    mask = _left_pad_mask(lengths, seqlen)
-    xbc, dt_raw, *params = _ssd_inputs(gen, len(lengths), seqlen, heads, P, N,
-                                       mask=None if layout == "padded" else mask)
-    kw = dict(chunk_size=CH, block_m=CH // 2, cb_spread=True)
-    if layout == "masked":
-        kw["attention_mask"] = mask
-    elif layout == "packed":
-        xbc, dt_raw = _packed(xbc, mask), _packed(dt_raw, mask)
-        kw.update(packed_rows=packed_layout_rows(mask.sum(1), seqlen), seqlen=seqlen)
-    outs = []
-    for pair in (False, True):
-        final = torch.full((len(lengths), heads, P, N), float("nan"))
-        outs.append((ssd_chunked_prefill(xbc, dt_raw, *params, ssm_state_out=final, scan_pair=pair, **kw), final))
-    assert not outs[1][0].isnan().any()
-    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
-    with pytest.raises(ValueError, match="scan_pair"):
-        ssd_chunked_prefill(*_ssd_inputs(gen, 1, CH, H, P, N), chunk_size=CH, d_state=N, scan_pair=True)
-
-
-def test_ssd_bf16_cb_is_within_one_more_rounding():
-    """cb_dtype bf16 rounds each C.B^T sum once more before the scan's bf16 dot: y within 4u of float64 (one
-    rounding over the default's 3u bound); the final state does not use C.B^T (bit-equal)."""
-    gen = torch.Generator().manual_seed(23)
-    args = _ssd_inputs(gen, 2, 3 * CH + 5, H, P, N)
-    finals = [torch.full((2, H, P, N), float("nan")) for _ in range(2)]
-    y32 = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=finals[0])
-    y16 = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=finals[1], cb_dtype=torch.bfloat16)
-    _check_ssd(y16, finals[1], args, H, P, N, rel=4 * U_BF16)
-    assert torch.equal(finals[0], finals[1]) and not torch.equal(y32, y16)
-    with pytest.raises(TypeError, match="cb_dtype"):
-        ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=finals[1], cb_dtype=torch.float16)
-
-
 def test_ssd_initial_state_continuation_matches_one_pass():
     gen = torch.Generator().manual_seed(9)
     prefix, seqlen = CH + 3, 2 * CH + 6
@@ -507,16 +468,14 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
               ROUND_DT=True, STORE_CB=True, CB_SPREAD=flag, PREC=0, SPLIT_STATE=True, PACKED=packed))
         build(ssd_prefill._ssd_state_pass_kernel, dict(PN=8192, CH=256, BLOCK_S=512, HAS_INIT=flag, HAS_FINAL=True,
               HAS_MASK=mask, PACKED=packed))
-        for pair in (False, True):
-            build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=mask,
-                  LOAD_CB=True, PREC=0, HEADS=1, PACKED=packed, PAIR=pair))
+        build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=mask, LOAD_CB=True,
+              PREC=0, HEADS=1, PACKED=packed))
         if not (packed or mask):  # the register caps the unmasked padded layout launches with (ssd_launch_options)
             build(ssd_prefill._ssd_chunk_state_kernel, dict(P=64, N=128, CH=256, BLOCK_K=64, HAS_MASK=False,
                   ROUND_DT=True, STORE_CB=True, CB_SPREAD=flag, PREC=0, SPLIT_STATE=True, PACKED=False),
                   options=dict(maxnreg=128, num_stages=2))
-            for pair in (False, True):
-                build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=False,
-                      LOAD_CB=True, PREC=0, HEADS=1, PACKED=False, PAIR=pair), options=dict(maxnreg=128))
+            build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=False,
+                  LOAD_CB=True, PREC=0, HEADS=1, PACKED=False), options=dict(maxnreg=128))
         for rows in (False, True):  # the 2-D interior tiles, and the default sliding window
             build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
                   HAS_MASK=mask, PACKED=packed, INTERIOR_OK=flag, INTERIOR_ROWS=rows, BLOCK_L=32,

@@ -20,7 +20,8 @@
 #    the later chunks' dPhi sums) -> dangles and the angle part of ddt; the shifted-gamma term (ds of the token
 #    before) -> ddt, dtrap.
 #    `_m3b_reduce`: GQA sum of dq_hat/dk_hat over the 32 heads per 8 tokens; bias/D sums per head.
-# Q~ and K~ (biased, rotated) come from the forward (Mamba3FwdSaved.q_rot / k_rot) instead of being rebuilt from q, k,
+# Q~ and K~ (biased, rotated) come from the forward (Mamba3FwdSaved.q_rot / k_rot: the rotated dims 0..63; dims
+# 64..127, biased only, formed from q, k and the biases by ``_fwd_tilde_half``) instead of being rebuilt from q, k,
 # the biases and cos / sin in each kernel; cos / sin are still read to rotate dQ~, dK~ back.
 # No atomics: every sum has a fixed order, so repeated calls are bit-identical.
 from typing import NamedTuple
@@ -34,6 +35,7 @@ from ssmkit.kernels.mamba3.fwd import (
     Posted,
     _fwd_chunk_scalars,
     _fwd_locate_chunk,
+    _fwd_tilde_half,
     contiguous_each,
     posted_kwargs,
 )
@@ -51,14 +53,6 @@ def _m3b_tanh(x):
     e = tl.exp(-2.0 * tl.abs(x))
     t = (1.0 - e) / (1.0 + e)
     return tl.where(x < 0, -t, t)
-
-
-@triton.jit
-def _m3b_rot_half(xr_ptr, tok, vmask, h, half, H: tl.constexpr, N: tl.constexpr):
-    """The forward's saved q~ or k~ (biased and rotated, F3 and F4; ``Mamba3FwdSaved.q_rot``/``k_rot``, (T, H, N)
-    fp32) on the dims [half*N/2, half*N/2 + N/2) of a chunk: (C, N/2) fp32, zero on invalid rows."""
-    cols = half * (N // 2) + tl.arange(0, N // 2)
-    return tl.load(xr_ptr + tok[:, None] * (H * N) + h * N + cols[None, :], mask=vmask, other=0.0)
 
 
 @triton.jit
@@ -112,7 +106,7 @@ def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, io_ptr, NUMEL, BLOC
 
 @triton.jit
 def _m3b_dstate_kernel(
-    qr_ptr, adt_ptr, dy_ptr, cu_ptr, dfs_ptr, dstates_ptr,
+    qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr, dfs_ptr, dstates_ptr,
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr,
 ):
     """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns, from the gate
@@ -140,13 +134,13 @@ def _m3b_dstate_kernel(
         ell = tl.cumsum(adt, axis=0)
         lam = tl.sum(adt, axis=0)
         dy = tl.load(dy_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
-        qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
+        qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
         ds = tl.exp(lam) * ds + tl.dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, input_precision=PREC)
 
 
 @triton.jit
 def _m3b_dstate_local_kernel(
-    qr_ptr, adt_ptr, dy_ptr, cu_ptr, dloc_ptr, S,
+    qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr, dloc_ptr, S,
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
     PREC: tl.constexpr,
 ):
@@ -167,7 +161,7 @@ def _m3b_dstate_local_kernel(
         w = tl.trans(dy * tl.exp(ell)[:, None])
         row = dloc_ptr + (slot * H + h) * P * N + pv[:, None] * N
         for half in tl.static_range(2):
-            qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
+            qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
             tl.store(row + (half * NH + tl.arange(0, NH))[None, :], tl.dot(w, qt, input_precision=PREC))
 
 
@@ -214,7 +208,8 @@ def _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h, S, H: tl.conste
 
 @triton.jit
 def _m3b_intra_kernel(
-    qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, dy_ptr, cu_ptr, dstates_ptr, dfv_ptr,
+    qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, dy_ptr, cu_ptr,
+    dstates_ptr, dfv_ptr,
     mg_ptr, dv_ptr, dl_ptr, etok_ptr, qk_ptr, ddp_ptr, io_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
     V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
@@ -237,8 +232,8 @@ def _m3b_intra_kernel(
     am = tl.zeros([C, C], dtype=tl.float32)
     qk = tl.zeros([C], dtype=tl.float32)
     for half in tl.static_range(2):
-        qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
-        kt = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N)
+        qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
+        kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
         am += tl.dot(qt, tl.trans(kt * sc[:, None]), input_precision=PREC)
         qk += tl.sum(qt * kt, axis=1)
     hp = tok[:, None] * (H * P) + h * P + pv[None, :]
@@ -257,7 +252,7 @@ def _m3b_intra_kernel(
     e_rev = tl.exp(lam - ell)
     st_row = (slot * H + h) * P * N + pv[:, None] * N
     for half in tl.static_range(2):
-        ks = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N) * sc[:, None]
+        ks = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N) * sc[:, None]
         ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
         dvv += e_rev[:, None] * tl.dot(ks, tl.trans(ds_out), input_precision=PREC)
     tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
@@ -290,8 +285,8 @@ def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, 
 
 @triton.jit
 def _m3b_qside(
-    slot, h, half, qr_ptr, kr_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr,
-    dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
+    slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr,
+    sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
 ):
@@ -314,8 +309,8 @@ def _m3b_qside(
     dlam = tl.exp(lam) * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
     dy = tl.load(dy_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
     x = tl.dot(dy, s_in, input_precision=PREC)
-    qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
-    kt = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N)
+    qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
+    kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     mg = tl.load(mg_ptr + (slot * H + h) * C * C + i[:, None] * C + i[None, :])
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
     dqt = tl.dot(mg, kt * sc[:, None], input_precision=PREC) + e_ell[:, None] * x + ge[:, None] * kt
@@ -327,8 +322,8 @@ def _m3b_qside(
 
 @triton.jit
 def _m3b_kside(
-    slot, h, half, qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, cu_ptr, cos_ptr, sin_ptr, dstates_ptr,
-    dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
+    slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, cu_ptr, cos_ptr,
+    sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
 ):
@@ -348,8 +343,8 @@ def _m3b_kside(
     ds_out = tl.load(dstates_ptr + (slot * H + h) * P * N + pv[:, None] * N + cols[None, :], mask=active, other=0.0)
     vv = tl.load(v_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0).to(tl.float32)
     vds = tl.dot(vv, ds_out, input_precision=PREC)
-    qt = _m3b_rot_half(qr_ptr, tok, vmask, h, half, H, N)
-    kt = _m3b_rot_half(kr_ptr, tok, vmask, h, half, H, N)
+    qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
+    kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
     mgt = tl.load(mg_ptr + (slot * H + h) * C * C + i[None, :] * C + i[:, None])  # (M o G)^T
     dks = tl.dot(mgt, qt, input_precision=PREC) + e_rev[:, None] * vds
@@ -365,7 +360,8 @@ def _m3b_kside(
 
 @triton.jit
 def _m3b_sides_kernel(
-    qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr,
+    qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr,
+    states_ptr, dstates_ptr,
     dfk_ptr, mg_ptr, etok_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr,
     io_ptr, S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr,
@@ -380,12 +376,12 @@ def _m3b_sides_kernel(
     slot = tl.program_id(0) // 4
     h = tl.program_id(1)
     if z < 2:
-        _m3b_qside(slot, h, z, qr_ptr, kr_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr,
-                   states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr,
-                   dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
+        _m3b_qside(slot, h, z, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr,
+                   cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr,
+                   dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
     else:
-        _m3b_kside(slot, h, z - 2, qr_ptr, kr_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, cu_ptr, cos_ptr, sin_ptr,
-                   dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
+        _m3b_kside(slot, h, z - 2, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr,
+                   cu_ptr, cos_ptr, sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
                    dphis_ptr + NSLOT * H * NA, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB,
                    PREC)
 
@@ -585,11 +581,14 @@ def allocate_state_grads(v, q, cu_seqlens) -> tuple:
             torch.empty((T // CHUNK + cu_seqlens.shape[0] - 1, H, P, q.shape[-1]), device=v.device, dtype=f32))
 
 
-def bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, dstates, *, config=DEFAULT_BWD_CONFIG) -> None:
+def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, *,
+                    config=DEFAULT_BWD_CONFIG) -> None:
     """Launch the state-gradient chain (spec §7.2): the gradient of the state leaving every chunk, (T // 64 + S, 32,
     64, 128) fp32 in the forward's chunk-state layout, into ``dstates`` (``allocate_state_grads``), from the
-    forward's q~ (T, 32, 128) fp32, adt (T, 32) fp32, dY (T, 32, 64) fp32 and dfinal_ssm (S, 32, 64, 128) fp32."""
-    T, H, N = q_rot.shape
+    forward's rotated half of q~ (T, 32, 64) fp32 with q (T, 1, 128) bf16 and q_bias (32, 128) fp32 (the other
+    half), adt (T, 32) fp32, dY (T, 32, 64) fp32 and dfinal_ssm (S, 32, 64, 128) fp32."""
+    T, H = q_rot.shape[:2]
+    N = q.shape[-1]
     P = dy.shape[-1]
     S = cu_seqlens.shape[0] - 1
     nslot = T // CHUNK + S
@@ -597,7 +596,7 @@ def bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, dstates, *, config=D
         raise ValueError(f"config.scan_block: expected a power of two dividing {P * N}, got {config.scan_block}")
     if config.dstate_scan:
         _m3b_dstate_local_kernel[(nslot, H)](
-            q_rot, adt, dy, cu_seqlens, dstates, S,
+            q_rot, q, q_bias, adt, dy, cu_seqlens, dstates, S,
             H=H, P=P, N=N, C=CHUNK, SB=triton.next_power_of_2(S + 1), PREC=config.input_precision,
             num_warps=config.dstate_warps,
         )
@@ -606,7 +605,7 @@ def bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, dstates, *, config=D
         )
     else:
         _m3b_dstate_kernel[(H, S, 2)](
-            q_rot, adt, dy, cu_seqlens, dfinal_ssm, dstates,
+            q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates,
             H=H, P=P, N=N, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
             num_stages=config.dstate_stages,
         )
@@ -621,9 +620,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     fp32; trap (T, 32) bf16; q_bias, k_bias (32, 128) fp32; angles (T, 32, 32) bf16; d (32,) fp32; cu_seqlens
     (S+1,) int32. `saved` is the forward's `Mamba3FwdSaved`: y fp32 (T, 32, 64) pre-gate output, cos_phi and
     sin_phi fp32 (T, 32, 32) of the wrapped cumulative angle, chunk_states fp32 (T//64 + S, 32, 64, 128) state
-    entering each chunk (sequence s, chunk c at cu_seqlens[s]//64 + s + c), q_rot and k_rot fp32 (T, 32, 128), the
-    biased and rotated q~ and k~ per head (the kernels load them; q, k and the biases only give N and the
-    gradients' shapes and dtypes here; nothing is validated: the public entries do that). Cotangents: dout
+    entering each chunk (sequence s, chunk c at cu_seqlens[s]//64 + s + c), q_rot and k_rot fp32 (T, 32, 64), the
+    biased and rotated dims 0..63 of q~ and k~ per head (the kernels load them and form dims 64..127 from q, k and
+    the biases; nothing is validated: the public entries do that). Cotangents: dout
     (T, 32, 64), dfinal_angle (S, 32, 32), dfinal_ssm (S, 32, 64, 128), dfinal_k (S, 32, 128), dfinal_v
     (S, 32, 64).
     `config`: a Mamba3BwdConfig (warps, dot precision). `grads`: None (new tensors) or a `Mamba3BwdGrads` of
@@ -640,17 +639,17 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     nslot = T // CHUNK + S  # chunk slots, as the forward's chunk_states
     dev = v.device
     f32 = torch.float32
-    # (q, k and the biases are not read by the kernels: they give the gradients' shapes and dtypes only)
-    (v, adt, dt, trap, angles, d, z, cu_seqlens, y, cos_phi, sin_phi, chunk_states, q_rot, k_rot,
-     dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = contiguous_each(
-        (v, adt, dt, trap, angles, d, z, cu_seqlens, *saved, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v))
+    (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, y, cos_phi, sin_phi, chunk_states, q_rot,
+     k_rot, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = contiguous_each(
+        (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *saved, dout, dfinal_angle, dfinal_ssm,
+         dfinal_k, dfinal_v))
     grads = allocate_grads(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z) if grads is None else grads
     dv = grads.dv
     sb = triton.next_power_of_2(S + 1)  # (>= S + 1: _fwd_locate_chunk reads cu_seqlens[0..S])
     if state_grads is None:
         dy, dstates = allocate_state_grads(v, q, cu_seqlens)  # dY = dout * silu(z)
         bwd_gate(dout, z, y, grads.dz, dy, posted=posted)
-        bwd_state_grads(q_rot, adt, dy, cu_seqlens, dfinal_ssm, dstates, config=config)
+        bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, config=config)
     else:
         dy, dstates = state_grads
     # the chunk body in two launches (intra-chunk part; q side and k side per state half); their per-token and
@@ -673,13 +672,14 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     if config.side_maxnreg and dev.type == "cuda":  # (a register cap is a GPU compile option)
         side_launch["maxnreg"] = config.side_maxnreg
     _m3b_intra_kernel[(nslot, H)](
-        q_rot, k_rot, v, adt, dt, trap, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts, e_tok, qk, dd_part,
+        q_rot, k_rot, q, k, q_bias, k_bias, v, adt, dt, trap, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
+        e_tok, qk, dd_part,
         S=S, **sizes, num_warps=config.num_warps, **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
     _m3b_sides_kernel[(4 * nslot, H)](
-        q_rot, k_rot, v, adt, dt, trap, dy, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates, dfinal_k, mg, e_tok,
-        dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part, dkb_part, S=S, T=T, NSLOT=nslot,
-        NA=NA, **sizes, **side_launch, **posted_kwargs(posted, cu_seqlens, "v"),
+        q_rot, k_rot, q, k, q_bias, k_bias, v, adt, dt, trap, dy, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates,
+        dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part, dkb_part,
+        S=S, T=T, NSLOT=nslot, NA=NA, **sizes, **side_launch, **posted_kwargs(posted, cu_seqlens, "v"),
     )
     dq, dk, _, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, _ = grads
     _m3b_finish_kernel[(nslot * H + triton.cdiv(T, _REDUCE_TOKENS) + H,)](

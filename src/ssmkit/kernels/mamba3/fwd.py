@@ -62,9 +62,11 @@ class Mamba3FwdSaved(NamedTuple):
     chunk_states: (T // 64 + S, 32, 64, 128) fp32, the (v, qk)-ordered SSM state ENTERING each chunk; sequence s,
         chunk c (local tokens 64c .. 64c+63) is at index cu_seqlens[s] // 64 + s + c. Indices no chunk maps to are
         left unwritten (torch.empty).
-    q_rot, k_rot: (T, 32, 128) fp32, q~ and k~ per value head: biased (F3) and rotated by Phi (F4, dims 0..63; dims
-        64..127 biased only), as the forward's dots use them (the backward loads them instead of rebuilding them
-        from q, k, the biases and cos / sin in every kernel: bench/mamba3/NOTES.md "Session 5").
+    q_rot, k_rot: (T, 32, 64) fp32, dims 0..63 of q~ and k~ per value head: biased (F3) and rotated by Phi (F4), as
+        the forward's dots use them (the backward loads them instead of rebuilding them from q, k, the biases and
+        cos / sin in every kernel: bench/mamba3/NOTES.md "Session 5"). Dims 64..127 are only biased: every kernel
+        forms them from q, k (one head, in L2) and the bias (``_fwd_tilde_half``), the same bits as stored ones
+        (until session 8 they were stored too: 36 MB more written and read per pass at T = 2184).
     """
 
     y: torch.Tensor
@@ -158,6 +160,20 @@ def _fwd_load_biased_half(x_ptr, bias_ptr, t, h, valid, half, N: tl.constexpr):
 
 
 @triton.jit
+def _fwd_tilde_half(xr_ptr, x_ptr, bias_ptr, t, h, valid, half, H: tl.constexpr, N: tl.constexpr):
+    """q~ or k~ of one chunk for value head h on the dims [half * N/2, half * N/2 + N/2): (CHUNK, N/2) fp32, zero on
+    invalid rows. Half 0 (rotated): the rotate kernel's stored tile (xr: (T, H, N/2) fp32, ``Mamba3FwdSaved.q_rot``
+    / ``k_rot``); half 1 (biased only): formed from x (T, 1, N) and the bias. ``half`` may be a run-time value."""
+    if half == 0:
+        cols = tl.arange(0, N // 2)
+        tile = tl.load(xr_ptr + t[:, None] * (H * (N // 2)) + h * (N // 2) + cols[None, :], mask=valid[:, None],
+                       other=0.0)
+    else:
+        tile = tl.where(valid[:, None], _fwd_load_biased_half(x_ptr, bias_ptr, t, h, valid, 1, N), 0.0)
+    return tile
+
+
+@triton.jit
 def _mamba3_fwd_chunk_state_kernel(
     k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, kb_ptr, ang_ptr, cu_ptr, S, dstate_ptr, decay_ptr, angsum_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
@@ -225,7 +241,8 @@ def _mamba3_fwd_rotate_kernel(
 ):
     """Grid (chunk slots, H): the elementwise half of the chunk scan. Phi = wrap(carry + csum) (F2), the biased
     q^, k^ (F3) and their rotation (F4, pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through):
-    stores q~ and k~ (fp32, (T, H, N); read by the scan kernel, and kept for the backward), the unrotated q^.k^
+    stores dims 0..63 of q~ and k~ (fp32, (T, H, N/2); read by the scan kernel, and kept for the backward; the
+    pass-through dims are formed where they are needed, ``_fwd_tilde_half``), the unrotated q^.k^
     (spec §9.2, fp32 (T, H)), cos / sin of Phi when SAVE, and the final angle and final k (the sequence's last
     token, in its last chunk)."""
     HALF: tl.constexpr = N // 2
@@ -245,7 +262,7 @@ def _mamba3_fwd_rotate_kernel(
         cos = tl.cos(phi)
         sin = tl.sin(phi)
         # one 64-wide half at a time (fewer live tiles): the rotated half, then the pass-through half
-        t_n = t[:, None] * (H * N) + h * N + cols[None, :]
+        t_n = t[:, None] * (H * HALF) + h * HALF + cols[None, :]
         q_r = _fwd_load_biased_half(q_ptr, qb_ptr, t, h, valid, 0, N)
         tl.store(qrot_ptr + t_n, _fwd_rotate_pairs(q_r, cos, sin, CHUNK_, NA), mask=vmask)
         k_r = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 0, N)
@@ -253,9 +270,7 @@ def _mamba3_fwd_rotate_kernel(
         kt_r = _fwd_rotate_pairs(k_r, cos, sin, CHUNK_, NA)
         tl.store(krot_ptr + t_n, kt_r, mask=vmask)
         q_p = _fwd_load_biased_half(q_ptr, qb_ptr, t, h, valid, 1, N)
-        tl.store(qrot_ptr + t_n + HALF, q_p, mask=vmask)
         k_p = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 1, N)
-        tl.store(krot_ptr + t_n + HALF, k_p, mask=vmask)
         tl.store(qk_ptr + t * H + h, qk_r + tl.sum(q_p * k_p, axis=1), mask=valid)
         if SAVE:
             t_a = t[:, None] * (H * NA) + h * NA + acols[None, :]
@@ -271,7 +286,8 @@ def _mamba3_fwd_rotate_kernel(
 
 @triton.jit
 def _mamba3_fwd_chunk_scan_kernel(
-    qrot_ptr, krot_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, z_ptr, cu_ptr, S, states_ptr, qk_ptr,
+    qrot_ptr, krot_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, z_ptr, cu_ptr, S,
+    states_ptr, qk_ptr,
     out_ptr, fv_ptr, y_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
     SAVE: tl.constexpr, PRECISION: tl.constexpr, V_WORD: tl.constexpr, Z_WORD: tl.constexpr,
@@ -295,13 +311,12 @@ def _mamba3_fwd_chunk_scan_kernel(
         valid = t < end
         vmask = valid[:, None]
         ell, gamma, scale, dt = _fwd_chunk_scalars(adt_ptr, dt_ptr, trap_ptr, t, h, end, H)
-        t_n = t[:, None] * (H * N) + h * N + cols[None, :]
         state = states_ptr + (slot * H + h) * (P * N) + pcols[:, None] * N + cols[None, :]
         scores = tl.zeros((CHUNK_, CHUNK_), dtype=tl.float32)
         readout = tl.zeros((CHUNK_, P), dtype=tl.float32)
         for half in tl.static_range(2):
-            qt = tl.load(qrot_ptr + t_n + half * HALF, mask=vmask, other=0.0)
-            kt = tl.load(krot_ptr + t_n + half * HALF, mask=vmask, other=0.0)
+            qt = _fwd_tilde_half(qrot_ptr, q_ptr, qb_ptr, t, h, valid, half, H, N)
+            kt = _fwd_tilde_half(krot_ptr, k_ptr, kb_ptr, t, h, valid, half, H, N)
             scores = tl.dot(qt, tl.trans(kt * scale[:, None]), scores, input_precision=PRECISION)
             readout = tl.dot(qt, tl.trans(tl.load(state + half * HALF)), readout, input_precision=PRECISION)
         decay = tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0))
@@ -354,7 +369,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     are temporaries: the scan kernel reads q~ and k~ from the rotate kernel either way). ``out``: None (new tensors)
     or the five output tensors to write, as ``allocate_fwd_outputs`` makes them (contiguous; not checked), which
     are then returned (a graph-backed call writes its static buffers so). ``before_scan``: None, or a function
-    called with q_rot (T, 32, 128) fp32 once the rotate kernel is launched and before the chunk-scan launch (a graph
+    called with q_rot (T, 32, 64) fp32 once the rotate kernel is launched and before the chunk-scan launch (a graph
     forks the backward's state-gradient chain there, which needs q~ but not the scan's results). ``posted``: None,
     or a Posted whose "v" and "z" the kernels read and whose "out" they write instead of those tensors (a graph).
     """
@@ -384,8 +399,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     )
     out, final_angle, final_ssm, final_k, final_v = allocate_fwd_outputs(T, S, dev) if out is None else out
     chunk_states = torch.empty((slots, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev)
-    q_rot = torch.empty((T, NHEADS, DSTATE), dtype=f32, device=dev)  # (kept for the backward when saving)
-    k_rot = torch.empty((T, NHEADS, DSTATE), dtype=f32, device=dev)
+    q_rot = torch.empty((T, NHEADS, DSTATE // 2), dtype=f32, device=dev)  # (kept for the backward when saving)
+    k_rot = torch.empty((T, NHEADS, DSTATE // 2), dtype=f32, device=dev)
     if save_for_backward:
         saved = Mamba3FwdSaved(
             y=torch.empty((T, NHEADS, HEADDIM), dtype=f32, device=dev),
@@ -411,7 +426,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     if before_scan is not None:
         before_scan(q_rot)
     _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
-        q_rot, k_rot, v, adt, dt, trap, d, z, cu_seqlens, S, chunk_states, qk, out, final_v, save_bufs[0],
+        q_rot, k_rot, q, k, q_bias, k_bias, v, adt, dt, trap, d, z, cu_seqlens, S, chunk_states, qk, out, final_v,
+        save_bufs[0],
         H=NHEADS, N=DSTATE, P=HEADDIM, CHUNK_=CHUNK, BLOCK_S=block_s, SAVE=save_for_backward,
         PRECISION=config.input_precision, num_warps=config.scan_warps,
         **posted_kwargs(posted, cu_seqlens, "v", "z", "out"),
