@@ -8,8 +8,7 @@
 #   2. _ssd_state_pass_kernel, grid (P*N / BLOCK_S, H, b): the sequential recurrence over chunks, writing the state
 #      entering each chunk and the final state (fp32).
 #   3. _ssd_chunk_scan_kernel, grid (H / HEADS, chunks * CH / BLOCK_M, b): y = C.state * exp(cs) + (CB o decay o dt) @ x
-#      + D x, BLOCK_M = 64 rows per program, causal column blocks only (PAIR: two heads per program sharing the
-#      C and C.B^T loads).
+#      + D x, BLOCK_M = 64 rows per program, causal column blocks only.
 # Fully padded chunks (no real token in the attention mask) skip the matrix work: x = B = C = 0 there (mask #2), so
 # their local state and outputs are exactly 0 whatever the entering state; the decay through them is still applied.
 # Packed varlen layout (PACKED, see conv1d.py): xBC, dt_raw and y hold a left-padded batch's real tokens only, row
@@ -178,8 +177,7 @@ def _ssd_chunk_state_kernel(
                             b_t = tl.load(xbc + tj[None, :] * stride_xl + (nheads * P + offs_n)[:, None],
                                           mask=((tj < seqlen) & (tj >= first))[None, :], other=0.0)
                             blk = tl.dot(c_i, b_t, tl.zeros((BLOCK_K, BLOCK_K), dtype=tl.float32))
-                            tl.store(cb + (i + offs_k)[:, None] * CH + (j + offs_k)[None, :],
-                                     blk.to(cb_ptr.dtype.element_ty))
+                            tl.store(cb + (i + offs_k)[:, None] * CH + (j + offs_k)[None, :], blk)
                         q += 1
             elif h == 0:
                 for i in range(0, CH, BLOCK_K):
@@ -191,8 +189,7 @@ def _ssd_chunk_state_kernel(
                         b_t = tl.load(xbc + tj[None, :] * stride_xl + (nheads * P + offs_n)[:, None],
                                       mask=((tj < seqlen) & (tj >= first))[None, :], other=0.0)
                         blk = tl.dot(c_i, b_t, tl.zeros((BLOCK_K, BLOCK_K), dtype=tl.float32))
-                        tl.store(cb + (i + offs_k)[:, None] * CH + (j + offs_k)[None, :],
-                                 blk.to(cb_ptr.dtype.element_ty))
+                        tl.store(cb + (i + offs_k)[:, None] * CH + (j + offs_k)[None, :], blk)
     else:
         # no real token: only dt and the cumsum (the decay through the chunk) are needed
         for k in range(0, CH, BLOCK_K):
@@ -244,39 +241,6 @@ def _ssd_state_pass_kernel(
 
 
 @triton.jit
-def _scan_entering(c_l, ent_ptr, aux, m, offs_i, offs_p, offs_n, P: tl.constexpr, N: tl.constexpr,
-                   BLOCK_M: tl.constexpr, PREC: tl.constexpr):
-    """One head's start of a scan row block: (exp(cs_l) * C_l . state^T, cs_l) from the state entering the chunk
-    (``ent_ptr``, (P, N)) and the head's cumsum row ``aux``."""
-    cs_l = tl.load(aux + 2 * (m * BLOCK_M + offs_i) + 1)
-    st_t = tl.load(ent_ptr + offs_p[None, :] * N + offs_n[:, None])
-    acc = _ssd_dot(c_l, st_t, tl.zeros((BLOCK_M, P), dtype=tl.float32), PREC)
-    return acc * tl.exp(cs_l)[:, None], cs_l
-
-
-@triton.jit
-def _scan_column_block(acc, cb, cs_l, t_l, t_s, valid_s, aux, k, x_ptr, offs_i, offs_p, stride_xl,
-                       BLOCK_M: tl.constexpr, PREC: tl.constexpr):
-    """acc + (CB o exp(cs_l - cs_s) o dt_s, causal) @ x_s for one head and column block k (x_ptr: the head's x
-    channels of the row's position 0)."""
-    cs_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i) + 1)
-    dt_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i))
-    causal = t_l[:, None] >= t_s[None, :]
-    decay = tl.exp(tl.where(causal, cs_l[:, None] - cs_s[None, :], float("-inf")))
-    scores = cb * decay * dt_s[None, :]
-    x_s = tl.load(x_ptr + t_s[:, None] * stride_xl + offs_p[None, :], mask=valid_s[:, None], other=0.0)
-    return _ssd_dot(scores, x_s, acc, PREC)
-
-
-@triton.jit
-def _scan_store(acc, x_ptr, y_ptrs, d, t_l, valid_l, offs_p, stride_xl):
-    """y = acc + D x_l, stored (model dtype) at the valid rows."""
-    x_l = tl.load(x_ptr + t_l[:, None] * stride_xl + offs_p[None, :], mask=valid_l[:, None], other=0.0)
-    acc += d * x_l.to(tl.float32)
-    tl.store(y_ptrs, acc.to(y_ptrs.dtype.element_ty), mask=valid_l[:, None])
-
-
-@triton.jit
 def _ssd_chunk_scan_kernel(
     xbc_ptr, stride_xb, stride_xl,  # xBC (b, L, H*P + 2N), channel stride 1
     dtcs_ptr,  # (b, H, chunks * CH, 2) fp32: dt, in-chunk cumsum
@@ -289,7 +253,6 @@ def _ssd_chunk_scan_kernel(
     seqlen, nheads, nchunks,
     P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_M: tl.constexpr,
     HAS_MASK: tl.constexpr, LOAD_CB: tl.constexpr, PREC: tl.constexpr, HEADS: tl.constexpr, PACKED: tl.constexpr,
-    PAIR: tl.constexpr,
 ):
     NUM_M: tl.constexpr = CH // BLOCK_M
     pid_g = tl.program_id(0)  # head groups fastest: the programs of one row block share C and C.B^T in L2
@@ -308,69 +271,49 @@ def _ssd_chunk_scan_kernel(
     valid_l = (t_l < seqlen) & (t_l >= first)  # packed: pad rows are neither read nor written
     has_tokens = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, first, HAS_MASK, CH)
     xbc = xbc_ptr + xbc_row
-    y_rows = y_ptr + y_row + t_l[:, None] * stride_yl + offs_p[None, :]
-    ents = ent_ptr + (pid_b * nchunks + c) * nheads * (P * N)
-    auxs = dtcs_ptr + (pid_b * nheads * nchunks + c) * CH * 2  # head h's row at auxs + h * nchunks * CH * 2
-    cbs = cb_ptr + (pid_b * nchunks + c) * (CH * CH) + (m * BLOCK_M + offs_i)[:, None] * CH + offs_i[None, :]
-    c_ptrs = xbc + t_l[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :]
-    # y = exp(cs_l) C_l . state^T + sum over column blocks s <= l of CB[l, s] exp(cs_l - cs_s) dt_s x_s, + D x_l.
-    # The column-block loops are `while` loops, which Triton leaves unpipelined: as a for loop (software-pipelined,
-    # 3 stages) the kernels took 22 % longer (H200, bench/results/session4/run4/granite_ssd_ab.json).
-    if PAIR:
-        # heads 2 pid_g and 2 pid_g + 1 in one program: C_l and each C.B^T block are loaded once for both
-        h0 = 2 * pid_g
+    # HEADS heads per program, one after the other: their C and C.B^T loads repeat and hit L1
+    for hh in range(HEADS):
+        h = pid_g * HEADS + hh
+        y_ptrs = y_ptr + y_row + t_l[:, None] * stride_yl + (h * P + offs_p)[None, :]
         if has_tokens:
-            c_l = tl.load(c_ptrs, mask=valid_l[:, None], other=0.0)
-            aux0, aux1 = auxs + h0 * nchunks * CH * 2, auxs + (h0 + 1) * nchunks * CH * 2
-            acc0, cs_l0 = _scan_entering(c_l, ents + h0 * (P * N), aux0, m, offs_i, offs_p, offs_n, P, N,
-                                         BLOCK_M, PREC)
-            acc1, cs_l1 = _scan_entering(c_l, ents + (h0 + 1) * (P * N), aux1, m, offs_i, offs_p, offs_n, P,
-                                         N, BLOCK_M, PREC)
+            aux = dtcs_ptr + ((pid_b * nheads + h) * nchunks + c) * CH * 2
+            cs_l = tl.load(aux + 2 * (m * BLOCK_M + offs_i) + 1)
+            c_l = tl.load(xbc + t_l[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :],
+                          mask=valid_l[:, None], other=0.0)
+            # contribution of the state entering the chunk: exp(cs_l) * C_l . state^T
+            ent = ent_ptr + ((pid_b * nchunks + c) * nheads + h) * (P * N)
+            st_t = tl.load(ent + offs_p[None, :] * N + offs_n[:, None])
+            acc = _ssd_dot(c_l, st_t, tl.zeros((BLOCK_M, P), dtype=tl.float32), PREC)
+            acc = acc * tl.exp(cs_l)[:, None]
+            # in-chunk contribution: sum over s <= l of CB[l, s] exp(cs_l - cs_s) dt_s x_s
+            # a while loop, which Triton leaves unpipelined: as a for loop (software-pipelined, 3 stages) the kernels
+            # took 22 % longer (H200, bench/results/session4/run4/granite_ssd_ab.json)
             k = 0
             while k <= m:
                 t_s = chunk_start + k * BLOCK_M + offs_i
                 valid_s = (t_s < seqlen) & (t_s >= first)
-                cb = tl.load(cbs + k * BLOCK_M).to(tl.float32)
-                acc0 = _scan_column_block(acc0, cb, cs_l0, t_l, t_s, valid_s, aux0, k, xbc + h0 * P, offs_i,
-                                          offs_p, stride_xl, BLOCK_M, PREC)
-                acc1 = _scan_column_block(acc1, cb, cs_l1, t_l, t_s, valid_s, aux1, k, xbc + (h0 + 1) * P,
-                                          offs_i, offs_p, stride_xl, BLOCK_M, PREC)
+                cs_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i) + 1)
+                dt_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i))
+                if LOAD_CB:
+                    cb = tl.load(cb_ptr + (pid_b * nchunks + c) * (CH * CH)
+                                 + (m * BLOCK_M + offs_i)[:, None] * CH + (k * BLOCK_M + offs_i)[None, :])
+                else:
+                    b_t = tl.load(xbc + t_s[None, :] * stride_xl + (nheads * P + offs_n)[:, None],
+                                  mask=valid_s[None, :], other=0.0)
+                    cb = tl.dot(c_l, b_t, tl.zeros((BLOCK_M, BLOCK_M), dtype=tl.float32))
+                causal = t_l[:, None] >= t_s[None, :]
+                decay = tl.exp(tl.where(causal, cs_l[:, None] - cs_s[None, :], float("-inf")))
+                scores = cb * decay * dt_s[None, :]
+                x_s = tl.load(xbc + t_s[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_s[:, None],
+                              other=0.0)
+                acc = _ssd_dot(scores, x_s, acc, PREC)
                 k += 1
-            _scan_store(acc0, xbc + h0 * P, y_rows + h0 * P, tl.load(d_ptr + h0).to(tl.float32), t_l, valid_l,
-                        offs_p, stride_xl)
-            _scan_store(acc1, xbc + (h0 + 1) * P, y_rows + (h0 + 1) * P, tl.load(d_ptr + h0 + 1).to(tl.float32),
-                        t_l, valid_l, offs_p, stride_xl)
+            x_l = tl.load(xbc + t_l[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_l[:, None],
+                          other=0.0).to(tl.float32)
+            acc += tl.load(d_ptr + h).to(tl.float32) * x_l
+            tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=valid_l[:, None])
         else:
-            for hh in range(2):
-                tl.store(y_rows + (h0 + hh) * P, tl.zeros((BLOCK_M, P), dtype=y_ptr.dtype.element_ty),
-                         mask=valid_l[:, None])
-    else:
-        # HEADS heads per program, one after the other: their C and C.B^T loads repeat and hit L1
-        for hh in range(HEADS):
-            h = pid_g * HEADS + hh
-            if has_tokens:
-                c_l = tl.load(c_ptrs, mask=valid_l[:, None], other=0.0)
-                aux = auxs + h * nchunks * CH * 2
-                acc, cs_l = _scan_entering(c_l, ents + h * (P * N), aux, m, offs_i, offs_p, offs_n, P, N,
-                                           BLOCK_M, PREC)
-                k = 0
-                while k <= m:
-                    t_s = chunk_start + k * BLOCK_M + offs_i
-                    valid_s = (t_s < seqlen) & (t_s >= first)
-                    if LOAD_CB:
-                        cb = tl.load(cbs + k * BLOCK_M).to(tl.float32)
-                    else:
-                        b_t = tl.load(xbc + t_s[None, :] * stride_xl + (nheads * P + offs_n)[:, None],
-                                      mask=valid_s[None, :], other=0.0)
-                        cb = tl.dot(c_l, b_t, tl.zeros((BLOCK_M, BLOCK_M), dtype=tl.float32))
-                    acc = _scan_column_block(acc, cb, cs_l, t_l, t_s, valid_s, aux, k, xbc + h * P, offs_i, offs_p,
-                                             stride_xl, BLOCK_M, PREC)
-                    k += 1
-                _scan_store(acc, xbc + h * P, y_rows + h * P, tl.load(d_ptr + h).to(tl.float32), t_l, valid_l,
-                            offs_p, stride_xl)
-            else:
-                tl.store(y_rows + h * P, tl.zeros((BLOCK_M, P), dtype=y_ptr.dtype.element_ty),
-                         mask=valid_l[:, None])
+            tl.store(y_ptrs, tl.zeros((BLOCK_M, P), dtype=y_ptr.dtype.element_ty), mask=valid_l[:, None])
 
 
 def ssd_chunked_prefill(
@@ -390,12 +333,10 @@ def ssd_chunked_prefill(
     precision: int = PREC_BF16,
     shared_cb: bool = True,
     cb_spread: bool = False,
-    cb_dtype: torch.dtype = torch.float32,
     state_split: bool = True,
     block_m: int = 64,
     block_s: int = 512,
     scan_heads: int = 1,
-    scan_pair: bool = False,
     launch: dict[str, dict] | None = None,
     packed_rows: torch.Tensor | None = None,
     seqlen: int | None = None,
@@ -433,11 +374,7 @@ def ssd_chunked_prefill(
             reference's, the judge's bound being 2x; bench/granite/NOTES.md "Session 2"). x is exact in bf16.
         block_m, block_s: token rows per scan program (and per chunk-state dot step); state elements per
             state-passing program.
-        cb_dtype: dtype of the shared C.B^T blocks between launches 1 and 3 (float32, exact sums of bf16 products;
-            bfloat16 halves their bytes, rounding them once before the scan's bf16 dot rounds the scores again).
         scan_heads: heads per scan program (a divisor of H), done one after the other (C, C.B^T reuse in L1).
-        scan_pair: two heads per scan program instead, side by side: C_l and each C.B^T block loaded once for both
-            (needs shared_cb, an even H and scan_heads 1). Same arithmetic per head: the same bits.
         launch: optional Triton launch options per kernel, keys "state", "pass", "scan" (e.g. num_warps); a key
             given replaces that kernel's defaults (``ssd_launch_options``).
         packed_rows: the packed varlen layout (``packed_layout_rows`` of conv1d.py), or None. Then xBC (T, H*P + 2N)
@@ -504,9 +441,6 @@ def ssd_chunked_prefill(
 
     if nheads % scan_heads:
         raise ValueError(f"scan_heads must divide H = {nheads}, got {scan_heads}")
-    if scan_pair and (not shared_cb or nheads % 2 or scan_heads != 1):
-        raise ValueError(f"scan_pair needs shared_cb, an even H and scan_heads 1, got {shared_cb}, H = {nheads}, "
-                         f"{scan_heads}")
     if state_dtype is None:
         state_dtype = torch.bfloat16 if precision == PREC_BF16 else torch.float32
     ch = chunk_size
@@ -516,17 +450,10 @@ def ssd_chunked_prefill(
     # one fp32 workspace: dt and cumsum (interleaved), local states, C.B^T
     n_dtcs = batch * nheads * nchunks * ch * 2
     n_states = batch * nchunks * nheads * head_dim * d_state
-    if cb_dtype not in (torch.float32, torch.bfloat16):
-        raise TypeError(f"cb_dtype must be float32 or bfloat16, got {cb_dtype}")
-    n_cb = batch * nchunks * ch * ch if shared_cb and cb_dtype == torch.float32 else 0
-    work = torch.empty(n_dtcs + n_states + n_cb, device=device, dtype=torch.float32)
+    work = torch.empty(n_dtcs + n_states + (batch * nchunks * ch * ch if shared_cb else 0), device=device,
+                       dtype=torch.float32)
     dtcs, states = work[:n_dtcs], work[n_dtcs:n_dtcs + n_states]
-    if not shared_cb:
-        cb = work  # (not read)
-    elif n_cb:
-        cb = work[n_dtcs + n_states:]
-    else:
-        cb = torch.empty(batch * nchunks * ch * ch, device=device, dtype=cb_dtype)
+    cb = work[n_dtcs + n_states:] if shared_cb else work
     entering = torch.empty(n_states, device=device, dtype=state_dtype)
     y = torch.empty((*(xBC.shape[:2] if packed else (batch, seqlen)), nheads * head_dim), device=device,
                     dtype=y_dtype)  # (1, T, H*P) packed
@@ -554,12 +481,12 @@ def ssd_chunked_prefill(
         HAS_INIT=initial_state is not None, HAS_FINAL=ssm_state_out is not None, HAS_MASK=has_mask, PACKED=packed,
         **opts["pass"],
     )
-    _ssd_chunk_scan_kernel[(nheads // (2 if scan_pair else scan_heads), nchunks * (ch // bm), batch)](
+    _ssd_chunk_scan_kernel[(nheads // scan_heads, nchunks * (ch // bm), batch)](
         xBC, xBC.stride(0), xBC.stride(1), dtcs, entering, cb, D,
         mask, *m_strides, y, y.stride(0), y.stride(1), rows,
         seqlen, nheads, nchunks,
         P=head_dim, N=d_state, CH=ch, BLOCK_M=bm,
-        HAS_MASK=has_mask, LOAD_CB=shared_cb, PREC=precision, HEADS=scan_heads, PACKED=packed, PAIR=scan_pair,
+        HAS_MASK=has_mask, LOAD_CB=shared_cb, PREC=precision, HEADS=scan_heads, PACKED=packed,
         **opts["scan"],
     )
     return y[0] if packed else y
