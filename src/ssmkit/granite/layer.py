@@ -12,8 +12,10 @@ Paths:
   alone with eager cuBLAS calls around it, 31 vs 57 us at B=1: eager cuBLAS launches cost more host time than
   the copy and the clone.) ``decode_io`` "mapped" (default): the graph's first nodes copy the token in from,
   and its last node the output out to, addresses posted before each replay in a pinned host-mapped table
-  (``MappedIO``), so a call is one torch.empty, a few stores to host memory and the replay; "copy": a call copies
-  the token into the graph's static input, replays, and returns a clone of the static output. Either way
+  (``MappedIO``), so a call is a few stores to host memory and the replay (the output is allocated after the
+  previous call's replay); at B <= 2 the table fetch copies the token itself and the out_proj GEMV writes the
+  posted output (5 graph nodes; session 8: 36.6 -> 32.4 us per call at B = 1, bench/granite/NOTES.md); "copy": a
+  call copies the token into the graph's static input, replays, and returns a clone of the static output. Either way
   nothing returned aliases the graph's buffers. (H200, interleaved A/B in one process: mapped 51.6 / 59.7 /
   128.0 us per call at B=1/8/64 against copy 65.9 / 60.3 / 126.5 on a slow host,
   bench/results/session3/host_timeline_s3f.json; `granite bench` one after the other in one call: 50.2 / 52.9 /
