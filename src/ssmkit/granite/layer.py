@@ -118,24 +118,30 @@ class _DecodeGraph:
         self.static_in = static_in
         self.static_out = static_out
         self.io = io
-        self._spare = None  # "mapped": the next call's output, allocated after a replay on stream _spare_stream
-        self._spare_stream = None
+        self._spare = None  # "mapped": the next call's output, allocated after the last replay, on _stream
+        self._stream = None  # "mapped": the raw handle of the stream of the last replay (None off CUDA)
 
     def run(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """Replay on ``hidden_states`` and return a new output tensor (nothing returned aliases the graph).
         "mapped": the output was allocated after the previous call's replay, while the GPU ran it (on the same
-        stream; a call on another stream allocates its own), so no allocation precedes this call's replay."""
+        stream; a call on another stream allocates its own), so no allocation precedes this call's replay. A replay
+        on another stream than the previous one first waits for that stream: the table fetch acknowledges as soon
+        as it has read the table, while the rest of that replay still reads the stash and the static buffers."""
         if self.io is None:
             self.static_in.copy_(hidden_states)
             self.graph.replay()
             return self.static_out.clone()
         stream = _current_raw_stream(hidden_states)
         out, self._spare = self._spare, None
-        if out is None or stream != self._spare_stream:
+        if stream != self._stream:
+            out = None  # (the spare output belongs to the previous stream)
+            if self._stream is not None:
+                torch.cuda.current_stream(hidden_states.device).wait_stream(torch.cuda.ExternalStream(self._stream))
+        if out is None:
             out = torch.empty_like(self.static_out)  # (contiguous: static_out is)
         src = hidden_states.contiguous()  # (a copy, if one is made, stays alive until the replay)
         self.io.replay(self.graph, src, (out,))
-        self._spare, self._spare_stream = torch.empty_like(self.static_out), stream
+        self._spare, self._stream = torch.empty_like(self.static_out), stream
         return out
 
 
