@@ -48,6 +48,20 @@ def load(path: Path, name: str):
     return module
 
 
+def load_baseline(base: Path, i: int):
+    """(fwd, bwd) modules of a baseline directory; its bwd.py imports the baseline's fwd.py (its
+    ``ssmkit.kernels.mamba3.fwd`` imports resolve to it while it loads), not the working tree's."""
+    fwd = load(base / "fwd.py", f"ab_baseline{i}_fwd")
+    name = "ssmkit.kernels.mamba3.fwd"
+    working = sys.modules[name]
+    sys.modules[name] = fwd
+    try:
+        bwd = load(base / "bwd.py", f"ab_baseline{i}_bwd")
+    finally:
+        sys.modules[name] = working
+    return fwd, bwd
+
+
 def full_call(fwd_mod, bwd_mod):
     """args dict -> the 16 results, through the given modules' kernel entries."""
     def run(args):
@@ -116,8 +130,7 @@ def main() -> None:
             ap.error("--baseline DIR is needed without --graph")
         sides = {}
         for i, base in enumerate(args.baseline):
-            mods = [load(base / f"{m}.py", f"ab_baseline{i}_{m}") for m in ("fwd", "bwd")]
-            sides[base.name if base.name not in sides else f"{base.name}{i}"] = full_call(*mods)
+            sides[base.name if base.name not in sides else f"{base.name}{i}"] = full_call(*load_baseline(base, i))
         sides["new"] = full_call(new_fwd, new_bwd)
     cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
     if args.cases:

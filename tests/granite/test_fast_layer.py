@@ -218,22 +218,24 @@ def test_fast_layer_rejects_bad_input_like_reference(tiny):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+@pytest.mark.parametrize("batch", [2, 3])  # "mapped" at 2: the fetch acknowledges and the GEMV writes the output
 @pytest.mark.parametrize("decode_io", ["mapped", "copy"])
-def test_fast_decode_cuda_graph_matches_eager_and_returns_fresh_outputs(decode_io):
+def test_fast_decode_cuda_graph_matches_eager_and_returns_fresh_outputs(decode_io, batch):
     """The graph step equals the eager step bit for bit (outputs and states), a new cache object gets its own
     graph, outputs already returned survive later calls, a non-contiguous token works, and 40 steps queued
     without a synchronisation (the "mapped" table is reused while earlier replays may still be pending) give the
-    eager results. (Chunk 16: the GPU's tl.dot tiles need >= 16.)"""
+    eager results, at a batch whose out_proj writes the posted output itself (2) and one with a copy-out (3).
+    (Chunk 16: the GPU's tl.dot tiles need >= 16.)"""
     tiny = GraniteMambaConfig.tiny(chunk_size=16)
     fast = FastMambaLayer(tiny).to("cuda", BF16)
     fast.load_state_dict(synthetic_slice(tiny, 9).mamba)
     fast.decode_io = decode_io
     g = torch.Generator().manual_seed(10)
-    toks = [torch.randn(3, 1, tiny.hidden_size, generator=g).to("cuda", BF16) for _ in range(3)]
-    toks.append(torch.randn(3, 2, tiny.hidden_size, generator=g).to("cuda", BF16)[:, 1:])  # not contiguous
-    queued = [torch.randn(3, 1, tiny.hidden_size, generator=g).to("cuda", BF16) for _ in range(40)]
+    toks = [torch.randn(batch, 1, tiny.hidden_size, generator=g).to("cuda", BF16) for _ in range(3)]
+    toks.append(torch.randn(batch, 2, tiny.hidden_size, generator=g).to("cuda", BF16)[:, 1:])  # not contiguous
+    queued = [torch.randn(batch, 1, tiny.hidden_size, generator=g).to("cuda", BF16) for _ in range(40)]
     with torch.no_grad():
-        _, cache = fast(torch.randn(3, 7, tiny.hidden_size, generator=g).to("cuda", BF16))
+        _, cache = fast(torch.randn(batch, 7, tiny.hidden_size, generator=g).to("cuda", BF16))
         eager_cache, other = cache.clone(), cache.clone()
         fast.use_cuda_graphs = False
         eager = [fast(t, eager_cache)[0] for t in toks + queued]
@@ -253,10 +255,10 @@ def test_fast_decode_cuda_graph_matches_eager_and_returns_fresh_outputs(decode_i
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_mapped_decode_replays_alternating_streams_in_order():
-    """Decode steps alternating between two streams with no synchronisation in between (the first stream held busy,
-    so an unordered replay would overtake): each replay on another stream waits for the previous one (the B=2 graph's
-    table fetch acknowledges before the rest of the replay has read the stash), so outputs and states equal the
-    eager steps bit for bit."""
+    """Decode steps of the B=2 graph (its table fetch acknowledges before the rest of the replay has read the stash)
+    alternating between two streams with no synchronisation in between: outputs and states equal the eager steps
+    bit for bit. (The replays here are short, so this shows the alternating path works; the ordering itself is
+    pinned by the next test, where an unordered replay would overtake.)"""
     tiny = GraniteMambaConfig.tiny(chunk_size=16)
     fast = FastMambaLayer(tiny).to("cuda", BF16)
     fast.load_state_dict(synthetic_slice(tiny, 61).mamba)
@@ -283,6 +285,43 @@ def test_mapped_decode_replays_alternating_streams_in_order():
     for i, (w, o) in enumerate(zip(want, got)):
         assert torch.equal(w, o), i
     assert torch.equal(eager_cache.ssm_state, cache.ssm_state) and torch.equal(eager_cache.conv_state, cache.conv_state)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_mapped_decode_graph_on_a_new_stream_waits_for_the_previous_replay():
+    """A ``_DecodeGraph`` whose table fetch acknowledges (as at B <= 2) and whose GEMV writes the posted output ~10 ms
+    later: a replay on a side stream issued right after one on the default stream, with no synchronisation, must
+    wait for it (else its fetch overwrites the stash word that the first replay's GEMV has not read yet, and the
+    first output lands in the second's tensor). Both outputs must be where they belong."""
+    from ssmkit.granite.layer import _DecodeGraph
+    from ssmkit.kernels.common.mapped_io import MappedIO, capture_graph
+    from ssmkit.kernels.granite.ssd_decode import granite_decode_linear
+
+    dev = torch.device("cuda")
+    g = torch.Generator().manual_seed(63)
+    w = (0.05 * torch.randn(40, 64, generator=g)).to(dev, BF16)
+    io = MappedIO(dev)
+    static_in = torch.zeros(1, 1, 64, device=dev, dtype=BF16)
+    warm_out = torch.empty(1, 1, 40, device=dev, dtype=BF16)
+    io.post(static_in, (warm_out,))
+
+    def body():
+        io.copy_in(static_in, ack=True)
+        torch.cuda._sleep(20_000_000)
+        return granite_decode_linear(static_in[:, 0], w, posted_out=(io.stash, io.dst_word(0)))[:, None]
+
+    graph, static_out = capture_graph(body, body, dev)
+    entry = _DecodeGraph(graph, static_in, static_out, io)
+    toks = [torch.randn(1, 1, 64, generator=g).to(dev, BF16) for _ in range(2)]
+    want = [granite_decode_linear(t[:, 0], w)[:, None] for t in toks]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    torch.cuda.synchronize()
+    first = entry.run(toks[0])  # the default stream
+    with torch.cuda.stream(side):
+        second = entry.run(toks[1])
+    torch.cuda.synchronize()
+    assert torch.equal(first, want[0]) and torch.equal(second, want[1])
 
 
 def test_fast_layer_deepcopies_and_pickles_without_captured_graphs(tiny):

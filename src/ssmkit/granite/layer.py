@@ -109,8 +109,10 @@ class _DecodeGraph:
     """A decode step captured on one cache: input (b, 1, hidden) -> a new output (b, 1, hidden).
 
     ``io`` None ("copy"): the token is copied into ``static_in`` before the replay and ``static_out`` is cloned
-    after it. ``io`` a ``MappedIO`` ("mapped"): the graph's first and last nodes copy from the token's address and
-    to a new output's address, both posted in pinned host memory before the replay (no copy_ or clone launch)."""
+    after it. ``io`` a ``MappedIO`` ("mapped"): the graph reads the token from, and writes a new output to,
+    addresses posted in pinned host memory before the replay (no copy_ or clone launch): its first node fetches the
+    table (and, for small batches, copies the token itself), and either a last copy-out node or the out_proj GEMV
+    itself (``FastMambaLayer._posted_out_proj``) writes the output."""
 
     def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_out: torch.Tensor,
                  io: MappedIO | None) -> None:
@@ -118,8 +120,9 @@ class _DecodeGraph:
         self.static_in = static_in
         self.static_out = static_out
         self.io = io
-        self._spare = None  # "mapped": the next call's output, allocated after the last replay, on _stream
-        self._stream = None  # "mapped": the raw handle of the stream of the last replay (None off CUDA)
+        self._spare = None  # "mapped": the next call's output, allocated after the last replay, on that stream
+        self._raw_stream = None  # "mapped": the raw handle of the last replay's stream (None off CUDA) ...
+        self._stream = None  # ... and that stream (a torch.cuda.Stream), for a replay on another stream to wait on
 
     def run(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """Replay on ``hidden_states`` and return a new output tensor (nothing returned aliases the graph).
@@ -131,23 +134,29 @@ class _DecodeGraph:
             self.static_in.copy_(hidden_states)
             self.graph.replay()
             return self.static_out.clone()
-        stream = _current_raw_stream(hidden_states)
+        raw = _current_raw_stream(hidden_states)
         out, self._spare = self._spare, None
-        if stream != self._stream:
+        if raw != self._raw_stream:  # (a handle comparison: no Stream object on the fast path)
             out = None  # (the spare output belongs to the previous stream)
-            if self._stream is not None:
-                torch.cuda.current_stream(hidden_states.device).wait_stream(torch.cuda.ExternalStream(self._stream))
+            if hidden_states.is_cuda:
+                stream = torch.cuda.current_stream(hidden_states.device)
+                if self._stream is not None:
+                    stream.wait_stream(self._stream)
+                self._stream = stream
+            self._raw_stream = raw
+        if out is not None and out.is_inference() != torch.is_inference_mode_enabled():
+            out = None  # (allocated under the previous call's inference mode)
         if out is None:
             out = torch.empty_like(self.static_out)  # (contiguous: static_out is)
         src = hidden_states.contiguous()  # (a copy, if one is made, stays alive until the replay)
         self.io.replay(self.graph, src, (out,))
-        self._spare, self._stream = torch.empty_like(self.static_out), stream
+        self._spare = torch.empty_like(self.static_out)
         return out
 
 
 def _current_raw_stream(t: torch.Tensor) -> int | None:
-    """The current CUDA stream of ``t``'s device as its raw handle (cheaper than a torch.cuda.Stream object), or
-    None off CUDA."""
+    """The current CUDA stream of ``t``'s device as its raw handle (cheaper than a torch.cuda.Stream object; only
+    compared, never wrapped: the default stream's handle is 0), or None off CUDA."""
     return torch._C._cuda_getCurrentRawStream(t.get_device()) if t.is_cuda else None
 
 
@@ -682,7 +691,9 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _capture_decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> _DecodeGraph:
         """Capture the decode step on ``cache``'s tensors. The warm-up (Triton compile, cuBLAS set-up) runs on
         copies of the cache, so capturing leaves the caller's cache untouched (captured kernels do not run).
-        ``decode_io`` "mapped": the graph starts and ends with ``MappedIO``'s copies (see ``_DecodeGraph``)."""
+        ``decode_io`` "mapped": the graph reads and writes the posted addresses (``MappedIO``, see ``_DecodeGraph``):
+        with ``_posted_out_proj`` the fetch acknowledges and the out_proj GEMV writes the output, else a last
+        copy-out node does and acknowledges."""
         if self.decode_io not in _DECODE_IO_MODES:
             raise ValueError(f"decode_io must be one of {_DECODE_IO_MODES}, got {self.decode_io!r}")
         device = hidden_states.device

@@ -39,12 +39,13 @@ def test_copy_in_can_acknowledge(n):
     static_in = torch.full((n,), float("nan"), device=DEVICE)
     for step in (1, 2):
         src = torch.randn(n, device=DEVICE)
-        io.post(src, (torch.empty(1, device=DEVICE),))
+        dst = torch.empty(1, device=DEVICE)
+        io.post(src, (dst,))
         io.copy_in(static_in, ack=True)
         if DEVICE.type == "cuda":
             torch.cuda.synchronize()
         assert torch.equal(static_in, src) and int(io.ack[0]) == step == io.seq
-        assert int(io.stash[io.dst_word(0)]) == int(io.dst_address(0))
+        assert int(io.stash[io.dst_word(0)]) == dst.data_ptr()
 
 
 def test_post_before_the_previous_replay_ran_raises():
@@ -53,7 +54,7 @@ def test_post_before_the_previous_replay_ran_raises():
     with pytest.raises(ValueError, match="expected 1 destinations"):
         io.post(x, ())
     io.post(x, (torch.empty_like(x),))
-    with pytest.raises(RuntimeError, match="has not run its copy-out"):
+    with pytest.raises(RuntimeError, match="has not acknowledged"):
         io.post(x, (torch.empty_like(x),))
 
 

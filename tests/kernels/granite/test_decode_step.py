@@ -147,10 +147,12 @@ def test_decode_step_result_independent_of_tile_rows_and_warps():
         granite_decode_step(zxbcdt, conv_state, ssm_state, *args, block_p=128)
 
 
-def test_decode_linear_writes_a_posted_destination():
+def test_decode_linear_writes_a_posted_destination(monkeypatch):
     """posted_out=(stash, word): the GEMV writes the (M, N) result at the address held in the stash word (as a
     mapped decode graph's out_proj does) with the same bits as its own output; the returned placeholder is not
-    written; more than 8 rows are refused."""
+    written (torch.empty NaN-poisoned); more than 8 rows are refused."""
+    real_empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, **kw: real_empty(*a, **kw).fill_(float("nan")))
     g = torch.Generator().manual_seed(71)
     x = torch.randn(2, 96, generator=g).to(torch.bfloat16)
     w = (0.05 * torch.randn(40, 96, generator=g)).to(torch.bfloat16)
@@ -159,6 +161,7 @@ def test_decode_linear_writes_a_posted_destination():
     stash = torch.tensor([7, 0, dst.data_ptr()], dtype=torch.int64)
     placeholder = granite_decode_linear(x, w, posted_out=(stash, 2))
     assert torch.equal(dst[:, 0], want) and placeholder.data_ptr() != dst.data_ptr()
+    assert placeholder.isnan().all()
     with pytest.raises(ValueError, match="posted_out"):
         granite_decode_linear(torch.randn(9, 96).to(torch.bfloat16), w, posted_out=(stash, 2))
 

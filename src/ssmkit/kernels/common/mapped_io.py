@@ -7,17 +7,17 @@
 # device). With m sources and n outputs:
 #   table (pinned int64, host writes): [seq, src_0, ..., src_{m-1}, dst_0, ..., dst_{n-1}]
 #   stash (device int64):              the same words, copied by the graph's first node
-#   ack   (pinned int64, GPU writes):  seq of the last replay whose final copy-out (or, ``copy_in_slots(ack=True)``,
-#                                      whose table fetch) has run
+#   ack   (pinned int64, GPU writes):  seq of the last replay whose final copy-out (or, ``copy_in(ack=True)`` /
+#                                      ``copy_in_slots(ack=True)``, whose table fetch) has run
 # The graph's first node (_mapped_fetch_kernel, one program) copies the table into the stash; every later node
 # reads its addresses from the stash in device memory (_mapped_copy_in_kernel or _mapped_gather_kernel for src_0,
 # _mapped_copy_out_kernel or any kernel given ``dst_address(k)`` for dst_k, or any kernel that loads a stash word
-# itself through ``posted_pointer``; _mapped_copy_slots_kernel for all
-# sources or all destinations of a ``SlotCopy`` in one launch), and the last copy-out writes ack -- or the fetch
-# itself does (``copy_in_slots(ack=True)``): the table is free once the fetch ran, so the host may post the next call
-# while this replay still runs (on one stream: stream order keeps that replay's stash; across streams the caller
-# orders them, as ssmkit.mamba3.graph does). Only program 0 of a copy-out writes ack, so ack never says that the
-# whole replay has finished: whoever frees what a replay reads synchronises first.
+# itself through ``posted_pointer``; _mapped_copy_slots_kernel for all sources or all destinations of a ``SlotCopy``
+# in one launch), and the last copy-out writes ack -- or the fetch itself does (``copy_in(ack=True)``,
+# ``copy_in_slots(ack=True)``): the table is free once the fetch ran, so the host may post the next call while this
+# replay still runs (on one stream: stream order keeps that replay's stash; across streams the caller orders them,
+# as ssmkit.mamba3.graph and the Granite decode graph do). Only program 0 of a copy-out writes ack, so ack never
+# says that the whole replay has finished: whoever frees what a replay reads synchronises first.
 # (Reading the table from every program instead cost 7.4 us for a 196 KB copy of 96 programs and 33 us for the
 # 41 MB row gather on the H200: reads of one host cache line over PCIe queue up; bench/granite/NOTES.md.)
 # The table is free for the next call once ack equals the last posted seq (the fetch ran before every later node,
@@ -166,8 +166,10 @@ class SlotCopy:
 class MappedIO:
     """One address table for one captured graph with ``n_in`` sources and ``n_out`` outputs: ``copy_in`` or
     ``gather_in`` (source 0) or ``copy_in_slots`` (all sources; each first, with the table fetch), kernels writing
-    through ``dst_address``, and ``copy_out`` or ``copy_out_slots`` (the last one with ``ack=True``) are launched
-    inside the captured body; ``replay`` (``post`` + the graph's replay) runs each call.
+    through ``dst_address`` or reading stash word ``dst_word(k)`` themselves (``posted_pointer``), and ``copy_out``
+    or ``copy_out_slots`` (the last one with ``ack=True``; or ``copy_in(ack=True)`` / ``copy_in_slots(ack=True)``
+    when no copy-out follows) are launched inside the captured body; ``replay`` (``post`` + the graph's replay)
+    runs each call.
 
     On CUDA the table and ack live in pinned host memory (the GPU reads and writes them there); on the CPU
     (TRITON_INTERPRET=1 tests) plain host tensors behave the same. Dropping the object waits for a pending replay
@@ -227,7 +229,7 @@ class MappedIO:
 
     def dst_address(self, slot: int) -> torch.Tensor:
         """Device int64 scalar view holding posted destination ``slot`` (for kernels that write there)."""
-        word = 1 + self.n_in + slot
+        word = self.dst_word(slot)
         return self.stash[word:word + 1]
 
     def copy_out(self, static_out: torch.Tensor, slot: int = 0, ack: bool = True) -> None:
@@ -235,7 +237,7 @@ class MappedIO:
         the graph's last node that uses the addresses (it acknowledges the replay)."""
         n = static_out.numel()
         _mapped_copy_out_kernel[(triton.cdiv(n, _COPY_BLOCK),)](self.stash, self.ack, static_out, n,
-                                                                WORD=1 + self.n_in + slot, ACK=ack, BLOCK=_COPY_BLOCK)
+                                                                WORD=self.dst_word(slot), ACK=ack, BLOCK=_COPY_BLOCK)
 
     def copy_out_slots(self, static: SlotCopy, ack: bool = True) -> None:
         """Launch: the posted destination of each position in ``static`` <- its static tensor, in one launch.
@@ -295,7 +297,7 @@ class MappedIO:
                 if self._ack[0] != self.seq:
                     torch.cuda.synchronize(self.device)  # (the previous replay may be on another stream)
             if self._ack[0] != self.seq:
-                raise RuntimeError(f"MappedIO: posted replay {self.seq} has not run its copy-out (ack "
+                raise RuntimeError(f"MappedIO: posted replay {self.seq} has not acknowledged (ack "
                                    f"{int(self._ack[0])}); post once per replay of the graph holding the copies")
         self.seq += 1
         table = self._table

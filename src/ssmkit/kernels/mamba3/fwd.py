@@ -293,7 +293,8 @@ def _mamba3_fwd_chunk_scan_kernel(
     SAVE: tl.constexpr, PRECISION: tl.constexpr, V_WORD: tl.constexpr, Z_WORD: tl.constexpr,
     OUT_WORD: tl.constexpr,
 ):
-    """Grid (chunk slots, H): the dot half of the chunk scan (§4), from the rotate kernel's q~, k~ and q^.k^:
+    """Grid (chunk slots, H): the dot half of the chunk scan (§4), from the rotate kernel's q~, k~ (their rotated
+    dims; the others formed from q, k and the biases, ``_fwd_tilde_half``) and q^.k^:
     strict-causal intra-chunk scores, readout of the entering state, gamma diagonal + D skip, silu(z) gate (F8);
     stores the output, y (fp32, pre-gate, when SAVE) and the final v."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
@@ -366,11 +367,12 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     Returns (out (T, 32, 64) bf16, final_angle (S, 32, 32) fp32, final_ssm (S, 32, 64, 128) fp32,
     final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, saved): saved is a Mamba3FwdSaved, or None when
     save_for_backward is False (then y, cos_phi and sin_phi are not written, and the chunk states, q_rot and k_rot
-    are temporaries: the scan kernel reads q~ and k~ from the rotate kernel either way). ``out``: None (new tensors)
-    or the five output tensors to write, as ``allocate_fwd_outputs`` makes them (contiguous; not checked), which
-    are then returned (a graph-backed call writes its static buffers so). ``before_scan``: None, or a function
-    called with q_rot (T, 32, 64) fp32 once the rotate kernel is launched and before the chunk-scan launch (a graph
-    forks the backward's state-gradient chain there, which needs q~ but not the scan's results). ``posted``: None,
+    are temporaries: the scan kernel reads the rotated dims of q~ and k~ from the rotate kernel either way).
+    ``out``: None (new tensors) or the five output tensors to write, as ``allocate_fwd_outputs`` makes them
+    (contiguous; not checked), which are then returned (a graph-backed call writes its static buffers so).
+    ``before_scan``: None, or a function called with q_rot (T, 32, 64) fp32 once the rotate kernel is launched and
+    before the chunk-scan launch (a graph forks the backward's state-gradient chain there, which needs q~ but not
+    the scan's results). ``posted``: None,
     or a Posted whose "v" and "z" the kernels read and whose "out" they write instead of those tensors (a graph).
     """
     if validate:
