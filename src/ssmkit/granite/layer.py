@@ -77,7 +77,7 @@ from ssmkit.granite.reference import MaskFacts, ReferenceMambaLayer, apply_paddi
 from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
-from ssmkit.kernels.common.mapped_io import MappedIO, capture_graph
+from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, capture_graph
 from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, mask_row_facts
 from ssmkit.kernels.granite.ssd_decode import GEMV_MAX_ROWS, granite_decode_linear, granite_decode_step
 from ssmkit.kernels.granite.ssd_prefill import ssd_chunked_prefill
@@ -121,8 +121,7 @@ class _DecodeGraph:
         self.static_out = static_out
         self.io = io
         self._spare = None  # "mapped": the next call's output, allocated after the last replay, on that stream
-        self._raw_stream = None  # "mapped": the raw handle of the last replay's stream (None off CUDA) ...
-        self._stream = None  # ... and that stream (a torch.cuda.Stream), for a replay on another stream to wait on
+        self._stream = ReplayStream(static_in.device)
 
     def run(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """Replay on ``hidden_states`` and return a new output tensor (nothing returned aliases the graph).
@@ -134,16 +133,9 @@ class _DecodeGraph:
             self.static_in.copy_(hidden_states)
             self.graph.replay()
             return self.static_out.clone()
-        raw = _current_raw_stream(hidden_states)
         out, self._spare = self._spare, None
-        if raw != self._raw_stream:  # (a handle comparison: no Stream object on the fast path)
+        if not self._stream.same():
             out = None  # (the spare output belongs to the previous stream)
-            if hidden_states.is_cuda:
-                stream = torch.cuda.current_stream(hidden_states.device)
-                if self._stream is not None:
-                    stream.wait_stream(self._stream)
-                self._stream = stream
-            self._raw_stream = raw
         if out is not None and out.is_inference() != torch.is_inference_mode_enabled():
             out = None  # (allocated under the previous call's inference mode)
         if out is None:
@@ -152,12 +144,6 @@ class _DecodeGraph:
         self.io.replay(self.graph, src, (out,))
         self._spare = torch.empty_like(self.static_out)
         return out
-
-
-def _current_raw_stream(t: torch.Tensor) -> int | None:
-    """The current CUDA stream of ``t``'s device as its raw handle (cheaper than a torch.cuda.Stream object; only
-    compared, never wrapped: the default stream's handle is 0), or None off CUDA."""
-    return torch._C._cuda_getCurrentRawStream(t.get_device()) if t.is_cuda else None
 
 
 def _tensor_layout(t: torch.Tensor) -> tuple:

@@ -31,7 +31,7 @@ from collections import OrderedDict
 
 import torch
 
-from ssmkit.kernels.common.mapped_io import MappedIO, SlotCopy, capture_graph
+from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, SlotCopy, capture_graph
 from ssmkit.kernels.mamba3.bwd import (
     Mamba3BwdGrads,
     allocate_grads,
@@ -157,8 +157,8 @@ class FullVjpGraph:
         self.graph = None
         forked = self.device.type == "cuda" and CONCURRENT_STREAMS
         self._side = (torch.cuda.Stream(self.device), torch.cuda.Stream(self.device)) if forked else (None, None)
-        self._spare = None  # the next call's results, allocated on self._stream
-        self._stream = None  # the stream of the last replay (None off CUDA)
+        self._spare = None  # the next call's results, allocated after the last replay, on that stream
+        self._stream = ReplayStream(self.device)
 
     def _body(self) -> None:
         self.io.copy_in_slots(self.copy_in, ack=True)
@@ -169,15 +169,11 @@ class FullVjpGraph:
     def run(self, args) -> tuple:
         """Post ``args`` and 16 new result tensors, run the graph (the first call: the body eagerly, then the
         capture), allocate the next call's results, return this call's."""
-        stream = torch.cuda.current_stream(self.device) if self.device.type == "cuda" else None
         results, self._spare = self._spare, None
-        if stream != self._stream:
+        if not self._stream.same():  # (waits for the previous stream, whose replay still reads the stash)
             results = None  # (spare results belong to the previous stream)
-            if self._stream is not None:
-                stream.wait_stream(self._stream)  # that stream's replay still reads the stash and static tensors
         if results is None:
             results = tuple(torch.empty_like(x) for x in self.static_results)
-        self._stream = stream
         if self.graph is None:
             self.io.post(args, results)
             self.graph, _ = capture_graph(self._body, self._body, self.device)

@@ -32,7 +32,7 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["MappedIO", "SlotCopy", "capture_graph", "posted_pointer"]
+__all__ = ["MappedIO", "ReplayStream", "SlotCopy", "capture_graph", "posted_pointer"]
 
 _COPY_BLOCK = 1024
 # copy_in of at most this many elements runs inside the table fetch (one node less; one program, B <= 2 tokens of
@@ -306,6 +306,32 @@ class MappedIO:
             table[k] = x.data_ptr()
         for k, dst in enumerate(dsts, 1 + self.n_in):
             table[k] = dst.data_ptr()
+
+
+class ReplayStream:
+    """The stream of a graph's last replay, for replays that may come from several streams. ``same()`` before each
+    replay: True when the current stream is that stream; otherwise the current stream first waits for it (that
+    replay may still read the stash and the static buffers: an ack says only that the table was read), becomes the
+    last one, and False is returned (what the caller allocated for the next call on the old stream belongs to that
+    stream). Raw handles are compared, so no Stream object is made unless the stream changes. Off CUDA: always
+    True."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = torch.device(device)
+        self._raw = None  # the raw handle of the last replay's stream (the default stream's is 0) ...
+        self._stream = None  # ... and that torch.cuda.Stream, to wait on
+
+    def same(self) -> bool:
+        if self.device.type != "cuda":
+            return True
+        raw = torch._C._cuda_getCurrentRawStream(self.device.index)
+        if raw == self._raw:
+            return True
+        stream = torch.cuda.current_stream(self.device)
+        if self._stream is not None:
+            stream.wait_stream(self._stream)
+        self._raw, self._stream = raw, stream
+        return False
 
 
 class _BodyReplay:
