@@ -320,8 +320,7 @@ class FastMambaLayer(ReferenceMambaLayer):
     state's evict-first L2 hint in the decode kernel; 71.5 -> 59.9 us per step at B=64 in a graph). (A one-launch
     decode kernel was measured slower in a graph at every batch and removed: git 35bd127.) Session 3:
     ``decode_io`` ("mapped", default, or "copy": how a decode graph takes its token and returns its output; see
-    the module docstring). Session 9: ``decode_pdl`` (True: the decode kernels launch with programmatic dependent
-    launch on sm_90+, ``ssmkit.kernels.common.pdl``).
+    the module docstring).
     Prefill knobs, defaults from the H200 measurements (module docstring): ``prefill_graphs`` ("mapped", which is
     "kernels" for batches that are not packed; False, "whole" or "kernels": a CUDA graph per prefill shape),
     ``pack_padded_gemms`` ("packed"; "rows" or False: how left-padded batches skip their pads) and
@@ -335,7 +334,6 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.decode_fast_path = True
         self.decode_evict_first = True
         self.decode_io = "mapped"
-        self.decode_pdl = True
         self.prefill_graphs = "mapped"
         self.pack_padded_gemms = "packed"
         self.cb_spread = True
@@ -615,9 +613,9 @@ class FastMambaLayer(ReferenceMambaLayer):
         zxbcdt = self._project(hidden_states[:, 0], self.in_proj)
         y = granite_decode_step(zxbcdt, conv_state, ssm_state, self.conv1d.weight, self.conv1d.bias, self.dt_bias,
                                 self.A_log, self.D, self.norm.weight, self.config.rms_norm_eps,
-                                evict_first=self.decode_evict_first, pdl=self.decode_pdl)
+                                evict_first=self.decode_evict_first)
         if posted_out is not None:
-            return granite_decode_linear(y, self.out_proj.weight, posted_out=posted_out, pdl=self.decode_pdl)[:, None]
+            return granite_decode_linear(y, self.out_proj.weight, posted_out=posted_out)[:, None]
         return self._project(y, self.out_proj)[:, None]
 
     def _triton_projection(self, linear: torch.nn.Linear, rows: int, dtype: torch.dtype) -> bool:
@@ -638,12 +636,12 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _project(self, x: torch.Tensor, linear: torch.nn.Linear) -> torch.Tensor:
         """A decode projection (b, in) -> (b, out): the Triton skinny GEMM or cuBLAS (``_triton_projection``)."""
         if self._triton_projection(linear, x.shape[0], x.dtype):
-            return granite_decode_linear(x, linear.weight, pdl=self.decode_pdl)
+            return granite_decode_linear(x, linear.weight)
         return F.linear(x, linear.weight, linear.bias)
 
     def _decode_switches(self) -> tuple:
         """The switches a captured decode graph depends on (a binding is valid only while they are unchanged)."""
-        return self.use_cuda_graphs, self.decode_projections, self.decode_evict_first, self.decode_io, self.decode_pdl
+        return self.use_cuda_graphs, self.decode_projections, self.decode_evict_first, self.decode_io
 
     def _decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> torch.Tensor:
         """One token (b, 1, hidden) -> (b, 1, hidden); cache states updated in place."""

@@ -485,21 +485,17 @@ for mask in (False, True):
 for indirect in (False, True):
     build(conv1d._varlen_unpack_kernel, dict(WIDTH=1536, OUT_INDIRECT=indirect, BLOCK_L=16, BLOCK_D=256),
           {"out_ptr": "*i64"} if indirect else None)
-for evict, pdl in itertools.product((False, True), (False, True)):
+for evict in (False, True):
     build(ssd_decode._granite_decode_ssm_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, NGROUPS=1,
           HEADS_PER_GROUP=48, HEADDIM=64, DSTATE=128, D_CONV=4, BLOCK_P=32, HAS_CONV_BIAS=True, ROUND_BF16=True,
-          EVICT_FIRST=evict, PDL=pdl), warps=8)
-# the decode GEMVs: out_proj (K = 2048 + 1024) writing its own output or the posted one; in_proj (1024 + 512) at B=8
-for word, pdl in ((-1, False), (2, True)):
-    build(ssd_decode._granite_decode_gemv_kernel, dict(K=3072, BLOCK_M=1, BLOCK_N=4, K_HEAD=2048, K_TAIL=1024,
-          OUT_WORD=word, PDL=pdl), {"io_ptr": "*i64"})
-build(ssd_decode._granite_decode_gemv_kernel, dict(K=1536, BLOCK_M=8, BLOCK_N=4, K_HEAD=1024, K_TAIL=512,
-      OUT_WORD=-1, PDL=True), {"io_ptr": "*i64"})
-for pdl in (False, True):
-    build(ssd_decode._granite_decode_norm_roll_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, D_CONV=4,
-          BLOCK_I=4096, BLOCK_C=512, PDL=pdl))
+          EVICT_FIRST=evict), warps=8)
+for word in (-1, 2):  # the decode out_proj GEMV, writing its own output or the posted one
+    build(ssd_decode._granite_decode_gemv_kernel, dict(K=3072, BLOCK_M=1, BLOCK_N=4, BLOCK_K=2048, OUT_WORD=word),
+          {"io_ptr": "*i64"})
+build(ssd_decode._granite_decode_norm_roll_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, D_CONV=4, BLOCK_I=4096,
+      BLOCK_C=512))
 for ack, copy in itertools.product((False, True), (0, 2048)):  # copy: the small copy-in inside the fetch
-    build(mapped_io._mapped_fetch_kernel, dict(WORDS=5, BLOCK=8, ACK=ack, COPY_BLOCK=copy, PDL=ack))
+    build(mapped_io._mapped_fetch_kernel, dict(WORDS=5, BLOCK=8, ACK=ack, COPY_BLOCK=copy))
 build(mapped_io._mapped_copy_slots_kernel, dict(WORD0=1, OUT=False, ACK=False, BLOCK=4096, SB=32),
       {"meta_ptr": "*i64"})
 build(mapped_io._mapped_copy_slots_kernel, dict(WORD0=18, OUT=True, ACK=True, BLOCK=4096, SB=32),

@@ -32,8 +32,6 @@ import torch
 import triton
 import triton.language as tl
 
-from ssmkit.kernels.common.pdl import pdl_applies, pdl_launch_dependents
-
 __all__ = ["MappedIO", "ReplayStream", "SlotCopy", "capture_graph", "posted_pointer"]
 
 _COPY_BLOCK = 1024
@@ -49,13 +47,10 @@ _SPIN_READS = 100_000
 
 @triton.jit
 def _mapped_fetch_kernel(table_ptr, stash_ptr, ack_ptr, copy_ptr, n, WORDS: tl.constexpr, BLOCK: tl.constexpr,
-                         ACK: tl.constexpr, COPY_BLOCK: tl.constexpr, PDL: tl.constexpr):
+                         ACK: tl.constexpr, COPY_BLOCK: tl.constexpr):
     """stash[:WORDS] = table[:WORDS] (one program: one read of the host-mapped table per replay); with ACK, after a
     barrier (every table word read), ack = table[0] (the replay's seq). COPY_BLOCK > 0: then also copy[:n] =
-    (*src_0)[:n] (n <= COPY_BLOCK), src_0 taken from the words just read (a small copy-in without its own node).
-    PDL: the next kernel, if launched with PDL, may start at once (launched without it itself, this kernel starts
-    after everything before it; the next one waits for it before reading the stash or the copy: pdl.py)."""
-    pdl_launch_dependents(PDL)
+    (*src_0)[:n] (n <= COPY_BLOCK), src_0 taken from the words just read (a small copy-in without its own node)."""
     offs = tl.arange(0, BLOCK)
     words = tl.load(table_ptr + offs, mask=offs < WORDS, other=0)
     tl.store(stash_ptr + offs, words, mask=offs < WORDS)
@@ -200,7 +195,7 @@ class MappedIO:
         n = 0 if copy is None else copy.numel()
         _mapped_fetch_kernel[(1,)](self.table, self.stash, self.ack, self.stash if copy is None else copy, n,
                                    WORDS=self.words, BLOCK=triton.next_power_of_2(self.words), ACK=ack,
-                                   COPY_BLOCK=triton.next_power_of_2(n) if n else 0, PDL=pdl_applies(self.stash))
+                                   COPY_BLOCK=triton.next_power_of_2(n) if n else 0)
 
     def copy_in(self, static_in: torch.Tensor, ack: bool = False) -> None:
         """Launch the table fetch, then static_in (contiguous) <- the posted src (same numel and dtype); up to

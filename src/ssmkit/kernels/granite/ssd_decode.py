@@ -10,16 +10,13 @@
 #      RMSNorm over all intermediate channels (spec §2.1 step 10) and writes the model-dtype result for out_proj;
 #      the other programs roll conv_state left by one and write the new raw xBC column, in place (BLOCK_C channels
 #      each). The roll waits for kernel 1, which read the old window, by stream order.
-# On sm_90 both launch with programmatic dependent launch (``ssmkit.kernels.common.pdl``): kernel 1 loads its state
-# tile before it waits for in_proj; kernel 2 lets out_proj start at once, so that out_proj's weights stream in while
-# kernels 1 and 2 run.
 # Tiles: kernel 1 holds a (BLOCK_P, DSTATE) fp32 state tile (BLOCK_P chosen from the batch so that small batches
 # still fill the GPU); kernel 2 a (next_pow2(intermediate),) row or a (BLOCK_C, D_CONV) window tile.
 # Also here, for FastMambaLayer.decode_projections ("auto", the default: out_proj at batches <= 2; "triton": both
 # projections at batches <= 64), out = x W^T for the decode projections, grid (cdiv(N, BLOCK_N),), each program
 # streaming a (BLOCK_N, K) slab of W once, fp32 accumulation, one rounding to bf16 (cuBLAS' numerics up to summation
-# order): for x of at most 8 rows _granite_decode_gemv_kernel (no tensor cores: each program holds its whole slab
-# of W, loaded before its PDL wait, and reduces it against each row of x in turn), for 9-64
+# order): for x of at most 8 rows _granite_decode_gemv_kernel (no tensor cores: products broadcast over (rows,
+# BLOCK_N, BLOCK_K) and summed, the K loop unrolled so that every load of the slab can be in flight at once), for 9-64
 # rows _granite_decode_linear_kernel ((BLOCK_K, BLOCK_N) W tiles against the whole (BLOCK_M >= 16, BLOCK_K) x tile in
 # tl.dot).
 """Fused single-token decode step of the Granite Mamba-2 mixer (spec §3.1).
@@ -39,7 +36,6 @@ import triton
 import triton.language as tl
 
 from ssmkit.kernels.common.mapped_io import posted_pointer
-from ssmkit.kernels.common.pdl import pdl_applies, pdl_launch_dependents, pdl_wait
 from ssmkit.kernels.granite.ssd_prefill import _granite_softplus_dt
 
 __all__ = ["granite_decode_step", "decode_launch_config", "granite_decode_linear", "GEMV_MAX_ROWS"]
@@ -69,7 +65,7 @@ def _granite_decode_ssm_kernel(
     stride_ss_p, stride_g_b,
     INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, NGROUPS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr,
     HEADDIM: tl.constexpr, DSTATE: tl.constexpr, D_CONV: tl.constexpr, BLOCK_P: tl.constexpr,
-    HAS_CONV_BIAS: tl.constexpr, ROUND_BF16: tl.constexpr, EVICT_FIRST: tl.constexpr, PDL: tl.constexpr,
+    HAS_CONV_BIAS: tl.constexpr, ROUND_BF16: tl.constexpr, EVICT_FIRST: tl.constexpr,
 ):
     pid_p = tl.program_id(0)
     head = tl.program_id(1)
@@ -88,17 +84,10 @@ def _granite_decode_ssm_kernel(
     # State tile first: the largest load, in flight while the conv and dt are computed. Evict-first (EVICT_FIRST):
     # the state is touched once per step, the projection weights read around this kernel should stay in L2.
     s_ptrs = ssm_state_ptr + row * stride_ss_b + head * stride_ss_h + offs_p[:, None] * stride_ss_p + offs_n[None, :]
-    # With PDL the state tile (written by the previous step, which has completed when this kernel starts: pdl.py
-    # rule 2) is loaded before the wait for in_proj, whose output (zxbcdt) is read after it.
     if EVICT_FIRST:
         state = tl.load(s_ptrs, eviction_policy="evict_first")
     else:
         state = tl.load(s_ptrs)
-    pdl_wait(PDL)
-    pdl_launch_dependents(PDL)
-    a = -tl.exp(tl.load(a_log_ptr + head).to(tl.float32))
-    dt_bias = tl.load(dt_bias_ptr + head).to(tl.float32)
-    d_skip = tl.load(d_ptr + head).to(tl.float32)
 
     x = _decode_conv_silu(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, x_ch, stride_cs_c, stride_cs_k,
                           stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
@@ -109,7 +98,8 @@ def _granite_decode_ssm_kernel(
 
     # dt: 5.17 adds dt_bias and takes softplus in bf16 (spec §3.1 step 4): rounded after each for a bf16 model.
     dt_raw = tl.load(xbc_row + CONV_DIM + head).to(tl.float32)
-    dt = _granite_softplus_dt(dt_raw, dt_bias, ROUND_BF16)
+    dt = _granite_softplus_dt(dt_raw, tl.load(dt_bias_ptr + head).to(tl.float32), ROUND_BF16)
+    a = -tl.exp(tl.load(a_log_ptr + head).to(tl.float32))
     decay = tl.exp(dt * a)
 
     state = state * decay + (dt * x)[:, None] * b_vec[None, :]
@@ -118,7 +108,7 @@ def _granite_decode_ssm_kernel(
     else:
         tl.store(s_ptrs, state)
 
-    y = tl.sum(state * c_vec[None, :], axis=1) + d_skip * x
+    y = tl.sum(state * c_vec[None, :], axis=1) + tl.load(d_ptr + head).to(tl.float32) * x
     z = tl.load(zx_row + x_ch).to(tl.float32)
     tl.store(gated_ptr + row * stride_g_b + x_ch, y * (z * tl.sigmoid(z)))
 
@@ -128,26 +118,20 @@ def _granite_decode_norm_roll_kernel(
     gated_ptr, norm_weight_ptr, out_ptr, zxbcdt_ptr, conv_state_ptr, eps,
     stride_g_b, stride_out_b, stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k,
     INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, D_CONV: tl.constexpr, BLOCK_I: tl.constexpr,
-    BLOCK_C: tl.constexpr, PDL: tl.constexpr,
+    BLOCK_C: tl.constexpr,
 ):
-    # With PDL this kernel lets out_proj start at once (before its own wait: out_proj loads only its weights
-    # before waiting, pdl.py rule 2), and waits for the state kernel before reading its output or rolling the
-    # window that kernel read.
-    pdl_launch_dependents(PDL)
     row = tl.program_id(0).to(tl.int64)
     blk = tl.program_id(1)
     if blk == 0:
         # RMSNorm of the gated row over all INTERMEDIATE channels (spec §2.1 step 10), fp32 stats.
         offs = tl.arange(0, BLOCK_I)
         m = offs < INTERMEDIATE
-        w = tl.load(norm_weight_ptr + offs, mask=m, other=0.0).to(tl.float32)
-        pdl_wait(PDL)
         t = tl.load(gated_ptr + row * stride_g_b + offs, mask=m, other=0.0)
         rstd = tl.rsqrt(tl.sum(t * t, axis=0) / INTERMEDIATE + eps)
+        w = tl.load(norm_weight_ptr + offs, mask=m, other=0.0).to(tl.float32)
         tl.store(out_ptr + row * stride_out_b + offs, (t * rstd * w).to(out_ptr.dtype.element_ty), mask=m)
     else:
         # conv_state[c, :] <- [conv_state[c, 1:], xBC_new[c]] (spec §3.1 step 2), in place.
-        pdl_wait(PDL)
         ch = (blk - 1) * BLOCK_C + tl.arange(0, BLOCK_C)
         k = tl.arange(0, D_CONV)
         cm = ch[:, None] < CONV_DIM
@@ -183,55 +167,45 @@ def _granite_decode_linear_kernel(x_ptr, w_ptr, out_ptr, M, N, stride_xm, stride
 @triton.jit
 def _granite_decode_gemv_kernel(x_ptr, w_ptr, out_ptr, io_ptr, M, N, stride_xm, stride_wn, stride_om,
                                 K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                                K_HEAD: tl.constexpr, K_TAIL: tl.constexpr, OUT_WORD: tl.constexpr,
-                                PDL: tl.constexpr):
-    """out = x W^T for M <= BLOCK_M rows; the program's (BLOCK_N, K) slab of W is held whole, as a (BLOCK_N,
-    K_HEAD) and a (BLOCK_N, K_TAIL) tile (K_HEAD the largest power of two <= K, K_TAIL covering the rest, masked;
-    0: none), loaded before the PDL wait so that the weight stream overlaps the kernels before this one.
-    OUT_WORD >= 0: out is written at the address posted in io_ptr[OUT_WORD] (a MappedIO stash), with out_ptr's
-    strides (``posted_pointer``)."""
-    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_ok = offs_n[:, None] < N
-    k_head = tl.arange(0, K_HEAD)
-    w_head = tl.load(w_ptr + offs_n[:, None] * stride_wn + k_head[None, :], mask=n_ok, other=0.0)
-    if K_TAIL > 0:
-        k_tail = K_HEAD + tl.arange(0, K_TAIL)
-        w_tail = tl.load(w_ptr + offs_n[:, None] * stride_wn + k_tail[None, :], mask=n_ok & (k_tail[None, :] < K),
-                         other=0.0)
-    pdl_wait(PDL)  # x (and the stash) come from the kernels before this one
-    pdl_launch_dependents(PDL)
+                                BLOCK_K: tl.constexpr, OUT_WORD: tl.constexpr):
+    """out = x W^T; OUT_WORD >= 0: out is written at the address posted in io_ptr[OUT_WORD] (a MappedIO stash),
+    with out_ptr's strides (``posted_pointer``)."""
     out_ptr = posted_pointer(out_ptr, io_ptr, OUT_WORD)
-    for m in tl.static_range(BLOCK_M):
-        if m < M:
-            x_row = x_ptr + m * stride_xm
-            acc = tl.sum(w_head.to(tl.float32) * tl.load(x_row + k_head).to(tl.float32)[None, :], axis=1)
-            if K_TAIL > 0:
-                x_tail = tl.load(x_row + k_tail, mask=k_tail < K, other=0.0).to(tl.float32)
-                acc += tl.sum(w_tail.to(tl.float32) * x_tail[None, :], axis=1)
-            tl.store(out_ptr + m * stride_om + offs_n, acc.to(out_ptr.dtype.element_ty), mask=offs_n < N)
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_ok = offs_m[:, None] < M
+    n_ok = offs_n[:, None] < N
+    acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)  # per-lane partial sums, reduced once at the end
+    for k0 in tl.static_range(0, K, BLOCK_K):
+        k = k0 + tl.arange(0, BLOCK_K)
+        k_ok = k[None, :] < K
+        w = tl.load(w_ptr + offs_n[:, None] * stride_wn + k[None, :], mask=n_ok & k_ok, other=0.0).to(tl.float32)
+        x = tl.load(x_ptr + offs_m[:, None] * stride_xm + k[None, :], mask=m_ok & k_ok, other=0.0).to(tl.float32)
+        acc += x[:, None, :] * w[None, :, :]
+    out = tl.sum(acc, axis=2).to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :], out, mask=m_ok & (offs_n[None, :] < N))
 
 
 GEMV_MAX_ROWS = 8  # at most this many rows of x take the GEMV kernel
-_GEMV_SLAB_MAX = 32768  # BLOCK_N * K elements a GEMV program holds (64 KB of bf16: 128 registers a thread at 4 warps)
+_GEMV_PRODUCT = 8192  # BLOCK_M * BLOCK_N * BLOCK_K of the GEMV: 64 fp32 products per thread at 4 warps
 
 
 def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int | None = None,
                           block_k: int = 256, num_warps: int = 4, num_stages: int = 4,
-                          posted_out: tuple[torch.Tensor, int] | None = None, pdl: bool | None = None) -> torch.Tensor:
+                          posted_out: tuple[torch.Tensor, int] | None = None) -> torch.Tensor:
     """``x @ weight.T`` for few rows: x (M, K) bf16 with M <= 64, weight (N, K) bf16; returns (M, N) bf16.
 
     A skinny GEMM that reads each weight once (the decode projections are weight-bandwidth-bound). Rows and the
     K axis need a contiguous last dim. Up to 8 rows: the GEMV kernel, ``block_n`` defaulting to 4 rows of W per
-    program (H200, out_proj at B=1: 4.0 us vs 4.6 at 8 rows, 5.2 at 16; bench/results/session6/run4/), each
-    program holding its whole (block_n, K) slab of W (at most ``_GEMV_SLAB_MAX`` elements; ``block_k`` and
-    ``num_stages`` do not apply). 9-64 rows: the tl.dot kernel, ``block_n`` defaulting to 32 for N > 4096 and 16
-    otherwise (enough programs to spread the weight over the GPU), ``block_k`` (a power of two >= 16) and
-    ``num_stages`` its K step and pipelining.
+    program (H200, out_proj at B=1: 4.0 us vs 4.6 at 8 rows, 5.2 at 16; bench/results/session6/run4/), its K step
+    chosen so that a program holds ``_GEMV_PRODUCT`` products (``block_k`` and ``num_stages`` do not apply: the K
+    loop is unrolled, so a large ``block_n`` means short K steps and a long unrolled loop).
+    9-64 rows: the tl.dot kernel, ``block_n`` defaulting to 32 for N > 4096 and 16 otherwise (enough programs to
+    spread the weight over the GPU), ``block_k`` (a power of two >= 16) and ``num_stages`` its K step and
+    pipelining.
     ``posted_out`` (stash, word), GEMV rows only: the result is written at the contiguous (M, N) destination whose
     address a MappedIO stash holds at that word (a graph's output, no copy node); the returned tensor is then an
     unwritten placeholder of the result's shape.
-    ``pdl`` (GEMV rows; None: where it applies, ``pdl_applies``): launch with programmatic dependent launch, the
-    slab of W loaded before waiting for the kernel that wrote x (``ssmkit.kernels.common.pdl``).
     """
     _check(x.dim() == 2 and weight.dim() == 2 and x.shape[1] == weight.shape[1], ValueError,
            f"expected x (M, K) and weight (N, K), got {tuple(x.shape)} and {tuple(weight.shape)}")
@@ -246,17 +220,13 @@ def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int
     _check(posted_out is None or m <= GEMV_MAX_ROWS, ValueError, f"posted_out needs at most {GEMV_MAX_ROWS} rows")
     out = torch.empty(m, n, device=x.device, dtype=x.dtype)
     if m <= GEMV_MAX_ROWS:
+        block_m = triton.next_power_of_2(m)
         block_n = block_n or 4
-        _check(block_n * k <= _GEMV_SLAB_MAX, ValueError,
-               f"the GEMV holds block_n x K = {block_n} x {k} weights a program, at most {_GEMV_SLAB_MAX}")
-        k_head = 1 << (k.bit_length() - 1)
-        k_tail = 0 if k == k_head else triton.next_power_of_2(k - k_head)
+        block_k = min(triton.next_power_of_2(k), max(16, _GEMV_PRODUCT // (block_m * block_n)))
         stash, word = posted_out if posted_out is not None else (out, -1)
-        pdl = pdl_applies(x, pdl)
         _granite_decode_gemv_kernel[(triton.cdiv(n, block_n),)](
             x, weight, out, stash, m, n, x.stride(0), weight.stride(0), out.stride(0),
-            K=k, BLOCK_M=triton.next_power_of_2(m), BLOCK_N=block_n, K_HEAD=k_head, K_TAIL=k_tail, OUT_WORD=word,
-            PDL=pdl, num_warps=num_warps, launch_pdl=pdl,
+            K=k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, OUT_WORD=word, num_warps=num_warps,
         )
         return out
     block_n = block_n or (32 if n > 4096 else 16)
@@ -295,12 +265,6 @@ def decode_launch_config(batch: int, nheads: int, headdim: int, dstate: int, on_
     return block, 8
 
 
-# With PDL the state tile is loaded before the wait, which holds it live across the wait: offline (sm_90,
-# bench/sass_stats.py) 77 -> 109 registers at 8 warps, 2 programs per SM instead of 3. Capped here to keep 3
-# (80 registers: no spills, 688 -> 744 SASS instructions).
-_PDL_STATE_MAXNREG = 80
-
-
 def _check(cond: bool, exc: type, msg: str) -> None:
     if not cond:
         raise exc(msg)
@@ -311,7 +275,7 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
                         A_log: torch.Tensor, D: torch.Tensor, norm_weight: torch.Tensor, eps: float,
                         out: torch.Tensor | None = None, gated: torch.Tensor | None = None, *,
                         evict_first: bool = True, block_p: int | None = None,
-                        num_warps: int | None = None, pdl: bool | None = None) -> torch.Tensor:
+                        num_warps: int | None = None) -> torch.Tensor:
     """One decode step of the mixer between the two projections; updates both caches in place.
 
     Args:
@@ -379,15 +343,13 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
     num_warps = default_warps if num_warps is None else num_warps
     _check(_is_pow2(block_p) and headdim % block_p == 0, ValueError,
            f"block_p must be a power of two dividing headdim {headdim}, got {block_p}")
-    pdl = pdl_applies(zxbcdt, pdl)
     _granite_decode_ssm_kernel[(headdim // block_p, nheads, batch)](
         zxbcdt, conv_state, cw, conv_bias if conv_bias is not None else cw, dt_bias, A_log, D, ssm_state, gated,
         zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1), conv_state.stride(2), cw.stride(0),
         cw.stride(1), ssm_state.stride(0), ssm_state.stride(1), ssm_state.stride(2), gated.stride(0),
         INTERMEDIATE=intermediate, CONV_DIM=conv_dim, NGROUPS=ngroups, HEADS_PER_GROUP=nheads // ngroups,
         HEADDIM=headdim, DSTATE=dstate, D_CONV=d_conv, BLOCK_P=block_p, HAS_CONV_BIAS=conv_bias is not None,
-        ROUND_BF16=zxbcdt.dtype == torch.bfloat16, EVICT_FIRST=evict_first, PDL=pdl, num_warps=num_warps,
-        launch_pdl=pdl, **({"maxnreg": _PDL_STATE_MAXNREG} if pdl and num_warps == 8 else {}),
+        ROUND_BF16=zxbcdt.dtype == torch.bfloat16, EVICT_FIRST=evict_first, num_warps=num_warps,
     )
     block_c = min(512, triton.next_power_of_2(conv_dim))
     block_i = triton.next_power_of_2(intermediate)
@@ -395,7 +357,7 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
         gated, norm_weight, out, zxbcdt, conv_state, float(eps),
         gated.stride(0), out.stride(0), zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1),
         conv_state.stride(2),
-        INTERMEDIATE=intermediate, CONV_DIM=conv_dim, D_CONV=d_conv, BLOCK_I=block_i, BLOCK_C=block_c, PDL=pdl,
-        num_warps=8 if block_i >= 2048 else 4, launch_pdl=pdl,
+        INTERMEDIATE=intermediate, CONV_DIM=conv_dim, D_CONV=d_conv, BLOCK_I=block_i, BLOCK_C=block_c,
+        num_warps=8 if block_i >= 2048 else 4,
     )
     return out
