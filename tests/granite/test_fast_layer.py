@@ -295,7 +295,7 @@ def test_mapped_decode_graph_on_a_new_stream_waits_for_the_previous_replay():
     first output lands in the second's tensor). Both outputs must be where they belong."""
     from ssmkit.granite.layer import _DecodeGraph
     from ssmkit.kernels.common.mapped_io import MappedIO, capture_graph
-    from ssmkit.kernels.granite.ssd_decode import granite_decode_linear
+    from ssmkit.kernels.granite.decode_linear import granite_decode_linear
 
     dev = torch.device("cuda")
     g = torch.Generator().manual_seed(63)

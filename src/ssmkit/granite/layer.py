@@ -79,7 +79,9 @@ from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_lay
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
 from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, capture_graph
 from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, mask_row_facts
-from ssmkit.kernels.granite.ssd_decode import GEMV_MAX_ROWS, granite_decode_linear, granite_decode_step
+from ssmkit.kernels.granite.checks import is_pow2
+from ssmkit.kernels.granite.decode_linear import GEMV_MAX_ROWS, granite_decode_linear
+from ssmkit.kernels.granite.ssd_decode import granite_decode_step
 from ssmkit.kernels.granite.ssd_prefill import ssd_chunked_prefill
 
 __all__ = ["FastMambaLayer"]
@@ -99,10 +101,6 @@ _PACK_MODES = {False: None, True: "packed", "rows": "rows", "packed": "packed"}
 _DECODE_IO_MODES = ("mapped", "copy")
 _DECODE_PROJECTIONS = ("auto", "cublas", "triton")
 _AUTO_GEMV_ROWS = 2  # "auto": out_proj through the GEMV up to this batch (see FastMambaLayer)
-
-
-def _pow2(v: int) -> bool:
-    return v > 0 and v & (v - 1) == 0
 
 
 class _DecodeGraph:
@@ -345,11 +343,11 @@ class FastMambaLayer(ReferenceMambaLayer):
         self._warned: set[str] = set()
         c = self.config
         self._config_problem = None
-        if not all(_pow2(v) for v in (c.head_dim, c.d_state, c.d_conv)) or c.d_conv < 2:
+        if not all(is_pow2(v) for v in (c.head_dim, c.d_state, c.d_conv)) or c.d_conv < 2:
             self._config_problem = (f"head_dim, d_state and d_conv must be powers of two (d_conv >= 2) for the "
                                     f"kernels, got {c.head_dim}, {c.d_state}, {c.d_conv}")
         self._prefill_config_problem = None
-        if c.n_groups != 1 or c.time_step_limit != (0.0, float("inf")) or not _pow2(c.chunk_size):
+        if c.n_groups != 1 or c.time_step_limit != (0.0, float("inf")) or not is_pow2(c.chunk_size):
             self._prefill_config_problem = (
                 f"the prefill kernels need n_groups == 1, time_step_limit == (0, inf) and a power-of-two "
                 f"chunk_size, got {c.n_groups}, {c.time_step_limit}, {c.chunk_size}")

@@ -10,7 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ssmkit.kernels.granite.ssd_decode import granite_decode_linear, granite_decode_step
+from ssmkit.kernels.granite.decode_linear import granite_decode_linear
+from ssmkit.kernels.granite.ssd_decode import granite_decode_step
 
 # Written for the interpreter on CPU tensors (tests/conftest.py); on a CUDA machine Triton compiles for the GPU
 # and cannot take CPU pointers, so the file is skipped there (the CUDA tests of the layer cover the kernels).
@@ -150,7 +151,7 @@ def test_decode_step_result_independent_of_tile_rows_and_warps():
 def test_decode_linear_writes_a_posted_destination(monkeypatch):
     """posted_out=(stash, word): the GEMV writes the (M, N) result at the address held in the stash word (as a
     mapped decode graph's out_proj does) with the same bits as its own output; the returned placeholder is not
-    written (torch.empty NaN-poisoned); more than 8 rows are refused."""
+    written (torch.empty NaN-poisoned). More than 8 rows take the split-K kernel, which writes there too."""
     real_empty = torch.empty
     monkeypatch.setattr(torch, "empty", lambda *a, **kw: real_empty(*a, **kw).fill_(float("nan")))
     g = torch.Generator().manual_seed(71)
@@ -162,24 +163,52 @@ def test_decode_linear_writes_a_posted_destination(monkeypatch):
     placeholder = granite_decode_linear(x, w, posted_out=(stash, 2))
     assert torch.equal(dst[:, 0], want) and placeholder.data_ptr() != dst.data_ptr()
     assert placeholder.isnan().all()
-    with pytest.raises(ValueError, match="posted_out"):
-        granite_decode_linear(torch.randn(9, 96).to(torch.bfloat16), w, posted_out=(stash, 2))
+    x9 = torch.randn(9, 96, generator=g).to(torch.bfloat16)
+    dst9 = torch.full((9, 40), float("nan"), dtype=torch.bfloat16)
+    granite_decode_linear(x9, w, posted_out=(torch.tensor([7, 0, dst9.data_ptr()], dtype=torch.int64), 2))
+    assert torch.equal(dst9, granite_decode_linear(x9, w))
 
 
-@pytest.mark.parametrize("m,n,k", [(1, 40, 96), (3, 72, 256), (8, 21, 1000), (9, 20, 64), (64, 33, 48)])
-def test_decode_linear_matches_float64_matmul(m, n, k, monkeypatch):
-    """Skinny GEMM x W^T (rows <= 64: the GEMV kernel up to 8 rows, the tl.dot kernel above; N, K not multiples of
-    the tiles) vs float64: one bf16 rounding of the result. torch.empty is NaN-poisoned so an unwritten output
-    element fails."""
+@pytest.mark.parametrize("m,n,k,kernel,split", [(1, 40, 96, None, 1), (3, 72, 256, None, 1), (8, 21, 1000, None, 1),
+                                               (9, 20, 64, None, 1), (64, 33, 48, None, 1), (1, 40, 96, "splitk", 3),
+                                               (8, 21, 1000, "splitk", 4), (20, 70, 320, "splitk", 5)])
+def test_decode_linear_matches_float64_matmul(m, n, k, kernel, split, monkeypatch):
+    """Skinny GEMM x W^T (rows <= 64: the GEMV kernel up to 8 rows, the split-K kernel above or when asked, K in 1
+    to 5 slices: (96, 3 slices of 32) leaves none empty, (320, 5 of 64 at block_k 64) neither, (1000, 4 of 256) the
+    last one short; N, K not multiples of the tiles) vs float64: one bf16 rounding of the result, the same bits on
+    a second call, the arrival counters left at zero. torch.empty is NaN-poisoned so an unwritten output element
+    fails."""
     real_empty = torch.empty
     monkeypatch.setattr(torch, "empty", lambda *a, **kw: real_empty(*a, **kw).fill_(float("nan")))
     g = torch.Generator().manual_seed(m * n + k)
     x = torch.randn(m, k, generator=g).to(torch.bfloat16)
     w = (0.05 * torch.randn(n, k, generator=g)).to(torch.bfloat16)
-    out = granite_decode_linear(x, w, block_k=32)
+    block_k = 64 if k == 320 else 32 if k == 96 else 256
+    counters = torch.zeros(8, dtype=torch.int32)
+    args = dict(kernel=kernel, split=split, block_k=block_k, counters=counters if split > 1 else None)
+    out = granite_decode_linear(x, w, **args)
     ref = x.double() @ w.double().T
     assert out.dtype == torch.bfloat16 and out.shape == (m, n) and torch.isfinite(out).all()
     assert ((out.double() - ref).abs() <= 2.0 ** -8 * ref.abs() + 1e-6 * ref.abs().max()).all()
+    assert torch.equal(granite_decode_linear(x, w, **args), out) and not counters.any()
+
+
+def test_splitk_linear_reads_and_writes_posted_addresses(monkeypatch):
+    """posted_x / posted_out (one stash): the split-K kernel reads x at the address in one stash word (the x
+    argument a placeholder of its layout) and writes the result at the other, with the bits of a plain call;
+    the returned placeholder is not written."""
+    real_empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, **kw: real_empty(*a, **kw).fill_(float("nan")))
+    g = torch.Generator().manual_seed(72)
+    x = torch.randn(3, 128, generator=g).to(torch.bfloat16)
+    w = (0.05 * torch.randn(50, 128, generator=g)).to(torch.bfloat16)
+    want = granite_decode_linear(x, w, kernel="splitk", split=2, block_k=32)
+    dst = torch.full((3, 50), float("nan"), dtype=torch.bfloat16)
+    stash = torch.tensor([7, x.data_ptr(), dst.data_ptr()], dtype=torch.int64)
+    placeholder_x = torch.zeros_like(x)
+    got = granite_decode_linear(placeholder_x, w, kernel="splitk", split=2, block_k=32, posted_x=(stash, 1),
+                                posted_out=(stash, 2))
+    assert torch.equal(dst, want) and got.isnan().all()
 
 
 def test_decode_linear_rejects_bad_inputs():
@@ -194,3 +223,11 @@ def test_decode_linear_rejects_bad_inputs():
         granite_decode_linear(x, w, block_n=128)
     with pytest.raises(ValueError, match="block_n"):
         granite_decode_linear(x, w, block_n=6)
+    with pytest.raises(ValueError, match="split must be"):
+        granite_decode_linear(x, w, kernel="splitk", split=3, block_k=16)  # cdiv(32, 16) = 2 slices at most
+    with pytest.raises(ValueError, match="counters"):
+        granite_decode_linear(x, w, kernel="splitk", split=2, block_k=16, counters=torch.zeros(1, dtype=torch.int64))
+    with pytest.raises(ValueError, match="posted_x"):
+        granite_decode_linear(x, w, kernel="gemv", posted_x=(torch.zeros(2, dtype=torch.int64), 1))
+    with pytest.raises(ValueError, match="at most 8 rows"):
+        granite_decode_linear(torch.randn(9, 32).to(torch.bfloat16), w, kernel="gemv")

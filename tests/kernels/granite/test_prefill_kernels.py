@@ -447,7 +447,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from ssmkit.kernels.common import mapped_io
-from ssmkit.kernels.granite import conv1d, gated_norm, mask_facts, ssd_decode, ssd_prefill
+from ssmkit.kernels.granite import conv1d, decode_linear, gated_norm, mask_facts, ssd_decode, ssd_prefill
 
 PTR = {"mask_ptr": "*i64", "index_ptr": "*i64", "table_ptr": "*i64", "stash_ptr": "*i64", "ack_ptr": "*i64",
        "facts_ptr": "*i64", "rows_ptr": "*i64", "dtcs_ptr": "*fp32", "states_ptr": "*fp32", "cb_ptr": "*fp32",
@@ -490,8 +490,13 @@ for evict in (False, True):
           HEADS_PER_GROUP=48, HEADDIM=64, DSTATE=128, D_CONV=4, BLOCK_P=32, HAS_CONV_BIAS=True, ROUND_BF16=True,
           EVICT_FIRST=evict), warps=8)
 for word in (-1, 2):  # the decode out_proj GEMV, writing its own output or the posted one
-    build(ssd_decode._granite_decode_gemv_kernel, dict(K=3072, BLOCK_M=1, BLOCK_N=4, BLOCK_K=2048, OUT_WORD=word),
-          {"io_ptr": "*i64"})
+    build(decode_linear._granite_decode_gemv_kernel, dict(K=3072, BLOCK_M=1, BLOCK_N=4, BLOCK_K=2048,
+          OUT_WORD=word), {"io_ptr": "*i64"})
+# the split-K projections: out_proj from / to posted addresses in 4 slices, in_proj unsplit at 64 rows
+build(decode_linear._granite_decode_splitk_kernel, dict(K=3072, BLOCK_M=16, BLOCK_N=16, BLOCK_K=256, SPLIT=4,
+      K_SLICE=768, STAGES=3, X_WORD=1, OUT_WORD=2), {"io_ptr": "*i64", "count_ptr": "*i32", "part_ptr": "*fp32"})
+build(decode_linear._granite_decode_splitk_kernel, dict(K=1536, BLOCK_M=64, BLOCK_N=32, BLOCK_K=256, SPLIT=1,
+      K_SLICE=1536, STAGES=4, X_WORD=-1, OUT_WORD=-1), {"io_ptr": "*i64", "count_ptr": "*i32", "part_ptr": "*fp32"})
 build(ssd_decode._granite_decode_norm_roll_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, D_CONV=4, BLOCK_I=4096,
       BLOCK_C=512))
 for ack, copy in itertools.product((False, True), (0, 2048)):  # copy: the small copy-in inside the fetch

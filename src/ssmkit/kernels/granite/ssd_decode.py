@@ -12,13 +12,7 @@
 #      each). The roll waits for kernel 1, which read the old window, by stream order.
 # Tiles: kernel 1 holds a (BLOCK_P, DSTATE) fp32 state tile (BLOCK_P chosen from the batch so that small batches
 # still fill the GPU); kernel 2 a (next_pow2(intermediate),) row or a (BLOCK_C, D_CONV) window tile.
-# Also here, for FastMambaLayer.decode_projections ("auto", the default: out_proj at batches <= 2; "triton": both
-# projections at batches <= 64), out = x W^T for the decode projections, grid (cdiv(N, BLOCK_N),), each program
-# streaming a (BLOCK_N, K) slab of W once, fp32 accumulation, one rounding to bf16 (cuBLAS' numerics up to summation
-# order): for x of at most 8 rows _granite_decode_gemv_kernel (no tensor cores: products broadcast over (rows,
-# BLOCK_N, BLOCK_K) and summed, the K loop unrolled so that every load of the slab can be in flight at once), for 9-64
-# rows _granite_decode_linear_kernel ((BLOCK_K, BLOCK_N) W tiles against the whole (BLOCK_M >= 16, BLOCK_K) x tile in
-# tl.dot).
+# The decode projections around these two kernels are in decode_linear.py.
 """Fused single-token decode step of the Granite Mamba-2 mixer (spec §3.1).
 
 Numerics (a choice the brief allows, stated here): the conv, SiLU, state update, readout, D skip, gate and RMSNorm
@@ -35,10 +29,10 @@ import torch
 import triton
 import triton.language as tl
 
-from ssmkit.kernels.common.mapped_io import posted_pointer
+from ssmkit.kernels.granite.checks import check, is_pow2
 from ssmkit.kernels.granite.ssd_prefill import _granite_softplus_dt
 
-__all__ = ["granite_decode_step", "decode_launch_config", "granite_decode_linear", "GEMV_MAX_ROWS"]
+__all__ = ["granite_decode_step", "decode_launch_config"]
 
 
 @triton.jit
@@ -145,104 +139,6 @@ def _granite_decode_norm_roll_kernel(
         tl.store(cs_row + ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, window, mask=cm)
 
 
-@triton.jit
-def _granite_decode_linear_kernel(x_ptr, w_ptr, out_ptr, M, N, stride_xm, stride_wn, stride_om,
-                                  K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                                  BLOCK_K: tl.constexpr):
-    offs_m = tl.arange(0, BLOCK_M)
-    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    m_ok = offs_m[:, None] < M
-    n_ok = offs_n[None, :] < N
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        k = k0 + offs_k
-        x = tl.load(x_ptr + offs_m[:, None] * stride_xm + k[None, :], mask=m_ok & (k[None, :] < K), other=0.0)
-        w = tl.load(w_ptr + offs_n[None, :] * stride_wn + k[:, None], mask=n_ok & (k[:, None] < K), other=0.0)
-        acc = tl.dot(x, w, acc)
-    tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :], acc.to(out_ptr.dtype.element_ty),
-             mask=m_ok & n_ok)
-
-
-@triton.jit
-def _granite_decode_gemv_kernel(x_ptr, w_ptr, out_ptr, io_ptr, M, N, stride_xm, stride_wn, stride_om,
-                                K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                                BLOCK_K: tl.constexpr, OUT_WORD: tl.constexpr):
-    """out = x W^T; OUT_WORD >= 0: out is written at the address posted in io_ptr[OUT_WORD] (a MappedIO stash),
-    with out_ptr's strides (``posted_pointer``)."""
-    out_ptr = posted_pointer(out_ptr, io_ptr, OUT_WORD)
-    offs_m = tl.arange(0, BLOCK_M)
-    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    m_ok = offs_m[:, None] < M
-    n_ok = offs_n[:, None] < N
-    acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)  # per-lane partial sums, reduced once at the end
-    for k0 in tl.static_range(0, K, BLOCK_K):
-        k = k0 + tl.arange(0, BLOCK_K)
-        k_ok = k[None, :] < K
-        w = tl.load(w_ptr + offs_n[:, None] * stride_wn + k[None, :], mask=n_ok & k_ok, other=0.0).to(tl.float32)
-        x = tl.load(x_ptr + offs_m[:, None] * stride_xm + k[None, :], mask=m_ok & k_ok, other=0.0).to(tl.float32)
-        acc += x[:, None, :] * w[None, :, :]
-    out = tl.sum(acc, axis=2).to(out_ptr.dtype.element_ty)
-    tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :], out, mask=m_ok & (offs_n[None, :] < N))
-
-
-GEMV_MAX_ROWS = 8  # at most this many rows of x take the GEMV kernel
-_GEMV_PRODUCT = 8192  # BLOCK_M * BLOCK_N * BLOCK_K of the GEMV: 64 fp32 products per thread at 4 warps
-
-
-def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, block_n: int | None = None,
-                          block_k: int = 256, num_warps: int = 4, num_stages: int = 4,
-                          posted_out: tuple[torch.Tensor, int] | None = None) -> torch.Tensor:
-    """``x @ weight.T`` for few rows: x (M, K) bf16 with M <= 64, weight (N, K) bf16; returns (M, N) bf16.
-
-    A skinny GEMM that reads each weight once (the decode projections are weight-bandwidth-bound). Rows and the
-    K axis need a contiguous last dim. Up to 8 rows: the GEMV kernel, ``block_n`` defaulting to 4 rows of W per
-    program (H200, out_proj at B=1: 4.0 us vs 4.6 at 8 rows, 5.2 at 16; bench/results/session6/run4/), its K step
-    chosen so that a program holds ``_GEMV_PRODUCT`` products (``block_k`` and ``num_stages`` do not apply: the K
-    loop is unrolled, so a large ``block_n`` means short K steps and a long unrolled loop).
-    9-64 rows: the tl.dot kernel, ``block_n`` defaulting to 32 for N > 4096 and 16 otherwise (enough programs to
-    spread the weight over the GPU), ``block_k`` (a power of two >= 16) and ``num_stages`` its K step and
-    pipelining.
-    ``posted_out`` (stash, word), GEMV rows only: the result is written at the contiguous (M, N) destination whose
-    address a MappedIO stash holds at that word (a graph's output, no copy node); the returned tensor is then an
-    unwritten placeholder of the result's shape.
-    """
-    _check(x.dim() == 2 and weight.dim() == 2 and x.shape[1] == weight.shape[1], ValueError,
-           f"expected x (M, K) and weight (N, K), got {tuple(x.shape)} and {tuple(weight.shape)}")
-    _check(x.dtype == torch.bfloat16 and weight.dtype == torch.bfloat16, TypeError,
-           f"x and weight must be bfloat16, got {x.dtype} and {weight.dtype}")
-    _check(1 <= x.shape[0] <= 64, ValueError, f"at most 64 rows, got {x.shape[0]}")
-    _check(x.stride(1) == 1 and weight.stride(1) == 1, ValueError, "x and weight need a contiguous last dim")
-    _check(_is_pow2(block_k) and block_k >= 16, ValueError, f"block_k must be a power of two >= 16, got {block_k}")
-    _check(block_n is None or _is_pow2(block_n) and block_n <= 64, ValueError,
-           f"block_n must be a power of two <= 64, got {block_n}")
-    (m, k), n = x.shape, weight.shape[0]
-    _check(posted_out is None or m <= GEMV_MAX_ROWS, ValueError, f"posted_out needs at most {GEMV_MAX_ROWS} rows")
-    out = torch.empty(m, n, device=x.device, dtype=x.dtype)
-    if m <= GEMV_MAX_ROWS:
-        block_m = triton.next_power_of_2(m)
-        block_n = block_n or 4
-        block_k = min(triton.next_power_of_2(k), max(16, _GEMV_PRODUCT // (block_m * block_n)))
-        stash, word = posted_out if posted_out is not None else (out, -1)
-        _granite_decode_gemv_kernel[(triton.cdiv(n, block_n),)](
-            x, weight, out, stash, m, n, x.stride(0), weight.stride(0), out.stride(0),
-            K=k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, OUT_WORD=word, num_warps=num_warps,
-        )
-        return out
-    block_n = block_n or (32 if n > 4096 else 16)
-    block_k = min(block_k, max(16, triton.next_power_of_2(k)))
-    _granite_decode_linear_kernel[(triton.cdiv(n, block_n),)](
-        x, weight, out, m, n, x.stride(0), weight.stride(0), out.stride(0),
-        K=k, BLOCK_M=max(16, triton.next_power_of_2(m)), BLOCK_N=block_n, BLOCK_K=block_k,
-        num_warps=num_warps, num_stages=num_stages,
-    )
-    return out
-
-
-def _is_pow2(v: int) -> bool:
-    return v > 0 and (v & (v - 1)) == 0
-
-
 def decode_launch_config(batch: int, nheads: int, headdim: int, dstate: int, on_gpu: bool) -> tuple[int, int]:
     """(block_p, num_warps) of kernel 1: the state tile's rows per program and its warps.
 
@@ -263,11 +159,6 @@ def decode_launch_config(batch: int, nheads: int, headdim: int, dstate: int, on_
     while block > 8 and batch * nheads * (headdim // block) < 4 * 132:
         block //= 2
     return block, 8
-
-
-def _check(cond: bool, exc: type, msg: str) -> None:
-    if not cond:
-        raise exc(msg)
 
 
 def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_state: torch.Tensor,
@@ -296,52 +187,52 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
         (b, intermediate) in the model dtype: RMSNorm(y * silu(z)) * norm_weight, ready for out_proj.
         n_groups = (conv_dim - intermediate) / (2 d_state); headdim, d_state and d_conv must be powers of two.
     """
-    _check(zxbcdt.dim() == 2, ValueError, f"zxbcdt must be (b, in_proj_dim), got shape {tuple(zxbcdt.shape)}")
+    check(zxbcdt.dim() == 2, ValueError, f"zxbcdt must be (b, in_proj_dim), got shape {tuple(zxbcdt.shape)}")
     batch = zxbcdt.shape[0]
-    _check(ssm_state.dim() == 4 and ssm_state.shape[0] == batch, ValueError,
+    check(ssm_state.dim() == 4 and ssm_state.shape[0] == batch, ValueError,
            f"ssm_state must be ({batch}, nheads, headdim, d_state), got {tuple(ssm_state.shape)}")
     _, nheads, headdim, dstate = ssm_state.shape
     intermediate = nheads * headdim
-    _check(conv_state.dim() == 3 and conv_state.shape[0] == batch, ValueError,
+    check(conv_state.dim() == 3 and conv_state.shape[0] == batch, ValueError,
            f"conv_state must be ({batch}, conv_dim, d_conv), got {tuple(conv_state.shape)}")
     conv_dim, d_conv = conv_state.shape[1], conv_state.shape[2]
     ngroups = (conv_dim - intermediate) // (2 * dstate)
-    _check(ngroups >= 1 and conv_dim == intermediate + 2 * ngroups * dstate and nheads % ngroups == 0, ValueError,
+    check(ngroups >= 1 and conv_dim == intermediate + 2 * ngroups * dstate and nheads % ngroups == 0, ValueError,
            f"conv_dim {conv_dim} must be nheads*headdim ({intermediate}) + 2*n_groups*d_state with n_groups "
            f"dividing nheads {nheads}")
-    _check(zxbcdt.shape[1] == intermediate + conv_dim + nheads, ValueError,
+    check(zxbcdt.shape[1] == intermediate + conv_dim + nheads, ValueError,
            f"zxbcdt must have {intermediate + conv_dim + nheads} columns, got {zxbcdt.shape[1]}")
-    _check(all(_is_pow2(v) for v in (headdim, dstate, d_conv)) and d_conv >= 2, ValueError,
+    check(all(is_pow2(v) for v in (headdim, dstate, d_conv)) and d_conv >= 2, ValueError,
            f"headdim, d_state and d_conv must be powers of two (d_conv >= 2), got {headdim}, {dstate}, {d_conv}")
     cw = conv_weight.reshape(conv_dim, d_conv) if conv_weight.dim() == 3 else conv_weight
-    _check(tuple(cw.shape) == (conv_dim, d_conv), ValueError,
+    check(tuple(cw.shape) == (conv_dim, d_conv), ValueError,
            f"conv_weight must be ({conv_dim}, 1, {d_conv}), got {tuple(conv_weight.shape)}")
     for name, t, n in (("dt_bias", dt_bias, nheads), ("A_log", A_log, nheads), ("D", D, nheads),
                        ("norm_weight", norm_weight, intermediate)):
-        _check(t.dim() == 1 and t.shape[0] == n and t.stride(0) == 1, ValueError,
+        check(t.dim() == 1 and t.shape[0] == n and t.stride(0) == 1, ValueError,
                f"{name} must be a contiguous ({n},) vector, got shape {tuple(t.shape)}")
-    _check(conv_bias is None or tuple(conv_bias.shape) == (conv_dim,) and conv_bias.stride(0) == 1, ValueError,
+    check(conv_bias is None or tuple(conv_bias.shape) == (conv_dim,) and conv_bias.stride(0) == 1, ValueError,
            f"conv_bias must be a contiguous ({conv_dim},) vector or None")
-    _check(ssm_state.dtype == torch.float32 and ssm_state.is_contiguous(), TypeError,
+    check(ssm_state.dtype == torch.float32 and ssm_state.is_contiguous(), TypeError,
            f"ssm_state must be contiguous float32, got {ssm_state.dtype}, strides {ssm_state.stride()}")
-    _check(zxbcdt.stride(1) == 1, ValueError, "zxbcdt's last dim must be contiguous")
-    _check(zxbcdt.dtype in (torch.bfloat16, torch.float32), TypeError,
+    check(zxbcdt.stride(1) == 1, ValueError, "zxbcdt's last dim must be contiguous")
+    check(zxbcdt.dtype in (torch.bfloat16, torch.float32), TypeError,
            f"zxbcdt must be bfloat16 or float32 (the model dtype), got {zxbcdt.dtype}")
-    _check(conv_state.dtype == zxbcdt.dtype, TypeError,
+    check(conv_state.dtype == zxbcdt.dtype, TypeError,
            f"conv_state dtype {conv_state.dtype} must equal the model dtype {zxbcdt.dtype}")
     if out is None:
         out = torch.empty(batch, intermediate, device=zxbcdt.device, dtype=zxbcdt.dtype)
     if gated is None:
         gated = torch.empty(batch, intermediate, device=zxbcdt.device, dtype=torch.float32)
-    _check(tuple(out.shape) == (batch, intermediate) and out.stride(1) == 1 and out.dtype == zxbcdt.dtype,
+    check(tuple(out.shape) == (batch, intermediate) and out.stride(1) == 1 and out.dtype == zxbcdt.dtype,
            ValueError, f"out must be ({batch}, {intermediate}) {zxbcdt.dtype} with a contiguous last dim")
-    _check(tuple(gated.shape) == (batch, intermediate) and gated.stride(1) == 1 and gated.dtype == torch.float32,
+    check(tuple(gated.shape) == (batch, intermediate) and gated.stride(1) == 1 and gated.dtype == torch.float32,
            ValueError, f"gated must be ({batch}, {intermediate}) float32 with a contiguous last dim")
 
     default_block_p, default_warps = decode_launch_config(batch, nheads, headdim, dstate, zxbcdt.is_cuda)
     block_p = default_block_p if block_p is None else block_p
     num_warps = default_warps if num_warps is None else num_warps
-    _check(_is_pow2(block_p) and headdim % block_p == 0, ValueError,
+    check(is_pow2(block_p) and headdim % block_p == 0, ValueError,
            f"block_p must be a power of two dividing headdim {headdim}, got {block_p}")
     _granite_decode_ssm_kernel[(headdim // block_p, nheads, batch)](
         zxbcdt, conv_state, cw, conv_bias if conv_bias is not None else cw, dt_bias, A_log, D, ssm_state, gated,
