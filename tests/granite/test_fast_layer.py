@@ -97,10 +97,12 @@ def test_fast_continuation_matches_reference(tiny, cont):
     trio.step(2, 1, label="decode after continuation")
 
 
-@pytest.mark.parametrize("mode,batch", [("triton", 2), ("triton", 3), ("auto", 1), ("auto", 3), ("cublas", 1)])
+@pytest.mark.parametrize("mode,batch", [("triton", 2), ("triton", 3), ("triton", 9), ("auto", 1), ("auto", 3),
+                                        ("cublas", 1)])
 def test_fast_decode_projections_match_reference(tiny, mode, batch):
     """Every decode_projections mode keeps the reference's accuracy: "triton" (skinny GEMMs for both projections),
-    "auto" (the GEMV for out_proj up to batch 2, cuBLAS above), "cublas"."""
+    "auto" (the GEMV for out_proj up to batch 2 with in_proj on cuBLAS, both on the split-K kernel above),
+    "cublas"."""
     trio = Trio(tiny, seed=31)
     trio.fast.decode_projections = mode
     trio.step(batch, 6, label="prefill")
@@ -109,15 +111,23 @@ def test_fast_decode_projections_match_reference(tiny, mode, batch):
 
 
 @INTERPRETER_ONLY
-@pytest.mark.parametrize("mode,batch,calls", [("auto", 1, 1), ("auto", 2, 1), ("auto", 3, 0), ("triton", 3, 2),
-                                              ("cublas", 1, 0)])
-def test_fast_decode_projection_routing(tiny, monkeypatch, mode, batch, calls):
-    """Which decode projections take ``granite_decode_linear``: "auto" out_proj only, up to batch 2; "triton" both;
+@pytest.mark.parametrize("mode,batch,want", [("auto", 1, ["out:gemv"]), ("auto", 2, ["out:gemv"]),
+                                             ("auto", 3, ["in:splitk", "out:splitk"]),
+                                             ("auto", 9, ["in:splitk", "out:splitk"]),
+                                             ("triton", 3, ["in:gemv", "out:gemv"]),
+                                             ("triton", 9, ["in:splitk", "out:splitk"]), ("cublas", 1, [])])
+def test_fast_decode_projection_routing(tiny, monkeypatch, mode, batch, want):
+    """Which decode projections take ``granite_decode_linear``, with which kernel: "auto" the GEMV for out_proj up
+    to batch 2 (in_proj on cuBLAS), the split-K kernel for both above; "triton" both, the GEMV up to 8 rows;
     "cublas" none."""
     import ssmkit.granite.layer as layer_module
     seen = []
     real = layer_module.granite_decode_linear
-    monkeypatch.setattr(layer_module, "granite_decode_linear", lambda x, w: seen.append(w.shape) or real(x, w))
+
+    def spy(x, w, **kw):
+        seen.append(("in" if w is layer.in_proj.weight else "out") + ":" + kw["kernel"])
+        return real(x, w, **kw)
+    monkeypatch.setattr(layer_module, "granite_decode_linear", spy)
     layer = FastMambaLayer(tiny).to(BF16)
     layer.load_state_dict(synthetic_slice(tiny, 3).mamba)
     layer.decode_projections = mode
@@ -126,9 +136,7 @@ def test_fast_decode_projection_routing(tiny, monkeypatch, mode, batch, calls):
         _, cache = layer(torch.randn(batch, 3, tiny.hidden_size, generator=g).to(BF16))
         seen.clear()
         layer(torch.randn(batch, 1, tiny.hidden_size, generator=g).to(BF16), cache)
-    assert len(seen) == calls
-    if mode == "auto" and calls:
-        assert seen == [layer.out_proj.weight.shape]
+    assert seen == want
 
 
 @INTERPRETER_ONLY
@@ -251,6 +259,35 @@ def test_fast_decode_cuda_graph_matches_eager_and_returns_fresh_outputs(decode_i
     assert torch.equal(other.ssm_state, cache.ssm_state)
     assert len({o.data_ptr() for o in graph[:len(toks)]}) == len(toks)
     assert all((entry.io is None) == (decode_io == "copy") for entry in fast._decode_graphs.values())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("batch", [1, 8, 64])
+def test_real_config_decode_graph_equals_eager_steps(batch):
+    """At the real layer-0 config, where "auto" takes the GEMV (B=1) or split K into 8 / 2 slices for out_proj
+    (B=8 / 64) with the split-K kernels reading the posted token and writing the posted output: 10 graph steps,
+    queued without synchronisation, equal the eager steps bit for bit (the graph's arrival counters left at zero),
+    and the "cublas" steps within bf16 rounding."""
+    config = GraniteMambaConfig()
+    fast = FastMambaLayer(config).to("cuda", BF16)
+    fast.load_state_dict(synthetic_slice(config, 66).mamba)
+    g = torch.Generator().manual_seed(67)
+    toks = [torch.randn(batch, 1, config.hidden_size, generator=g).to("cuda", BF16) for _ in range(10)]
+    results = {}
+    with torch.no_grad():
+        _, start = fast(torch.randn(batch, 7, config.hidden_size, generator=g).to("cuda", BF16))
+        for mode, graphs in (("auto", False), ("auto", True), ("cublas", False)):
+            fast.decode_projections, fast.use_cuda_graphs = mode, graphs
+            cache = start.clone()
+            results[mode, graphs] = [fast(t, cache)[0] for t in toks], cache
+        torch.cuda.synchronize()
+    (eager, eager_cache), (graph, graph_cache) = results["auto", False], results["auto", True]
+    assert all(torch.equal(e, o) for e, o in zip(eager, graph))
+    assert torch.equal(eager_cache.ssm_state, graph_cache.ssm_state)
+    assert torch.equal(eager_cache.conv_state, graph_cache.conv_state)
+    assert not any(c.any() for entry in fast._decode_graphs.values() for c in entry.counters)
+    for e, c in zip(eager, results["cublas", False][0]):
+        assert ((e.float() - c.float()).norm() / c.float().norm()).item() < 2e-3
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -611,18 +648,26 @@ def test_clear_graphs_drops_graphs_and_bindings_and_the_next_step_recaptures(tin
     assert torch.equal(got, want) and torch.equal(cache.ssm_state, eager_cache.ssm_state)
 
 
-def test_decode_io_modes_agree_with_a_stand_in_graph(tiny, monkeypatch):
+@pytest.mark.parametrize("batch", [2, 3])
+def test_decode_io_modes_agree_with_a_stand_in_graph(tiny, monkeypatch, batch):
     """decode_io "mapped" (the graph's own copies through the posted address table) and "copy" (copy_ in, clone
     out) give the eager step's outputs and states bit for bit on the CPU stand-in graph; "mapped" returns a new
-    tensor per call that is not the graph's static output, also for a non-contiguous token."""
+    tensor per call that is not the graph's static output, also for a non-contiguous token. Batch 2: the copy-in
+    inside the fetch and the posted GEMV; batch 3: the split-K projections reading the posted token and writing
+    the posted output, K in 2 (in_proj) and 4 (out_proj) slices (the graph's counters reused by every replay)."""
+    from ssmkit.granite import layer as layer_module
+
+    monkeypatch.setattr(layer_module, "_AUTO_SPLITK", {"in_proj": ((64, (16, 2, 32)),),
+                                                       "out_proj": ((64, (16, 4, 32)),)})
     _stand_in_graphs(monkeypatch)
     fast = FastMambaLayer(tiny).to(BF16)
     fast.load_state_dict(synthetic_slice(tiny, 55).mamba)
     g = torch.Generator().manual_seed(56)
-    toks = [torch.randn(2, 1, tiny.hidden_size, generator=g).to(BF16),
-            torch.randn(2, 3, tiny.hidden_size, generator=g).to(BF16)[:, 1:2]]
+    toks = [torch.randn(batch, 1, tiny.hidden_size, generator=g).to(BF16),
+            torch.randn(batch, 3, tiny.hidden_size, generator=g).to(BF16)[:, 1:2],
+            torch.randn(batch, 1, tiny.hidden_size, generator=g).to(BF16)]
     with torch.no_grad():
-        _, start = fast(torch.randn(2, 5, tiny.hidden_size, generator=g).to(BF16))
+        _, start = fast(torch.randn(batch, 5, tiny.hidden_size, generator=g).to(BF16))
         fast.use_cuda_graphs = False
         eager_cache = start.clone()
         want = [fast(t, eager_cache)[0] for t in toks]
@@ -637,6 +682,7 @@ def test_decode_io_modes_agree_with_a_stand_in_graph(tiny, monkeypatch):
                 assert torch.equal(w, o) and o.data_ptr() != entry.static_out.data_ptr(), mode
             assert torch.equal(cache.ssm_state, eager_cache.ssm_state), mode
             assert torch.equal(cache.conv_state, eager_cache.conv_state), mode
+            assert not any(c.any() for c in entry.counters), mode
 
 
 def test_mapped_decode_recovers_from_a_failed_replay_and_checks_cache_tensors(tiny, monkeypatch):

@@ -70,6 +70,7 @@ from collections import OrderedDict
 
 import torch
 import torch.nn.functional as F
+import triton
 
 from ssmkit.granite.cache import MambaCache
 from ssmkit.granite.config import GraniteMambaConfig
@@ -101,6 +102,11 @@ _PACK_MODES = {False: None, True: "packed", "rows": "rows", "packed": "packed"}
 _DECODE_IO_MODES = ("mapped", "copy")
 _DECODE_PROJECTIONS = ("auto", "cublas", "triton")
 _AUTO_GEMV_ROWS = 2  # "auto": out_proj through the GEMV up to this batch (see FastMambaLayer)
+# "auto" above that: both projections through the split-K kernel, (block_n, split, block_k) for batches up to 8 and
+# up to 64 (H200 sweep, each projection alone in a graph, bench/results/session9/run2/; see FastMambaLayer)
+_AUTO_SPLITK = {"in_proj": ((8, (64, 1, 256)), (64, (64, 1, 256))),
+                "out_proj": ((8, (32, 8, 128)), (64, (32, 2, 256)))}
+_SPLITK_MIN_BLOCK_N = 16  # the arrival counters a graph keeps cover cdiv(N, 16) column blocks
 
 
 class _DecodeGraph:
@@ -109,12 +115,14 @@ class _DecodeGraph:
     ``io`` None ("copy"): the token is copied into ``static_in`` before the replay and ``static_out`` is cloned
     after it. ``io`` a ``MappedIO`` ("mapped"): the graph reads the token from, and writes a new output to,
     addresses posted in pinned host memory before the replay (no copy_ or clone launch): its first node fetches the
-    table (and, for small batches, copies the token itself), and either a last copy-out node or the out_proj GEMV
-    itself (``FastMambaLayer._posted_out_proj``) writes the output."""
+    table (and, for small batches, copies the token itself, unless in_proj reads it from its posted address), and
+    either a last copy-out node or the out_proj kernel itself writes the output
+    (``FastMambaLayer._posted_projections``)."""
 
     def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_out: torch.Tensor,
-                 io: MappedIO | None) -> None:
+                 io: MappedIO | None, counters: tuple[torch.Tensor, ...] = ()) -> None:
         self.graph = graph
+        self.counters = counters  # the split-K arrival counters the replays use (allocated before the capture)
         self.static_in = static_in
         self.static_out = static_out
         self.io = io
@@ -306,12 +314,12 @@ class FastMambaLayer(ReferenceMambaLayer):
     call ``clear_graphs()`` (``load_state_dict`` and ``.to()`` need nothing).
     Knobs: ``use_cuda_graphs`` (default True; False runs the CUDA decode step eagerly) and
     ``decode_projections``: "auto" (default), "cublas" or "triton": the decode in_proj / out_proj through cuBLAS or
-    as ``granite_decode_linear`` skinny GEMMs (for bf16 layers without projection biases and batches <= 64). "auto"
-    takes the GEMV only for out_proj at batches <= 2, where it beat cuBLAS alone in a graph (H200, session 6,
-    bench/results/session6/run4/: 4.0 vs 7.0 us at B=1, 4.3 vs 7.1 at B=2; the projection's bits equal to cuBLAS'
-    on that input, the layer's output 2e-5 relative from the cuBLAS one in the final A/B), cuBLAS elsewhere (the
-    GEMV's in_proj 6.8 vs 6.3 us at B=1; at B=8 both projections 2-3x slower; "triton" everywhere: 41.1 vs 40.7 us
-    per call at B=1, 72.8 vs 50.4 at B=8).
+    as ``granite_decode_linear`` skinny GEMMs (for bf16 layers without projection biases and batches <= 64;
+    ``_projection_args``). "auto": at batches <= 2 the GEMV for out_proj (H200, session 6,
+    bench/results/session6/run4/: 4.0 vs 7.0 us at B=1, 4.3 vs 7.1 at B=2) and cuBLAS for in_proj (the GEMV's 6.8
+    vs 6.3 us); above, both on the split-K kernel (session 9, bench/results/session9/run2/, weights from HBM:
+    out_proj 5.0 vs 7.4 us at B=8, 6.9 vs 8.0 at B=64; in_proj level with cuBLAS, 8.2 vs 8.2 and 8.7 vs 8.4), which
+    also lets a mapped decode graph drop its copy-in and copy-out nodes (``_posted_projections``).
     Session 2 decode knobs (bench/granite/NOTES.md "Session 2: decode"; H200,
     bench/results/session2/granite_decode_s2.json): ``decode_fast_path`` (True: a decode call on a cache bound to
     its graph replays it without the full checks and key, see ``forward``), ``decode_evict_first`` (True: the
@@ -604,38 +612,58 @@ class FastMambaLayer(ReferenceMambaLayer):
 
     # ----------------------------------------------------------------------------------------- decode
     def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor, ssm_state: torch.Tensor,
-                     posted_out: tuple[torch.Tensor, int] | None = None) -> torch.Tensor:
+                     io: MappedIO | None = None,
+                     counters: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         """in_proj -> fused decode kernels -> out_proj for (b, 1, hidden); updates the two states in place.
-        ``posted_out`` (a MappedIO stash and word; only where ``_posted_out_proj`` holds): out_proj writes the
-        posted destination itself and the returned tensor is an unwritten placeholder."""
-        zxbcdt = self._project(hidden_states[:, 0], self.in_proj)
+        ``io`` (a mapped decode graph's MappedIO, its table already fetched): projections on the split-K kernel
+        read the posted token (in_proj) and write the posted output (out_proj, also the GEMV), as
+        ``_posted_projections`` says; a returned tensor that was not written is a placeholder. ``counters``: the
+        split-K arrival counters of in_proj and out_proj (zeros kept by a graph; None: new ones per call)."""
+        rows, dtype = hidden_states.shape[0], hidden_states.dtype
+        in_args, out_args = self._projection_args(self.in_proj, rows, dtype), self._projection_args(
+            self.out_proj, rows, dtype)
+        x = hidden_states[:, 0]
+        if in_args is None:
+            zxbcdt = F.linear(x, self.in_proj.weight, self.in_proj.bias)
+        else:
+            if io is not None and in_args["kernel"] == "splitk":
+                in_args["posted_x"] = (io.stash, 1)
+            zxbcdt = granite_decode_linear(x, self.in_proj.weight, counters=counters and counters[0], **in_args)
         y = granite_decode_step(zxbcdt, conv_state, ssm_state, self.conv1d.weight, self.conv1d.bias, self.dt_bias,
                                 self.A_log, self.D, self.norm.weight, self.config.rms_norm_eps,
                                 evict_first=self.decode_evict_first)
-        if posted_out is not None:
-            return granite_decode_linear(y, self.out_proj.weight, posted_out=posted_out)[:, None]
-        return self._project(y, self.out_proj)[:, None]
+        if out_args is None:
+            return F.linear(y, self.out_proj.weight, self.out_proj.bias)[:, None]
+        if io is not None:
+            out_args["posted_out"] = (io.stash, io.dst_word(0))
+        return granite_decode_linear(y, self.out_proj.weight, counters=counters and counters[1], **out_args)[:, None]
 
-    def _triton_projection(self, linear: torch.nn.Linear, rows: int, dtype: torch.dtype) -> bool:
-        """Whether the decode projection ``linear`` of ``rows`` rows runs as the Triton skinny GEMM: where
-        ``decode_projections`` picks it and it applies (bf16, no bias); cuBLAS otherwise."""
+    def _projection_args(self, linear: torch.nn.Linear, rows: int, dtype: torch.dtype) -> dict | None:
+        """How the decode projection ``linear`` of ``rows`` rows runs: None for cuBLAS, else the keyword arguments
+        of ``granite_decode_linear`` (bf16 layers without projection biases, at most 64 rows). "triton": the
+        GEMV up to 8 rows, the split-K kernel unsplit above. "auto": up to ``_AUTO_GEMV_ROWS`` rows the GEMV for
+        out_proj and cuBLAS for in_proj; above, both on the split-K kernel with the ``_AUTO_SPLITK`` tiles."""
         mode = self.decode_projections
         if mode not in _DECODE_PROJECTIONS:
             raise ValueError(f"decode_projections must be one of {_DECODE_PROJECTIONS}, got {mode!r}")
-        triton_ok = linear.bias is None and dtype == torch.bfloat16
-        return (mode == "triton" and triton_ok and rows <= 64
-                or mode == "auto" and triton_ok and linear is self.out_proj and rows <= _AUTO_GEMV_ROWS)
+        if mode == "cublas" or linear.bias is not None or dtype != torch.bfloat16 or rows > 64:
+            return None
+        if mode == "triton":
+            return {"kernel": "gemv" if rows <= GEMV_MAX_ROWS else "splitk"}
+        if rows <= _AUTO_GEMV_ROWS:
+            return {"kernel": "gemv"} if linear is self.out_proj else None
+        name = "in_proj" if linear is self.in_proj else "out_proj"
+        block_n, split, block_k = next(tiles for limit, tiles in _AUTO_SPLITK[name] if rows <= limit)
+        block_k = min(block_k, max(16, triton.next_power_of_2(linear.in_features)))
+        return {"kernel": "splitk", "block_n": block_n, "block_k": block_k,
+                "split": min(split, triton.cdiv(linear.in_features, block_k))}
 
-    def _posted_out_proj(self, rows: int, dtype: torch.dtype) -> bool:
-        """Whether a "mapped" decode graph's out_proj writes the posted output itself (the Triton GEMV: at most
-        ``GEMV_MAX_ROWS`` rows), with no copy-out node."""
-        return rows <= GEMV_MAX_ROWS and self._triton_projection(self.out_proj, rows, dtype)
-
-    def _project(self, x: torch.Tensor, linear: torch.nn.Linear) -> torch.Tensor:
-        """A decode projection (b, in) -> (b, out): the Triton skinny GEMM or cuBLAS (``_triton_projection``)."""
-        if self._triton_projection(linear, x.shape[0], x.dtype):
-            return granite_decode_linear(x, linear.weight)
-        return F.linear(x, linear.weight, linear.bias)
+    def _posted_projections(self, rows: int, dtype: torch.dtype) -> tuple[bool, bool]:
+        """In a mapped decode graph: (in_proj reads the posted token itself: the split-K kernel, so the graph has
+        no copy-in; out_proj writes the posted output itself: a Triton projection, so no copy-out)."""
+        in_args = self._projection_args(self.in_proj, rows, dtype)
+        return (in_args is not None and in_args["kernel"] == "splitk",
+                self._projection_args(self.out_proj, rows, dtype) is not None)
 
     def _decode_switches(self) -> tuple:
         """The switches a captured decode graph depends on (a binding is valid only while they are unchanged)."""
@@ -676,8 +704,9 @@ class FastMambaLayer(ReferenceMambaLayer):
         """Capture the decode step on ``cache``'s tensors. The warm-up (Triton compile, cuBLAS set-up) runs on
         copies of the cache, so capturing leaves the caller's cache untouched (captured kernels do not run).
         ``decode_io`` "mapped": the graph reads and writes the posted addresses (``MappedIO``, see ``_DecodeGraph``):
-        with ``_posted_out_proj`` the fetch acknowledges and the out_proj GEMV writes the output, else a last
-        copy-out node does and acknowledges."""
+        as ``_posted_projections`` says, in_proj reads the posted token itself (else a copy-in, inside the fetch
+        for small batches, precedes it) and out_proj writes the posted output itself, the fetch acknowledging
+        (else a last copy-out node does and acknowledges)."""
         if self.decode_io not in _DECODE_IO_MODES:
             raise ValueError(f"decode_io must be one of {_DECODE_IO_MODES}, got {self.decode_io!r}")
         device = hidden_states.device
@@ -687,8 +716,12 @@ class FastMambaLayer(ReferenceMambaLayer):
             static_in = torch.randn_like(hidden_states, memory_format=torch.contiguous_format)
             scratch = cache.clone()
             io = MappedIO(device) if self.decode_io == "mapped" else None
-            # out_proj writing the posted output itself: the fetch acknowledges, no copy-out node
-            posted = io is not None and self._posted_out_proj(hidden_states.shape[0], hidden_states.dtype)
+            # the projections reading the posted token / writing the posted output themselves (no copy nodes; with
+            # a posted output the fetch acknowledges)
+            x_posted, out_posted = (self._posted_projections(hidden_states.shape[0], hidden_states.dtype)
+                                    if io is not None else (False, False))
+            n_blocks = [triton.cdiv(lin.out_features, _SPLITK_MIN_BLOCK_N) for lin in (self.in_proj, self.out_proj)]
+            counters = tuple(torch.zeros(n, device=device, dtype=torch.int32) for n in n_blocks)
             # scratch and warm_out: allocated on the current stream, used by the side-stream warm-up, freed after
             # capture_graph made the current stream wait for it (stream-ordered reuse is then safe)
             warm_out = None if io is None else torch.empty_like(static_in)
@@ -697,16 +730,18 @@ class FastMambaLayer(ReferenceMambaLayer):
 
             def step(conv_state: torch.Tensor, ssm_state: torch.Tensor) -> torch.Tensor:
                 if io is None:
-                    return self._decode_step(static_in, conv_state, ssm_state)
-                io.copy_in(static_in, ack=posted)
-                if posted:
-                    return self._decode_step(static_in, conv_state, ssm_state, (io.stash, io.dst_word(0)))
-                out = self._decode_step(static_in, conv_state, ssm_state)
-                io.copy_out(out)
+                    return self._decode_step(static_in, conv_state, ssm_state, counters=counters)
+                if x_posted:
+                    io.fetch(ack=out_posted)
+                else:
+                    io.copy_in(static_in, ack=out_posted)
+                out = self._decode_step(static_in, conv_state, ssm_state, io, counters)
+                if not out_posted:
+                    io.copy_out(out)
                 return out
             graph, static_out = capture_graph(lambda: step(scratch.conv_state, scratch.ssm_state),
                                          lambda: step(cache.conv_state, cache.ssm_state), device)
-        return _DecodeGraph(graph, static_in, static_out, io)
+        return _DecodeGraph(graph, static_in, static_out, io, counters)
 
     def __getstate__(self):
         # Captured graphs are bound to this layer's and the caches' memory: copies and pickles start without them.

@@ -197,6 +197,11 @@ class MappedIO:
                                    WORDS=self.words, BLOCK=triton.next_power_of_2(self.words), ACK=ack,
                                    COPY_BLOCK=triton.next_power_of_2(n) if n else 0)
 
+    def fetch(self, ack: bool = False) -> None:
+        """Launch the table fetch alone, for graphs whose kernels read their posted sources themselves
+        (``posted_pointer``). ``ack``: the fetch acknowledges the replay (no copy-out does then)."""
+        self._fetch(ack)
+
     def copy_in(self, static_in: torch.Tensor, ack: bool = False) -> None:
         """Launch the table fetch, then static_in (contiguous) <- the posted src (same numel and dtype); up to
         ``_FETCH_COPY_MAX`` elements the fetch's program copies them itself. ``ack``: the fetch acknowledges the
