@@ -97,7 +97,7 @@ _GEMV_PRODUCT = 8192  # BLOCK_M * BLOCK_N * BLOCK_K of the GEMV: 64 fp32 product
 
 def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, kernel: str | None = None,
                           block_n: int | None = None, block_k: int = 256, split: int = 1, num_warps: int = 4,
-                          num_stages: int = 4, posted_out: tuple[torch.Tensor, int] | None = None,
+                          num_stages: int = 3, posted_out: tuple[torch.Tensor, int] | None = None,
                           posted_x: tuple[torch.Tensor, int] | None = None,
                           counters: torch.Tensor | None = None) -> torch.Tensor:
     """``x @ weight.T`` for few rows: x (M, K) bf16 with M <= 64, weight (N, K) bf16; returns (M, N) bf16.
@@ -109,7 +109,8 @@ def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, kernel: str 
     products (``block_k``, ``split`` and ``num_stages`` do not apply: the K loop is unrolled).
     "splitk": ``block_n`` defaulting to 32 for N > 4096 and 16 otherwise, ``block_k`` (a power of two >= 16) the K
     step, ``split`` the number of K slices (>= 1; each a whole number of K steps, so at most cdiv(K, block_k)),
-    ``num_stages`` the software pipelining of the K loop. With ``split`` > 1 ``counters`` is an int32 tensor of
+    ``num_stages`` the software pipelining of the K loop (each stage holds a (M padded, block_k) x tile and a
+    (block_k, block_n) W tile in shared memory: 192 KB at 64 rows, block_k 256, block_n 64 and 3 stages). With ``split`` > 1 ``counters`` is an int32 tensor of
     at least cdiv(N, block_n) zeros, left zero (pass one that outlives a captured graph's replays; None: a new one
     per call), and a (split, M padded to 16, N) fp32 workspace is allocated.
     ``posted_out`` (stash, word): the result is written at the contiguous (M, N) destination whose address a
