@@ -7,7 +7,9 @@ microseconds per layer call; the sum; the median wall time per call from CUDA ev
 floors (bench/granite/NOTES.md): GEMM FLOPs at 790 TFLOP/s, bytes between the GEMMs at 4.3 TB/s for a fully fused
 design (19 KB per real token) and for the 5-kernel design (69 KB per real token: left-padded batches are packed),
 decode weights + fp32 state.
-Usage (CUDA): PYTHONPATH=src python bench/granite_profile.py [--candidate fast|reference] [--calls 20] [--out F]
+``--set JSON``: layer attributes to set first (e.g. '{"fuse_gate": false}'), for A/Bs of a switch.
+Usage (CUDA): PYTHONPATH=src python bench/granite_profile.py [--candidate fast|reference] [--calls 20] [--set JSON]
+    [--out F]
 """
 import argparse
 import json
@@ -70,6 +72,7 @@ def main() -> None:
     ap.add_argument("--candidate", choices=["fast", "reference"], default="fast")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--workloads", default=None, help="comma-separated names (default: every bench workload)")
+    ap.add_argument("--set", type=json.loads, default={}, help="layer attributes to set, as a JSON object")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -78,6 +81,10 @@ def main() -> None:
     sl = default_slice()
     cls = FastMambaLayer if args.candidate == "fast" else ReferenceMambaLayer
     layer = build_layer(cls, sl, device, torch.bfloat16)
+    for name, value in args.set.items():
+        if not hasattr(layer, name):
+            raise SystemExit(f"the layer has no attribute {name!r}")
+        setattr(layer, name, value)
     wanted = set(args.workloads.split(",")) if args.workloads else None
     rows = []
     for w in load_workloads(default_workloads_path("cuda")):
@@ -92,7 +99,7 @@ def main() -> None:
         floors = ", ".join(f"{n} {v:.1f}" for n, v in r["floors_us"].items())
         print(f"  GPU sum {r['gpu_us_per_call']:.1f} us, wall median {r['wall_us_per_call_median']:.1f} us; "
               f"floors (us): {floors}", flush=True)
-    doc = {**run_metadata(None, device), "rows": rows}
+    doc = {**run_metadata(None, device), "attributes": args.set, "rows": rows}
     if args.out:
         with open(args.out, "w") as f:
             json.dump(doc, f, indent=1)
