@@ -330,9 +330,7 @@ class FastMambaLayer(ReferenceMambaLayer):
     Prefill knobs, defaults from the H200 measurements (module docstring): ``prefill_graphs`` ("mapped", which is
     "kernels" for batches that are not packed; False, "whole" or "kernels": a CUDA graph per prefill shape),
     ``pack_padded_gemms`` ("packed"; "rows" or False: how left-padded batches skip their pads) and
-    ``cb_spread`` (True: ``ssd_chunked_prefill``'s option, C.B^T spread over the head programs) and ``fuse_gate``
-    (True: the chunk scan applies the norm's gate and sums t^2 per head, ``ssd_chunked_prefill(gate=)``, so the
-    norm reads one tensor; session 9).
+    ``cb_spread`` (True: ``ssd_chunked_prefill``'s option, C.B^T spread over the head programs).
     """
 
     def __init__(self, config: GraniteMambaConfig, layer_idx: int = 0) -> None:
@@ -345,7 +343,6 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.prefill_graphs = "mapped"
         self.pack_padded_gemms = "packed"
         self.cb_spread = True
-        self.fuse_gate = True
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
         # cache.ssm_state.data_ptr() -> the binding of the graph captured on that state (forward's fast path), at
         # most _MAX_DECODE_GRAPHS; keyed by the state's address, so a new cache object on the same memory hits too
@@ -515,17 +512,13 @@ class FastMambaLayer(ReferenceMambaLayer):
                                          conv_state_in=cache.conv_state if continuing else None,
                                          attention_mask=mask, conv_state_out=cache.conv_state, xbc_offset=inter,
                                          **varlen)
-        z = zxbcdt[..., :inter]
         y = ssd_chunked_prefill(xbc, zxbcdt[..., inter + conv_dim:], self.dt_bias, self.A_log, self.D,
                                 c.chunk_size, initial_state=cache.ssm_state if continuing else None,
                                 ssm_state_out=cache.ssm_state, attention_mask=mask, cb_spread=self.cb_spread,
-                                gate=z if self.fuse_gate else None, **varlen)
-        norm = dict(head_sumsq=y[1], z=None) if self.fuse_gate else dict(head_sumsq=None, z=z)
-        t = y[0] if self.fuse_gate else y
+                                **varlen)
         if varlen:  # packed rows: a batch of one (T, I) sequence, every row real
-            norm = {k: None if v is None else v[None] for k, v in norm.items()}
-            return gated_rmsnorm(t[None], weight=self.norm.weight, eps=c.rms_norm_eps, **norm)[0]
-        return gated_rmsnorm(t, weight=self.norm.weight, eps=c.rms_norm_eps, attention_mask=mask, **norm)
+            return gated_rmsnorm(y[None], zxbcdt[None, :, :inter], self.norm.weight, c.rms_norm_eps)[0]
+        return gated_rmsnorm(y, zxbcdt[..., :inter], self.norm.weight, c.rms_norm_eps, attention_mask=mask)
 
     def _out_proj(self, normed: torch.Tensor, packing: _Packing | None) -> torch.Tensor:
         """out_proj -> (b, L, hidden), a new tensor; packed: real rows only, 0 at pads (out_proj(0) = 0)."""
@@ -544,7 +537,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         """The captured prefill for this input shape, mask layout and switches (captured on first use)."""
         key = (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device,
                None if mask is None else mask.dtype, lengths, None if lengths is None else mode, self.cb_spread,
-               self.fuse_gate, graph_mode)
+               graph_mode)
         entry = self._prefill_graphs.get(key)
         if entry is None:
             entry = self._capture_prefill(hidden_states, mask, None if lengths is None else

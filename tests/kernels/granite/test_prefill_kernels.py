@@ -364,35 +364,6 @@ def test_ssd_packed_layout_equals_padded_layout(continuing):
     assert torch.equal(packed, y[mask.bool()]) and torch.equal(finals[0], finals[1])
 
 
-@pytest.mark.parametrize("layout", ["padded", "masked", "packed"])
-def test_ssd_gate_returns_gated_y_and_per_head_sums_of_squares(layout):
-    """gate=z: the scan returns t = y * silu(z) (fp32 y: within fp32 rounding of the ungated y times silu(z);
-    bf16: one rounding of it) and, per head, the sum of t^2 over its P channels of t as rounded; pad positions of a
-    masked batch are 0 in both; the packed layout gives the padded layout's bits."""
-    gen = torch.Generator().manual_seed(21)
-    seqlen, lengths = 2 * CH + 3, [2 * CH + 3, CH + 1, 1]
-    mask = _left_pad_mask(lengths, seqlen) if layout != "padded" else None
-    xbc, dt_raw, *params = _ssd_inputs(gen, 3, seqlen, H, P, N, mask=mask)
-    zx = torch.randn(3, seqlen, H * P + 5, generator=gen).to(torch.bfloat16)
-    z = zx[..., 5:]  # a strided slice, as the z of the in_proj output
-    kw = dict(chunk_size=CH, attention_mask=mask, d_state=N)
-    for y_dtype in (torch.float32, torch.bfloat16):
-        y = ssd_chunked_prefill(xbc, dt_raw, *params, y_dtype=torch.float32, **kw)
-        t, sumsq = ssd_chunked_prefill(xbc, dt_raw, *params, y_dtype=y_dtype, gate=z, **kw)
-        want = y.double() * F.silu(z.double())
-        tol = (2 ** -22 if y_dtype == torch.float32 else U_BF16) * want.abs() + 1e-6
-        assert t.dtype == y_dtype and ((t.double() - want).abs() <= tol).all()
-        heads = t.double().view(3, seqlen, H, P).pow(2).sum(-1)
-        assert sumsq.shape == (3, seqlen, H) and ((sumsq.double() - heads).abs() <= 1e-5 * heads + 1e-6).all()
-        if mask is not None:
-            assert (t[mask == 0] == 0).all() and (sumsq[mask == 0] == 0).all()
-    if layout == "packed":
-        rows = packed_layout_rows(mask.sum(1), seqlen)
-        pt, psq = ssd_chunked_prefill(_packed(xbc, mask), _packed(dt_raw, mask), *params, chunk_size=CH,
-                                      packed_rows=rows, seqlen=seqlen, gate=_packed(z, mask), d_state=N)
-        assert torch.equal(pt, t[mask.bool()]) and torch.equal(psq, sumsq[mask.bool()])
-
-
 def test_ssd_initial_state_continuation_matches_one_pass():
     gen = torch.Generator().manual_seed(9)
     prefix, seqlen = CH + 3, 2 * CH + 6
@@ -453,36 +424,6 @@ def test_gated_rmsnorm_matches_float64(y_dtype, block_c, block_t):
     assert ((out.double() - ref).abs() <= (U_BF16 + FP32_SLACK) * ref.abs() + 1e-6).all()
 
 
-@pytest.mark.parametrize("masked", [False, True])
-def test_gated_rmsnorm_from_head_sums_matches_float64(masked):
-    """The pre-gated form: y holds t, head_sumsq the per-head sums of t^2 (3 heads: a padded head block); the
-    statistics come from the sums only (t's values are not summed again: a sum made 4x larger shows), pad rows 0
-    without reading; z and head_sumsq together or neither are refused."""
-    gen = torch.Generator().manual_seed(8)
-    b, seqlen, c, heads = 2, 5, 48, 3
-    mask = _left_pad_mask([5, 2], seqlen) if masked else None
-    t = torch.randn(b, seqlen, c, generator=gen).to(torch.bfloat16)
-    sumsq = t.float().view(b, seqlen, heads, c // heads).pow(2).sum(-1)
-    if masked:
-        t[mask == 0] = float("nan")
-    w = (1 + 0.1 * torch.randn(c, generator=gen)).to(torch.bfloat16)
-    out = gated_rmsnorm(t, None, w, 1e-5, attention_mask=mask, head_sumsq=sumsq, block_c=32)
-    real = mask == 1 if masked else torch.ones(b, seqlen, dtype=torch.bool)
-    td = t[real].double()
-    ref = w.double() * td * torch.rsqrt(td.pow(2).mean(-1, keepdim=True) + 1e-5)
-    assert ((out[real].double() - ref).abs() <= (U_BF16 + FP32_SLACK) * ref.abs() + 1e-6).all()
-    if masked:
-        assert (out[mask == 0] == 0).all()
-    quad = gated_rmsnorm(t, None, w, 1e-5, attention_mask=mask, head_sumsq=4 * sumsq, block_c=32)
-    assert torch.allclose(quad[real].float() * 2, out[real].float(), rtol=1e-2)
-    with pytest.raises(ValueError, match="either z"):
-        gated_rmsnorm(t, t, w, 1e-5, head_sumsq=sumsq)
-    with pytest.raises(ValueError, match="either z"):
-        gated_rmsnorm(t, None, w, 1e-5)
-    with pytest.raises(ValueError, match="head_sumsq"):
-        gated_rmsnorm(t, None, w, 1e-5, head_sumsq=sumsq[..., :2].contiguous()[..., :1].expand(b, seqlen, 5))
-
-
 def test_gated_rmsnorm_pad_rows_are_zero_without_reading_them():
     gen = torch.Generator().manual_seed(6)
     b, seqlen, c = 2, 5, 32
@@ -510,8 +451,7 @@ from ssmkit.kernels.granite import conv1d, decode_linear, gated_norm, mask_facts
 
 PTR = {"mask_ptr": "*i64", "index_ptr": "*i64", "table_ptr": "*i64", "stash_ptr": "*i64", "ack_ptr": "*i64",
        "facts_ptr": "*i64", "rows_ptr": "*i64", "dtcs_ptr": "*fp32", "states_ptr": "*fp32", "cb_ptr": "*fp32",
-       "init_ptr": "*fp32", "final_ptr": "*fp32", "ssm_state_ptr": "*fp32", "gated_ptr": "*fp32",
-       "ssq_ptr": "*fp32"}
+       "init_ptr": "*fp32", "final_ptr": "*fp32", "ssm_state_ptr": "*fp32", "gated_ptr": "*fp32"}
 
 
 def build(fn, consts, types=None, warps=4, options=None):
@@ -529,21 +469,19 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
         build(ssd_prefill._ssd_state_pass_kernel, dict(PN=8192, CH=256, BLOCK_S=512, HAS_INIT=flag, HAS_FINAL=True,
               HAS_MASK=mask, PACKED=packed))
         build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=mask, LOAD_CB=True,
-              PREC=0, HEADS=1, PACKED=packed, GATE=flag))
+              PREC=0, HEADS=1, PACKED=packed))
         if not (packed or mask):  # the register caps the unmasked padded layout launches with (ssd_launch_options)
             build(ssd_prefill._ssd_chunk_state_kernel, dict(P=64, N=128, CH=256, BLOCK_K=64, HAS_MASK=False,
                   ROUND_DT=True, STORE_CB=True, CB_SPREAD=flag, PREC=0, SPLIT_STATE=True, PACKED=False),
                   options=dict(maxnreg=128, num_stages=2))
-            for gate in (False, True):
-                build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=False,
-                      LOAD_CB=True, PREC=0, HEADS=1, PACKED=False, GATE=gate), options=dict(maxnreg=128))
+            build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=False,
+                  LOAD_CB=True, PREC=0, HEADS=1, PACKED=False), options=dict(maxnreg=128))
         for rows in (False, True):  # the 2-D interior tiles, and the default sliding window
             build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
                   HAS_MASK=mask, PACKED=packed, INTERIOR_OK=flag, INTERIOR_ROWS=rows, BLOCK_L=32,
                   BLOCK_C=256 if rows else 128, SUB_L=8 if rows else 32))
-for mask, sums in itertools.product((False, True), (False, True)):
-    build(gated_norm._gated_rmsnorm_kernel, dict(HAS_MASK=mask, BLOCK_T=1, BLOCK_C=1024, NUM_C=3, HEAD_SUMSQ=sums,
-          HEADS=48, BLOCK_H=64))
+for mask in (False, True):
+    build(gated_norm._gated_rmsnorm_kernel, dict(HAS_MASK=mask, BLOCK_T=1, BLOCK_C=1024, NUM_C=3))
 for indirect in (False, True):
     build(conv1d._varlen_unpack_kernel, dict(WIDTH=1536, OUT_INDIRECT=indirect, BLOCK_L=16, BLOCK_D=256),
           {"out_ptr": "*i64"} if indirect else None)

@@ -248,14 +248,11 @@ def _ssd_chunk_scan_kernel(
     cb_ptr,  # (b, chunks, CH, CH) fp32 (LOAD_CB)
     d_ptr,  # (H,)
     mask_ptr, stride_mb, stride_ml,
-    y_ptr, stride_yb, stride_yl,  # y (b, L, H*P), channel stride 1 (GATE: t = y * silu(z), bf16)
-    z_ptr, stride_zb, stride_zl,  # GATE: the gate z (b, L, H*P), channel stride 1 (a slice of the in_proj output)
-    ssq_ptr,  # GATE: (b, L, H) fp32, contiguous: sum over the head's P channels of t^2 (as rounded)
+    y_ptr, stride_yb, stride_yl,  # y (b, L, H*P), channel stride 1
     rows_ptr,  # (b, 2) int64 [base, first] of the packed layout (PACKED), or unused
     seqlen, nheads, nchunks,
     P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_M: tl.constexpr,
     HAS_MASK: tl.constexpr, LOAD_CB: tl.constexpr, PREC: tl.constexpr, HEADS: tl.constexpr, PACKED: tl.constexpr,
-    GATE: tl.constexpr,
 ):
     NUM_M: tl.constexpr = CH // BLOCK_M
     pid_g = tl.program_id(0)  # head groups fastest: the programs of one row block share C and C.B^T in L2
@@ -271,8 +268,6 @@ def _ssd_chunk_scan_kernel(
     first = _varlen_first(rows_ptr, pid_b, PACKED)
     xbc_row = _varlen_base(rows_ptr, pid_b, stride_xb, stride_xl, PACKED)
     y_row = _varlen_base(rows_ptr, pid_b, stride_yb, stride_yl, PACKED)
-    z_row = _varlen_base(rows_ptr, pid_b, stride_zb, stride_zl, PACKED)
-    ssq_row = _varlen_base(rows_ptr, pid_b, seqlen * nheads, nheads, PACKED)
     valid_l = (t_l < seqlen) & (t_l >= first)  # packed: pad rows are neither read nor written
     has_tokens = _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, first, HAS_MASK, CH)
     xbc = xbc_ptr + xbc_row
@@ -316,20 +311,9 @@ def _ssd_chunk_scan_kernel(
             x_l = tl.load(xbc + t_l[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_l[:, None],
                           other=0.0).to(tl.float32)
             acc += tl.load(d_ptr + h).to(tl.float32) * x_l
-            if GATE:  # the gate of the RMSNorm (spec §2.1 step 10), and this head's part of its statistics
-                z = tl.load(z_ptr + z_row + t_l[:, None] * stride_zl + (h * P + offs_p)[None, :],
-                            mask=valid_l[:, None], other=0.0).to(tl.float32)
-                t = (acc * (z * tl.sigmoid(z))).to(y_ptr.dtype.element_ty)
-                tl.store(y_ptrs, t, mask=valid_l[:, None])
-                t32 = t.to(tl.float32)
-                tl.store(ssq_ptr + ssq_row + t_l * nheads + h, tl.sum(t32 * t32, axis=1), mask=valid_l)
-            else:
-                tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=valid_l[:, None])
+            tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=valid_l[:, None])
         else:
             tl.store(y_ptrs, tl.zeros((BLOCK_M, P), dtype=y_ptr.dtype.element_ty), mask=valid_l[:, None])
-            if GATE:
-                tl.store(ssq_ptr + ssq_row + t_l * nheads + h, tl.zeros((BLOCK_M,), dtype=tl.float32),
-                         mask=valid_l)
 
 
 def ssd_chunked_prefill(
@@ -356,8 +340,7 @@ def ssd_chunked_prefill(
     launch: dict[str, dict] | None = None,
     packed_rows: torch.Tensor | None = None,
     seqlen: int | None = None,
-    gate: torch.Tensor | None = None,
-) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+) -> torch.Tensor:
     """Chunked SSD scan of the Granite mixer, G = 1 (spec §2.1 step 9), with D skip.
 
     Args:
@@ -399,15 +382,9 @@ def ssd_chunked_prefill(
             row (the pads read as 0, as the reference has them after the masks); attention_mask must be None
             (implied) and y is packed the same way.
         seqlen: L, the padded length (only with packed_rows).
-        gate: z (b, L, H*P) (packed: (T, H*P)) bf16, channel stride 1, any row strides (the z slice of the in_proj
-            output), or None. Given, the scan applies the gate of the RMSNorm that follows (spec §2.1 step 10) and
-            returns t = y * silu(z) instead of y, with the per-head sums of t^2 that the norm's statistics need
-            (``gated_rmsnorm(t, None, ..., head_sumsq=)``): the norm then reads one tensor instead of two.
 
     Returns:
-        y: (b, L, H*P) (packed: (T, H*P)) of y_dtype, contiguous: Y_diag + Y_off + D*x. With ``gate``: (t, sumsq),
-        t like y, sumsq (b, L, H) (packed: (T, H)) fp32, contiguous: the sum over each head's P channels of t^2,
-        t as rounded to y_dtype (0 at pad positions of a masked batch; packed: pads are not rows).
+        y: (b, L, H*P) (packed: (T, H*P)) of y_dtype, contiguous: Y_diag + Y_off + D*x.
     """
     packed = packed_rows is not None
     if packed:
@@ -480,14 +457,6 @@ def ssd_chunked_prefill(
     entering = torch.empty(n_states, device=device, dtype=state_dtype)
     y = torch.empty((*(xBC.shape[:2] if packed else (batch, seqlen)), nheads * head_dim), device=device,
                     dtype=y_dtype)  # (1, T, H*P) packed
-    if gate is not None:
-        z = gate[None] if packed else gate
-        check_shape_device("gate", z, y.shape, device)
-        if z.stride(-1) != 1:
-            raise ValueError(f"gate needs a contiguous last dim, got strides {gate.stride()}")
-        sumsq = torch.empty((*y.shape[:2], nheads), device=device, dtype=torch.float32)
-    else:
-        z, sumsq = y, work
     mask = attention_mask if attention_mask is not None else work
     m_strides = (mask.stride(0), mask.stride(1)) if attention_mask is not None else (0, 0)
     has_mask = attention_mask is not None
@@ -514,12 +483,10 @@ def ssd_chunked_prefill(
     )
     _ssd_chunk_scan_kernel[(nheads // scan_heads, nchunks * (ch // bm), batch)](
         xBC, xBC.stride(0), xBC.stride(1), dtcs, entering, cb, D,
-        mask, *m_strides, y, y.stride(0), y.stride(1), z, z.stride(0), z.stride(1), sumsq, rows,
+        mask, *m_strides, y, y.stride(0), y.stride(1), rows,
         seqlen, nheads, nchunks,
         P=head_dim, N=d_state, CH=ch, BLOCK_M=bm,
         HAS_MASK=has_mask, LOAD_CB=shared_cb, PREC=precision, HEADS=scan_heads, PACKED=packed,
-        GATE=gate is not None, **opts["scan"],
+        **opts["scan"],
     )
-    if gate is not None:
-        return (y[0], sumsq[0]) if packed else (y, sumsq)
     return y[0] if packed else y
