@@ -111,15 +111,16 @@ def test_fast_decode_projections_match_reference(tiny, mode, batch):
 
 
 @INTERPRETER_ONLY
-@pytest.mark.parametrize("mode,batch,want", [("auto", 1, ["out:gemv"]), ("auto", 2, ["out:gemv"]),
+@pytest.mark.parametrize("mode,batch,want", [("auto", 1, ["in:splitk", "out:gemv"]),
+                                             ("auto", 2, ["in:splitk", "out:gemv"]),
                                              ("auto", 3, ["in:splitk", "out:splitk"]),
                                              ("auto", 9, ["in:splitk", "out:splitk"]),
                                              ("triton", 3, ["in:gemv", "out:gemv"]),
                                              ("triton", 9, ["in:splitk", "out:splitk"]), ("cublas", 1, [])])
 def test_fast_decode_projection_routing(tiny, monkeypatch, mode, batch, want):
-    """Which decode projections take ``granite_decode_linear``, with which kernel: "auto" the GEMV for out_proj up
-    to batch 2 (in_proj on cuBLAS), the split-K kernel for both above; "triton" both, the GEMV up to 8 rows;
-    "cublas" none."""
+    """Which decode projections take ``granite_decode_linear``, with which kernel: "auto" the split-K kernel for
+    in_proj, for out_proj the GEMV up to batch 2 and the split-K kernel above; "triton" both, the GEMV up to 8
+    rows; "cublas" none."""
     import ssmkit.granite.layer as layer_module
     seen = []
     real = layer_module.granite_decode_linear

@@ -2602,9 +2602,9 @@ _PACK_MODES = {False: None, True: "packed", "rows": "rows", "packed": "packed"}
 _DECODE_IO_MODES = ("mapped", "copy")
 _DECODE_PROJECTIONS = ("auto", "cublas", "triton")
 _AUTO_GEMV_ROWS = 2  # "auto": out_proj through the GEMV up to this batch (see FastMambaLayer)
-# "auto" above that: both projections through the split-K kernel, (block_n, split, block_k) for batches up to 8 and
-# up to 64 (H200 sweep, each projection alone in a graph, bench/results/session9/run2/; see FastMambaLayer)
-_AUTO_SPLITK = {"in_proj": ((8, (64, 1, 256)), (64, (64, 1, 256))),
+# "auto" in_proj (every batch) and out_proj above that: the split-K kernel, (block_n, split, block_k) for batches up
+# to the first number (H200 sweep, each projection alone in a graph, bench/results/session9/run2/; FastMambaLayer)
+_AUTO_SPLITK = {"in_proj": ((2, (64, 1, 128)), (8, (64, 1, 256)), (64, (64, 1, 256))),
                 "out_proj": ((8, (32, 8, 128)), (64, (32, 2, 256)))}
 _SPLITK_MIN_BLOCK_N = 16  # the arrival counters a graph keeps cover cdiv(N, 16) column blocks
 
@@ -2816,10 +2816,11 @@ class FastMambaLayer(ReferenceMambaLayer):
     ``decode_projections``: "auto" (default), "cublas" or "triton": the decode in_proj / out_proj through cuBLAS or
     as ``granite_decode_linear`` skinny GEMMs (for bf16 layers without projection biases and batches <= 64;
     ``_projection_args``). "auto": at batches <= 2 the GEMV for out_proj (H200, session 6,
-    bench/results/session6/run4/: 4.0 vs 7.0 us at B=1, 4.3 vs 7.1 at B=2) and cuBLAS for in_proj (the GEMV's 6.8
-    vs 6.3 us); above, both on the split-K kernel (session 9, bench/results/session9/run2/, weights from HBM:
-    out_proj 5.0 vs 7.4 us at B=8, 6.9 vs 8.0 at B=64; in_proj level with cuBLAS, 8.2 vs 8.2 and 8.7 vs 8.4), which
-    also lets a mapped decode graph drop its copy-in and copy-out nodes (``_posted_projections``).
+    bench/results/session6/run4/: 4.0 vs 7.0 us at B=1, 4.3 vs 7.1 at B=2); above, out_proj and at every batch
+    in_proj on the split-K kernel (session 9, bench/results/session9/run2/, weights from HBM: out_proj 5.0 vs 7.4
+    us at B=8, 6.9 vs 8.0 at B=64; in_proj level with cuBLAS, 7.8 vs 8.2 at B=1, 8.2 vs 8.2 at B=8, 8.7 vs 8.4 at
+    B=64, the same bits at B=1), which also lets a mapped decode graph drop its copy-in and copy-out nodes
+    (``_posted_projections``; layer A/Bs in runs 4 and 6: B=8 -4.4 to -4.8 us, B=64 -4.1 to -4.4, B=1 -0.6).
     Session 2 decode knobs (bench/granite/NOTES.md "Session 2: decode"; H200,
     bench/results/session2/granite_decode_s2.json): ``decode_fast_path`` (True: a decode call on a cache bound to
     its graph replays it without the full checks and key, see ``forward``), ``decode_evict_first`` (True: the
@@ -3141,8 +3142,8 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _projection_args(self, linear: torch.nn.Linear, rows: int, dtype: torch.dtype) -> dict | None:
         """How the decode projection ``linear`` of ``rows`` rows runs: None for cuBLAS, else the keyword arguments
         of ``granite_decode_linear`` (bf16 layers without projection biases, at most 64 rows). "triton": the
-        GEMV up to 8 rows, the split-K kernel unsplit above. "auto": up to ``_AUTO_GEMV_ROWS`` rows the GEMV for
-        out_proj and cuBLAS for in_proj; above, both on the split-K kernel with the ``_AUTO_SPLITK`` tiles."""
+        GEMV up to 8 rows, the split-K kernel unsplit above. "auto": in_proj on the split-K kernel, out_proj on
+        the GEMV up to ``_AUTO_GEMV_ROWS`` rows and on the split-K kernel above, with the ``_AUTO_SPLITK`` tiles."""
         mode = self.decode_projections
         if mode not in _DECODE_PROJECTIONS:
             raise ValueError(f"decode_projections must be one of {_DECODE_PROJECTIONS}, got {mode!r}")
@@ -3150,8 +3151,8 @@ class FastMambaLayer(ReferenceMambaLayer):
             return None
         if mode == "triton":
             return {"kernel": "gemv" if rows <= GEMV_MAX_ROWS else "splitk"}
-        if rows <= _AUTO_GEMV_ROWS:
-            return {"kernel": "gemv"} if linear is self.out_proj else None
+        if rows <= _AUTO_GEMV_ROWS and linear is self.out_proj:
+            return {"kernel": "gemv"}
         name = "in_proj" if linear is self.in_proj else "out_proj"
         block_n, split, block_k = next(tiles for limit, tiles in _AUTO_SPLITK[name] if rows <= limit)
         block_k = min(block_k, max(16, triton.next_power_of_2(linear.in_features)))
