@@ -7,7 +7,7 @@ microseconds per layer call; the sum; the median wall time per call from CUDA ev
 floors (bench/granite/NOTES.md): GEMM FLOPs at 790 TFLOP/s, bytes between the GEMMs at 4.3 TB/s for a fully fused
 design (19 KB per real token) and for the 5-kernel design (69 KB per real token: left-padded batches are packed),
 decode weights + fp32 state.
-``--set JSON``: layer attributes to set first (e.g. '{"fuse_gate": false}'), for A/Bs of a switch.
+``--set JSON``: layer attributes to set first (e.g. '{"cb_spread": false}'), for A/Bs of a switch.
 Usage (CUDA): PYTHONPATH=src python bench/granite_profile.py [--candidate fast|reference] [--calls 20] [--set JSON]
     [--out F]
 """

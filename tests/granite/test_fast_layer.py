@@ -101,7 +101,7 @@ def test_fast_continuation_matches_reference(tiny, cont):
                                         ("cublas", 1)])
 def test_fast_decode_projections_match_reference(tiny, mode, batch):
     """Every decode_projections mode keeps the reference's accuracy: "triton" (skinny GEMMs for both projections),
-    "auto" (the GEMV for out_proj up to batch 2 with in_proj on cuBLAS, both on the split-K kernel above),
+    "auto" (in_proj on the split-K kernel, out_proj on the GEMV up to batch 2 and on the split-K kernel above),
     "cublas"."""
     trio = Trio(tiny, seed=31)
     trio.fast.decode_projections = mode
@@ -142,8 +142,8 @@ def test_fast_decode_projection_routing(tiny, monkeypatch, mode, batch, want):
 
 @INTERPRETER_ONLY
 def test_fast_decode_rejects_unknown_projections(tiny):
-    """(CPU tensors reach the decode kernels, and so ``_project``, only under the interpreter; elsewhere the layer
-    falls back to the reference.)"""
+    """(CPU tensors reach the decode kernels, and so ``_projection_args``, only under the interpreter; elsewhere the
+    layer falls back to the reference.)"""
     layer = FastMambaLayer(tiny).to(BF16)
     g = torch.Generator().manual_seed(5)
     with torch.no_grad():
@@ -266,14 +266,16 @@ def test_fast_decode_cuda_graph_matches_eager_and_returns_fresh_outputs(decode_i
 @pytest.mark.parametrize("batch", [1, 8, 64])
 def test_real_config_decode_graph_equals_eager_steps(batch):
     """At the real layer-0 config, where "auto" takes the GEMV (B=1) or split K into 8 / 2 slices for out_proj
-    (B=8 / 64) with the split-K kernels reading the posted token and writing the posted output: 10 graph steps,
-    queued without synchronisation, equal the eager steps bit for bit (the graph's arrival counters left at zero),
+    (B=8 / 64) with the split-K kernels reading the posted token and writing the posted output: 10 graph steps
+    (the last token at an address that is not 16-byte aligned), queued without synchronisation, equal the eager
+    steps bit for bit (the graph's arrival counters left at zero),
     and the "cublas" steps within bf16 rounding."""
     config = GraniteMambaConfig()
     fast = FastMambaLayer(config).to("cuda", BF16)
     fast.load_state_dict(synthetic_slice(config, 66).mamba)
     g = torch.Generator().manual_seed(67)
-    toks = [torch.randn(batch, 1, config.hidden_size, generator=g).to("cuda", BF16) for _ in range(10)]
+    toks = [torch.randn(batch, 1, config.hidden_size, generator=g).to("cuda", BF16) for _ in range(9)]
+    toks.append(torch.randn(batch * config.hidden_size + 1, generator=g).to("cuda", BF16)[1:].view(batch, 1, -1))
     results = {}
     with torch.no_grad():
         _, start = fast(torch.randn(batch, 7, config.hidden_size, generator=g).to("cuda", BF16))
@@ -653,9 +655,10 @@ def test_clear_graphs_drops_graphs_and_bindings_and_the_next_step_recaptures(tin
 def test_decode_io_modes_agree_with_a_stand_in_graph(tiny, monkeypatch, batch):
     """decode_io "mapped" (the graph's own copies through the posted address table) and "copy" (copy_ in, clone
     out) give the eager step's outputs and states bit for bit on the CPU stand-in graph; "mapped" returns a new
-    tensor per call that is not the graph's static output, also for a non-contiguous token. Batch 2: the copy-in
-    inside the fetch and the posted GEMV; batch 3: the split-K projections reading the posted token and writing
-    the posted output, K in 2 (in_proj) and 4 (out_proj) slices (the graph's counters reused by every replay)."""
+    tensor per call that is not the graph's static output, also for a non-contiguous token and for a contiguous
+    one at an address that is not 16-byte aligned (posted as an aligned copy). Batch 2: in_proj on the split-K
+    kernel reading the posted token, the posted GEMV; batch 3: both on the split-K kernel, K in 2 (in_proj) and 4
+    (out_proj) slices (the graph's counters reused by every replay)."""
     from ssmkit.granite import layer as layer_module
 
     monkeypatch.setattr(layer_module, "_AUTO_SPLITK", {"in_proj": ((64, (16, 2, 32)),),
@@ -664,9 +667,10 @@ def test_decode_io_modes_agree_with_a_stand_in_graph(tiny, monkeypatch, batch):
     fast = FastMambaLayer(tiny).to(BF16)
     fast.load_state_dict(synthetic_slice(tiny, 55).mamba)
     g = torch.Generator().manual_seed(56)
+    unaligned = torch.randn(batch * tiny.hidden_size + 1, generator=g).to(BF16)[1:].view(batch, 1, -1)
+    assert unaligned.is_contiguous() and unaligned.data_ptr() % 16
     toks = [torch.randn(batch, 1, tiny.hidden_size, generator=g).to(BF16),
-            torch.randn(batch, 3, tiny.hidden_size, generator=g).to(BF16)[:, 1:2],
-            torch.randn(batch, 1, tiny.hidden_size, generator=g).to(BF16)]
+            torch.randn(batch, 3, tiny.hidden_size, generator=g).to(BF16)[:, 1:2], unaligned]
     with torch.no_grad():
         _, start = fast(torch.randn(batch, 5, tiny.hidden_size, generator=g).to(BF16))
         fast.use_cuda_graphs = False
@@ -678,6 +682,8 @@ def test_decode_io_modes_agree_with_a_stand_in_graph(tiny, monkeypatch, batch):
             cache = start.clone()
             got = [fast(t, cache)[0] for t in toks]
             entry = next(reversed(fast._decode_graphs.values()))
+            if entry.io is not None:  # the unaligned token was posted as an aligned copy (in_proj's 16-byte reads)
+                assert entry.io.table[1] % 16 == 0 and entry.io.table[1] != unaligned.data_ptr()
             assert (entry.io is None) == (mode == "copy")
             for w, o in zip(want, got):
                 assert torch.equal(w, o) and o.data_ptr() != entry.static_out.data_ptr(), mode

@@ -78,7 +78,7 @@ from ssmkit.granite.reference import MaskFacts, ReferenceMambaLayer, apply_paddi
 from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
-from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, capture_graph
+from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, capture_graph, postable
 from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, mask_row_facts
 from ssmkit.kernels.granite.checks import is_pow2
 from ssmkit.kernels.granite.decode_linear import GEMV_MAX_ROWS, granite_decode_linear
@@ -146,10 +146,21 @@ class _DecodeGraph:
             out = None  # (allocated under the previous call's inference mode)
         if out is None:
             out = torch.empty_like(self.static_out)  # (contiguous: static_out is)
-        src = hidden_states.contiguous()  # (a copy, if one is made, stays alive until the replay)
+        src = postable(hidden_states)  # (in_proj reads it with 16-byte accesses; a copy lives until the replay)
         self.io.replay(self.graph, src, (out,))
         self._spare = torch.empty_like(self.static_out)
         return out
+
+
+def _release_graphs(graphs) -> None:
+    """Before dropping captured graphs (their memory pool, static buffers and counters go back to the allocator):
+    wait until none of their replays still runs on the GPU. An acknowledgement does not say so (the table fetch
+    acknowledges once it has read the table), and a replay on another stream is not ordered with later allocations
+    on this one."""
+    devices = {g.static_in.device for g in graphs if isinstance(getattr(g, "static_in", None), torch.Tensor)}
+    for device in devices:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
 
 
 def _tensor_layout(t: torch.Tensor) -> tuple:
@@ -545,7 +556,7 @@ class FastMambaLayer(ReferenceMambaLayer):
                                           _Packing(mode, lengths, mask), graph_mode)
             self._prefill_graphs[key] = entry
             if len(self._prefill_graphs) > _MAX_PREFILL_GRAPHS:
-                self._prefill_graphs.popitem(last=False)
+                _release_graphs([self._prefill_graphs.popitem(last=False)[1]])
         else:
             self._prefill_graphs.move_to_end(key)
         return entry
@@ -689,6 +700,7 @@ class FastMambaLayer(ReferenceMambaLayer):
             self._decode_graphs[key] = entry
             if len(self._decode_graphs) > _MAX_DECODE_GRAPHS:
                 _, dropped = self._decode_graphs.popitem(last=False)
+                _release_graphs([dropped])
                 self._decode_bound = {k: b for k, b in self._decode_bound.items() if b.graph is not dropped}
         return entry
 
@@ -757,6 +769,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         parameter is replaced by a new tensor (``layer.in_proj.weight = ...`` or ``param.data = ...``): graphs
         read the parameters at the addresses they had when captured. ``load_state_dict`` (copies in place) and
         ``.to()`` / ``.cuda()`` / ``.half()`` (drop the graphs themselves) need nothing."""
+        _release_graphs([*self._decode_graphs.values(), *self._prefill_graphs.values()])
         self._decode_graphs.clear()
         self._decode_bound.clear()
         self._prefill_graphs.clear()

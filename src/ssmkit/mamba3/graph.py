@@ -31,7 +31,7 @@ from collections import OrderedDict
 
 import torch
 
-from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, SlotCopy, capture_graph
+from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, SlotCopy, capture_graph, postable
 from ssmkit.kernels.mamba3.bwd import (
     Mamba3BwdGrads,
     allocate_grads,
@@ -193,14 +193,6 @@ _SEEN: OrderedDict[tuple, None] = OrderedDict()  # keys called once, not capture
 _CAPTURES = [0]  # captures made in this process
 
 
-def _aligned(x: torch.Tensor) -> torch.Tensor:
-    """x contiguous and 16-byte aligned (the slot copies move 32-bit words; the kernels read posted tensors with
-    16-byte accesses): x itself, or a new copy."""
-    if x.is_contiguous() and x.data_ptr() % 16 == 0:
-        return x
-    return x.clone(memory_format=torch.contiguous_format)  # (a new allocation: aligned)
-
-
 def graph_applies(graph: bool | None, q, cu_seqlens) -> bool:
     """Whether the full-VJP entry takes the graph path, for its ``graph`` argument and its ``q`` (T, 1, 128) and
     ``cu_seqlens`` (S + 1,): as forced (True / False), else (None) for CUDA tensors whose call copies at most
@@ -234,7 +226,7 @@ def full_vjp_graphed(args, fwd_config, bwd_config, force: bool = False) -> tuple
                 _SEEN.popitem(last=False)
             return None
         _SEEN.pop(key, None)
-        args = tuple(_aligned(x) for x in args)
+        args = tuple(postable(x) for x in args)
         graph = FullVjpGraph(args, fwd_config, bwd_config)
         try:
             results = graph.run(args)
@@ -247,7 +239,7 @@ def full_vjp_graphed(args, fwd_config, bwd_config, force: bool = False) -> tuple
             _drop_oldest()
         return results
     _GRAPHS.move_to_end(key)
-    return graph.run(tuple(_aligned(x) for x in args))
+    return graph.run(tuple(postable(x) for x in args))
 
 
 def clear_graphs() -> None:

@@ -169,21 +169,21 @@ def test_decode_linear_writes_a_posted_destination(monkeypatch):
     assert torch.equal(dst9, granite_decode_linear(x9, w))
 
 
-@pytest.mark.parametrize("m,n,k,kernel,split", [(1, 40, 96, None, 1), (3, 72, 256, None, 1), (8, 21, 1000, None, 1),
-                                               (9, 20, 64, None, 1), (64, 33, 48, None, 1), (1, 40, 96, "splitk", 3),
-                                               (8, 21, 1000, "splitk", 4), (20, 70, 320, "splitk", 5)])
-def test_decode_linear_matches_float64_matmul(m, n, k, kernel, split, monkeypatch):
+@pytest.mark.parametrize("m,n,k,kernel,split,block_k", [
+    (1, 40, 96, None, 1, 32), (3, 72, 256, None, 1, 256), (8, 21, 1000, None, 1, 256), (9, 20, 64, None, 1, 256),
+    (64, 33, 48, None, 1, 256), (1, 40, 96, "splitk", 3, 32), (8, 21, 1000, "splitk", 4, 256),
+    (20, 70, 320, "splitk", 5, 64), (3, 40, 96, "splitk", 4, 16)])
+def test_decode_linear_matches_float64_matmul(m, n, k, kernel, split, block_k, monkeypatch):
     """Skinny GEMM x W^T (rows <= 64: the GEMV kernel up to 8 rows, the split-K kernel above or when asked, K in 1
-    to 5 slices: (96, 3 slices of 32) leaves none empty, (320, 5 of 64 at block_k 64) neither, (1000, 4 of 256) the
-    last one short; N, K not multiples of the tiles) vs float64: one bf16 rounding of the result, the same bits on
-    a second call, the arrival counters left at zero. torch.empty is NaN-poisoned so an unwritten output element
-    fails."""
+    to 5 slices: (96, 3 slices of 32) leaves none empty, (320, 5 of 64) neither, (1000, 4 of 256) the last one
+    short, (96 at block_k 16, 4 slices of 2 steps) the last one empty; N, K not multiples of the tiles) vs float64:
+    one bf16 rounding of the result, the same bits on a second call, the arrival counters left at zero.
+    torch.empty is NaN-poisoned so an unwritten output element fails."""
     real_empty = torch.empty
     monkeypatch.setattr(torch, "empty", lambda *a, **kw: real_empty(*a, **kw).fill_(float("nan")))
     g = torch.Generator().manual_seed(m * n + k)
     x = torch.randn(m, k, generator=g).to(torch.bfloat16)
     w = (0.05 * torch.randn(n, k, generator=g)).to(torch.bfloat16)
-    block_k = 64 if k == 320 else 32 if k == 96 else 256
     counters = torch.zeros(8, dtype=torch.int32)
     args = dict(kernel=kernel, split=split, block_k=block_k, counters=counters if split > 1 else None)
     out = granite_decode_linear(x, w, **args)

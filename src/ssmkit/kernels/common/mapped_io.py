@@ -8,16 +8,17 @@
 #   table (pinned int64, host writes): [seq, src_0, ..., src_{m-1}, dst_0, ..., dst_{n-1}]
 #   stash (device int64):              the same words, copied by the graph's first node
 #   ack   (pinned int64, GPU writes):  seq of the last replay whose final copy-out (or, ``copy_in(ack=True)`` /
-#                                      ``copy_in_slots(ack=True)``, whose table fetch) has run
+#                                      ``copy_in_slots(ack=True)`` / ``fetch(ack=True)``, whose table fetch) has run
 # The graph's first node (_mapped_fetch_kernel, one program) copies the table into the stash; every later node
 # reads its addresses from the stash in device memory (_mapped_copy_in_kernel or _mapped_gather_kernel for src_0,
 # _mapped_copy_out_kernel or any kernel given ``dst_address(k)`` for dst_k, or any kernel that loads a stash word
 # itself through ``posted_pointer``; _mapped_copy_slots_kernel for all sources or all destinations of a ``SlotCopy``
 # in one launch), and the last copy-out writes ack -- or the fetch itself does (``copy_in(ack=True)``,
-# ``copy_in_slots(ack=True)``): the table is free once the fetch ran, so the host may post the next call while this
-# replay still runs (on one stream: stream order keeps that replay's stash; across streams the caller orders them,
-# as ssmkit.mamba3.graph and the Granite decode graph do). Only program 0 of a copy-out writes ack, so ack never
-# says that the whole replay has finished: whoever frees what a replay reads synchronises first.
+# ``copy_in_slots(ack=True)``, ``fetch(ack=True)``): the table is free once the fetch ran, so the host may post the
+# next call while this replay still runs (on one stream: stream order keeps that replay's stash; across streams
+# the caller orders them, as ssmkit.mamba3.graph and the Granite decode graph do). Only program 0 of a copy-out
+# writes ack, so ack never says that the whole replay has finished: whoever frees what a replay reads synchronises
+# first.
 # (Reading the table from every program instead cost 7.4 us for a 196 KB copy of 96 programs and 33 us for the
 # 41 MB row gather on the H200: reads of one host cache line over PCIe queue up; bench/granite/NOTES.md.)
 # The table is free for the next call once ack equals the last posted seq (the fetch ran before every later node,
@@ -32,7 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["MappedIO", "ReplayStream", "SlotCopy", "capture_graph", "posted_pointer"]
+__all__ = ["MappedIO", "ReplayStream", "SlotCopy", "capture_graph", "postable", "posted_pointer"]
 
 _COPY_BLOCK = 1024
 # copy_in of at most this many elements runs inside the table fetch (one node less; one program, B <= 2 tokens of
@@ -135,6 +136,14 @@ def _mapped_copy_slots_kernel(stash_ptr, ack_ptr, meta_ptr, n_slots, WORD0: tl.c
             tl.store(ack_ptr, tl.load(stash_ptr))
 
 
+def postable(x: torch.Tensor) -> torch.Tensor:
+    """x contiguous and 16-byte aligned, as a posted source must be (the slot copies move 32-bit words; kernels read
+    posted tensors with 16-byte accesses, ``posted_pointer``): x itself, or a new copy."""
+    if x.is_contiguous() and x.data_ptr() % 16 == 0:
+        return x
+    return x.clone(memory_format=torch.contiguous_format)  # (a new allocation: aligned)
+
+
 class SlotCopy:
     """The static side of ``MappedIO.copy_in_slots`` / ``copy_out_slots``: a fixed list of contiguous tensors
     (each 4-byte aligned, a whole number of 32-bit words: ``ValueError`` otherwise), copied to or from the posted
@@ -166,10 +175,10 @@ class SlotCopy:
 class MappedIO:
     """One address table for one captured graph with ``n_in`` sources and ``n_out`` outputs: ``copy_in`` or
     ``gather_in`` (source 0) or ``copy_in_slots`` (all sources; each first, with the table fetch), kernels writing
-    through ``dst_address`` or reading stash word ``dst_word(k)`` themselves (``posted_pointer``), and ``copy_out``
-    or ``copy_out_slots`` (the last one with ``ack=True``; or ``copy_in(ack=True)`` / ``copy_in_slots(ack=True)``
-    when no copy-out follows) are launched inside the captured body; ``replay`` (``post`` + the graph's replay)
-    runs each call.
+    through ``dst_address`` or reading stash words themselves (``posted_pointer``; sources ``postable``), and
+    ``copy_out`` or ``copy_out_slots`` (the last one with ``ack=True``; or ``copy_in(ack=True)`` /
+    ``copy_in_slots(ack=True)`` / ``fetch(ack=True)`` when no copy-out follows) are launched inside the captured
+    body; ``replay`` (``post`` + the graph's replay) runs each call.
 
     On CUDA the table and ack live in pinned host memory (the GPU reads and writes them there); on the CPU
     (TRITON_INTERPRET=1 tests) plain host tensors behave the same. Dropping the object waits for a pending replay

@@ -73,8 +73,8 @@ def _granite_decode_splitk_kernel(x_ptr, w_ptr, out_ptr, part_ptr, count_ptr, io
         w = tl.load(w_ptr + offs_n[None, :] * stride_wn + k[:, None], mask=n_ok & (k[:, None] < K), other=0.0)
         acc = tl.dot(x, w, acc)
     if SPLIT > 1:
-        tile = (offs_m[:, None] * N + offs_n[None, :]).to(tl.int64)
-        tl.store(part_ptr + pid_s * BLOCK_M * N + tile, acc, mask=n_ok)
+        tile = offs_m[:, None].to(tl.int64) * N + offs_n[None, :]
+        tl.store(part_ptr + pid_s.to(tl.int64) * BLOCK_M * N + tile, acc, mask=n_ok)
         tl.debug_barrier()  # every thread's partial stored before the arrival is counted (release)
         arrived = tl.atomic_add(count_ptr + pid_n, 1, sem="acq_rel")
         if arrived == SPLIT - 1:  # the last slice of this column block: sum the slices in order
