@@ -157,8 +157,7 @@ def _release_graphs(graphs) -> None:
     wait until none of their replays still runs on the GPU. An acknowledgement does not say so (the table fetch
     acknowledges once it has read the table), and a replay on another stream is not ordered with later allocations
     on this one."""
-    devices = {g.static_in.device for g in graphs if isinstance(getattr(g, "static_in", None), torch.Tensor)}
-    for device in devices:
+    for device in {g.static_in.device for g in graphs}:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
@@ -331,7 +330,7 @@ class FastMambaLayer(ReferenceMambaLayer):
     in_proj on the split-K kernel (session 9, bench/results/session9/run2/, weights from HBM: out_proj 5.0 vs 7.4
     us at B=8, 6.9 vs 8.0 at B=64; in_proj level with cuBLAS, 7.8 vs 8.2 at B=1, 8.2 vs 8.2 at B=8, 8.7 vs 8.4 at
     B=64, the same bits at B=1), which also lets a mapped decode graph drop its copy-in and copy-out nodes
-    (``_posted_projections``; layer A/Bs in runs 4 and 6: B=8 -4.4 to -4.8 us, B=64 -4.1 to -4.4, B=1 -0.6).
+    (``_posted_projections``; layer A/Bs in runs 4 and 6: B=8 -4.8 to -5.3 us, B=64 -4.0 to -4.4, B=1 -0.6).
     Session 2 decode knobs (bench/granite/NOTES.md "Session 2: decode"; H200,
     bench/results/session2/granite_decode_s2.json): ``decode_fast_path`` (True: a decode call on a cache bound to
     its graph replays it without the full checks and key, see ``forward``), ``decode_evict_first`` (True: the

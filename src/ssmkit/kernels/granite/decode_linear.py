@@ -110,9 +110,10 @@ def granite_decode_linear(x: torch.Tensor, weight: torch.Tensor, *, kernel: str 
     "splitk": ``block_n`` defaulting to 32 for N > 4096 and 16 otherwise, ``block_k`` (a power of two >= 16) the K
     step, ``split`` the number of K slices (>= 1; each a whole number of K steps, so at most cdiv(K, block_k)),
     ``num_stages`` the software pipelining of the K loop (each stage holds a (M padded, block_k) x tile and a
-    (block_k, block_n) W tile in shared memory: 192 KB at 64 rows, block_k 256, block_n 64 and 3 stages). With ``split`` > 1 ``counters`` is an int32 tensor of
-    at least cdiv(N, block_n) zeros, left zero (pass one that outlives a captured graph's replays; None: a new one
-    per call), and a (split, M padded to 16, N) fp32 workspace is allocated.
+    (block_k, block_n) W tile in shared memory: 192 KB at 64 rows, block_k 256, block_n 64 and 3 stages). With
+    ``split`` > 1 ``counters`` is an int32 tensor of at least cdiv(N, block_n) zeros, left zero (pass one that
+    outlives a captured graph's replays; None: a new one per call), and a (split, M padded to 16, N) fp32
+    workspace is allocated.
     ``posted_out`` (stash, word): the result is written at the contiguous (M, N) destination whose address a
     MappedIO stash holds at that word (a graph's output, no copy node); the returned tensor is then an unwritten
     placeholder of the result's shape. ``posted_x`` (stash, word), "splitk" only: x is read at the address in that
