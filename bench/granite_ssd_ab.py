@@ -1,12 +1,12 @@
-"""Same-process A/B of the Granite chunked SSD (``ssd_chunked_prefill``): working tree against a baseline copy.
+"""Same-process A/B of the Granite chunked SSD (``ssd_chunked_prefill``): working tree against baseline copies.
 
-The baseline directory holds an ``ssd_prefill.py`` from another commit, loaded as its own module. Both run the
-layer's settings (bf16 operands, cb_spread, final state written) on the same inputs, and the working tree's kernels
-also with the options of VARIANTS: B=1 at L = 16384 and 4096, and
-the left-padded B=8 bench batch in the packed varlen layout. y and the final state are compared with the
-baseline's bit for bit (DIFFERS, and the norm-relative difference of y); each is timed as a CUDA graph of launches
-(``granite_conv_bench.graph_us``), us per launch.
-Usage (CUDA): PYTHONPATH=src python bench/granite_ssd_ab.py --baseline DIR --out DIR
+Each baseline directory holds an ``ssd_prefill.py`` (from another commit, or a hybrid), loaded as its own module.
+All run the layer's settings (bf16 operands, cb_spread, final state written) on the same inputs, each with its
+default launch options and with those of VARIANTS (``--variants all``: every module; default: the working tree
+only): B=1 at L = 16384 and 4096, and the left-padded B=8 bench batch in the packed varlen layout. y and the final
+state are compared with the first baseline's bit for bit (DIFFERS, and the norm-relative difference of y); each is
+timed as a CUDA graph of launches (``granite_conv_bench.graph_us``), us per launch.
+Usage (CUDA): PYTHONPATH=src python bench/granite_ssd_ab.py --baseline DIR [DIR ...] --out DIR
 """
 import argparse
 import importlib.util
@@ -32,20 +32,32 @@ from ssmkit.kernels.granite.conv1d import packed_layout_rows  # noqa: E402
 # A variant is a dict of extra ssd_chunked_prefill keywords (``launch``: per-kernel launch options). Earlier
 # sessions' sets: git history (session 8's run 3: two heads per scan program sharing the C and C.B^T loads, bf16 C.B^T
 # blocks; both removed after it, bench/granite/NOTES.md "Session 8").
-VARIANTS = {"triton_defaults": dict(launch={"scan": {}, "state": {}})}
+# Session 10: the register caps on every layout (the packed scan dropped from 168 to 143 registers with the factored
+# off-diagonal decay); state-passing programs of 256 and 1024 state elements.
+_CAP = {"scan": {"maxnreg": 128}, "state": {"maxnreg": 128, "num_stages": 2}}
+VARIANTS = {"triton_defaults": dict(launch={"scan": {}, "state": {}}),
+            "scan_capped": dict(launch={"scan": _CAP["scan"]}),
+            "state_capped": dict(launch={"state": _CAP["state"]}),
+            "capped_everywhere": dict(launch=_CAP),
+            "block_s_256": dict(block_s=256), "block_s_1024": dict(block_s=1024)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--baseline", type=Path, required=True)
+    ap.add_argument("--baseline", type=Path, nargs="+", required=True)
+    ap.add_argument("--variants", choices=("new", "all"), default="new")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--launches", type=int, default=10)
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
     device = torch.device("cuda")
-    spec = importlib.util.spec_from_file_location("ab_baseline_ssd", args.baseline / "ssd_prefill.py")
-    base_ssd = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(base_ssd)
+    modules = []
+    for i, directory in enumerate(args.baseline):
+        spec = importlib.util.spec_from_file_location(f"ab_baseline_ssd_{i}", directory / "ssd_prefill.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        modules.append((directory.name, module))
+    modules.append(("new", new_ssd))
     sl = default_slice()
     cfg = sl.config
     params = {k: sl.mamba[k].to(device, torch.bfloat16) for k in ("dt_bias", "A_log", "D")}
@@ -62,7 +74,11 @@ def main() -> None:
         xbc = (0.5 * torch.randn(*shape, conv_dim, generator=gen)).to(device, torch.bfloat16)
         dt_raw = torch.randn(*shape, cfg.num_heads, generator=gen).to(device, torch.bfloat16)
         outs = {}
-        sides = [("baseline", base_ssd, {}), ("new", new_ssd, {})] + [(n, new_ssd, v) for n, v in VARIANTS.items()]
+        sides = []
+        for mname, module in modules:
+            sides.append((mname, module, {}))
+            if args.variants == "all" or module is new_ssd:
+                sides += [(f"{mname}+{n}", module, v) for n, v in VARIANTS.items()]
         for side, module, extra in sides:
             state = torch.empty(batch, cfg.num_heads, cfg.head_dim, cfg.d_state, device=device)
 
@@ -72,7 +88,7 @@ def main() -> None:
                                                   **extra)
             y = run()
             outs[side] = (y, state.clone(), graph_us(run, args.launches, args.reps))
-        ref_y, ref_state = outs["baseline"][:2]
+        ref_y, ref_state = outs[modules[0][0]][:2]
         row = dict(layout=lname, us={side: round(o[2], 2) for side, o in outs.items()},
                    equal={side: bool(torch.equal(o[0], ref_y) and torch.equal(o[1], ref_state))
                           for side, o in outs.items()},

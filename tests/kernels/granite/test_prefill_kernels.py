@@ -157,16 +157,16 @@ def _packed(padded, mask, margin=2):
     return buf[margin:margin + real.shape[0]]
 
 
-def test_ssd_register_caps_only_for_the_unmasked_padded_layout_on_cuda():
-    """The SSD launch options: the register caps (measured faster) on CUDA without packing or mask only (slower on
-    the packed batch, unmeasured with a mask); a kernel named in ``launch`` gets exactly the options given there."""
+def test_ssd_register_caps_only_for_the_unmasked_layouts_on_cuda():
+    """The SSD launch options: the register caps (measured faster, padded and packed) on CUDA without a mask only
+    (unmeasured with a mask); a kernel named in ``launch`` gets exactly the options given there."""
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
-    capped = ssd_launch_options(cuda, packed=False, masked=False)
+    capped = ssd_launch_options(cuda, masked=False)
     assert capped["scan"] == {"maxnreg": 128} and capped["state"] == {"maxnreg": 128, "num_stages": 2}
     assert capped["pass"] == {}
-    for device, packed, masked in ((cuda, True, False), (cuda, False, True), (cpu, False, False)):
-        assert ssd_launch_options(device, packed, masked) == {"state": {}, "pass": {}, "scan": {}}
-    given = ssd_launch_options(cuda, False, False, {"scan": {"num_warps": 8}})
+    for device, masked in ((cuda, True), (cpu, False)):
+        assert ssd_launch_options(device, masked) == {"state": {}, "pass": {}, "scan": {}}
+    given = ssd_launch_options(cuda, False, {"scan": {"num_warps": 8}})
     assert given["scan"] == {"num_warps": 8} and given["state"] == capped["state"]
 
 
@@ -277,6 +277,19 @@ def test_ssd_matches_float64_recurrence(seqlen):
     final = torch.full((2, H, P, N), float("nan"))
     y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final)
     assert y.shape == (2, seqlen, H * P) and y.dtype == torch.bfloat16
+    _check_ssd(y, final, args, H, P, N)
+
+
+@pytest.mark.parametrize("block_m", [2, 4])
+def test_ssd_several_row_blocks_match_float64(block_m):
+    """bf16 dots with several row blocks per chunk: the off-diagonal C.B^T blocks take the decay factored through
+    the cumsum before the row block (a column factor on the tile, a row factor on the accumulator), the diagonal
+    block the causal tile of decays; both must stay within the 3u bound (block_m = chunk has no off-diagonal
+    block, so the tests at the default block_m never reach that loop)."""
+    gen = torch.Generator().manual_seed(10 + block_m)
+    args = _ssd_inputs(gen, 2, 3 * CH + 5, H, P, N)
+    final = torch.full((2, H, P, N), float("nan"))
+    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, block_m=block_m)
     _check_ssd(y, final, args, H, P, N)
 
 
@@ -470,12 +483,12 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
               HAS_MASK=mask, PACKED=packed))
         build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=mask, LOAD_CB=True,
               PREC=0, HEADS=1, PACKED=packed))
-        if not (packed or mask):  # the register caps the unmasked padded layout launches with (ssd_launch_options)
+        if not mask:  # the register caps the unmasked layouts launch with (ssd_launch_options)
             build(ssd_prefill._ssd_chunk_state_kernel, dict(P=64, N=128, CH=256, BLOCK_K=64, HAS_MASK=False,
-                  ROUND_DT=True, STORE_CB=True, CB_SPREAD=flag, PREC=0, SPLIT_STATE=True, PACKED=False),
+                  ROUND_DT=True, STORE_CB=True, CB_SPREAD=flag, PREC=0, SPLIT_STATE=True, PACKED=packed),
                   options=dict(maxnreg=128, num_stages=2))
             build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=False,
-                  LOAD_CB=True, PREC=0, HEADS=1, PACKED=False), options=dict(maxnreg=128))
+                  LOAD_CB=True, PREC=0, HEADS=1, PACKED=packed), options=dict(maxnreg=128))
         for rows in (False, True):  # the 2-D interior tiles, and the default sliding window
             build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
                   HAS_MASK=mask, PACKED=packed, INTERIOR_OK=flag, INTERIOR_ROWS=rows, BLOCK_L=32,

@@ -1,14 +1,16 @@
 # Chunked SSD (Mamba-2 state-space duality) prefill for Granite: G = 1, specialised for P = 64, N = 128, chunk 256
 # (block sizes are constexprs, so tests run it at tiny P/N/chunk). Three launches (spec §2.1 step 9):
 #   1. _ssd_chunk_state_kernel, grid (H, chunks, b): dt = softplus(dt_raw + dt_bias) with 5.17's bf16 rounding,
-#      the in-chunk cumsum of A*dt (stored, fp32), and the chunk's local state sum_s x_s (B_s w_s)^T, (P, N) fp32,
-#      in one pass over BLOCK_K = 64 token blocks (tl.dot, rescaled per block; the fp32 operand as two bf16 terms).
+#      the in-chunk cumsum of A*dt (stored, fp32), and the chunk's local state sum_s (x_s w_s) B_s^T, (P, N) fp32,
+#      in one pass over BLOCK_K = 64 token blocks (tl.dot, rescaled per block; the weights on x, the smaller tile,
+#      that fp32 operand as two bf16 terms, B the exact bf16 one).
 #      Programs of head 0 (or all heads, cb_spread) also store C.B^T of the chunk (causal blocks only, fp32),
 #      shared by all heads in launch 3.
 #   2. _ssd_state_pass_kernel, grid (P*N / BLOCK_S, H, b): the sequential recurrence over chunks, writing the state
 #      entering each chunk and the final state (fp32).
 #   3. _ssd_chunk_scan_kernel, grid (H / HEADS, chunks * CH / BLOCK_M, b): y = C.state * exp(cs) + (CB o decay o dt) @ x
-#      + D x, BLOCK_M = 64 rows per program, causal column blocks only.
+#      + D x, BLOCK_M = 64 rows per program, causal column blocks only; the off-diagonal blocks' decay factored into a
+#      row and a column vector (no tile of exponents there).
 # Fully padded chunks (no real token in the attention mask) skip the matrix work: x = B = C = 0 there (mask #2), so
 # their local state and outputs are exactly 0 whatever the entering state; the decay through them is still applied.
 # Packed varlen layout (PACKED, see conv1d.py): xBC, dt_raw and y hold a left-padded batch's real tokens only, row
@@ -21,21 +23,22 @@ import triton.language as tl
 from ssmkit.kernels.granite.checks import check_shape_device
 from ssmkit.kernels.granite.conv1d import _varlen_base, _varlen_first, check_packed_rows
 
-# Launch options of the unmasked padded layout on the GPU: registers capped at 128 so that 4 programs of 4 warps
-# fit an SM (168 and 145 registers allowed 3; the chunk-state kernel's 74 KB of shared memory at 3 stages too, hence
-# 2 stages). Measured at B=1 with the layer's settings (bf16 operands, cb_spread), H200, kernels alone in a graph,
-# bit-identical results (bench/results/session5/run4/granite_ssd_ab.json): 437 -> 404 us at L = 16384, 118.6 ->
-# 115.2 us at 4096; on the packed varlen batch the caps cost +9 us, so that layout (and the masked one, not
-# measured) keeps Triton's defaults.
+# Launch options of the unmasked layouts (padded and packed) on the GPU: registers capped at 128 so that 4 programs
+# of 4 warps fit an SM (168 and 145 registers allowed 3; the chunk-state kernel's 74 KB of shared memory at 3 stages
+# too, hence 2 stages). H200, kernels alone in a graph, bit-identical results: session 5 (padded B=1; the packed
+# batch was then +9 us with the caps, bench/results/session5/run4/granite_ssd_ab.json) 437 -> 404 us at L = 16384,
+# 118.6 -> 115.2 us at 4096; session 10 (after the x-side weights in the chunk state and the factored scan decay,
+# bench/results/session10/run2/granite_ssd_ab.json) the packed varlen batch 446 -> 382 us with them (the padded
+# L = 4096 104.6 uncapped against 107.6: kept capped for L = 16384's 387 -> 379). The masked layout (not measured)
+# keeps Triton's defaults.
 _UNMASKED_LAUNCH = {"scan": dict(maxnreg=128), "state": dict(maxnreg=128, num_stages=2)}
 
 
-def ssd_launch_options(device: torch.device, packed: bool, masked: bool,
-                       launch: dict[str, dict] | None = None) -> dict[str, dict]:
+def ssd_launch_options(device: torch.device, masked: bool, launch: dict[str, dict] | None = None) -> dict[str, dict]:
     """Triton launch options per SSD kernel ("state", "pass", "scan"): ``_UNMASKED_LAUNCH`` on CUDA for the unmasked
-    padded layout, none otherwise; a kernel's key in ``launch`` replaces its options."""
+    layouts (padded or packed), none otherwise; a kernel's key in ``launch`` replaces its options."""
     opts = {"state": {}, "pass": {}, "scan": {}}
-    if device.type == "cuda" and not packed and not masked:
+    if device.type == "cuda" and not masked:
         opts.update(_UNMASKED_LAUNCH)
     opts.update(launch or {})
     return opts
@@ -150,13 +153,14 @@ def _ssd_chunk_state_kernel(
             w = tl.exp(new_end - cs) * dt
             x_t = tl.load(xbc + t[None, :] * stride_xl + (h * P + offs_p)[:, None], mask=valid[None, :], other=0.0)
             b_s = tl.load(xbc + t[:, None] * stride_xl + (nheads * P + offs_n)[None, :], mask=valid[:, None],
-                          other=0.0).to(tl.float32)
-            bw = b_s * w[:, None]
-            acc = _ssd_dot(x_t, bw, acc * tl.exp(new_end - cs_end), PREC)
+                          other=0.0)
+            # the weights go on x (P x BLOCK_K, half B's size), B stays the exact bf16 operand
+            xw = x_t.to(tl.float32) * w[None, :]
+            acc = _ssd_dot(xw, b_s, acc * tl.exp(new_end - cs_end), PREC)
             if SPLIT_STATE:
-                # the bf16 dot rounded B dt exp(..) (x is bf16 already, exact): add the rounding remainder as a
+                # the bf16 dot rounded x dt exp(..) (B is bf16 already, exact): add the rounding remainder as a
                 # second bf16 term, so the local state carries ~16 significant bits of that operand, not 8
-                acc = tl.dot(x_t, (bw - bw.to(tl.bfloat16).to(tl.float32)).to(tl.bfloat16), acc)
+                acc = tl.dot((xw - xw.to(tl.bfloat16).to(tl.float32)).to(tl.bfloat16), b_s, acc)
             cs_end = new_end
         st = states_ptr + ((pid_b * nchunks + c) * nheads + h) * (P * N)
         tl.store(st + offs_p[:, None] * N + offs_n[None, :], acc)
@@ -241,6 +245,21 @@ def _ssd_state_pass_kernel(
 
 
 @triton.jit
+def _ssd_cb_block(cb_ptr, xbc, stride_xl, pid_b, c, m, k, c_l, t_s, valid_s, nheads, nchunks,
+                  P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_M: tl.constexpr, LOAD_CB: tl.constexpr):
+    """C.B^T of chunk c, rows of block m against columns of block k, (BLOCK_M, BLOCK_M) fp32: loaded from launch
+    1's store (LOAD_CB) or computed from c_l (the row block's C, bf16) and B at tokens t_s."""
+    if LOAD_CB:
+        offs_i = tl.arange(0, BLOCK_M)
+        return tl.load(cb_ptr + (pid_b * nchunks + c) * (CH * CH) + (m * BLOCK_M + offs_i)[:, None] * CH
+                       + (k * BLOCK_M + offs_i)[None, :])
+    else:
+        b_t = tl.load(xbc + t_s[None, :] * stride_xl + (nheads * P + tl.arange(0, N))[:, None],
+                      mask=valid_s[None, :], other=0.0)
+        return tl.dot(c_l, b_t, tl.zeros((BLOCK_M, BLOCK_M), dtype=tl.float32))
+
+
+@triton.jit
 def _ssd_chunk_scan_kernel(
     xbc_ptr, stride_xb, stride_xl,  # xBC (b, L, H*P + 2N), channel stride 1
     dtcs_ptr,  # (b, H, chunks * CH, 2) fp32: dt, in-chunk cumsum
@@ -280,37 +299,44 @@ def _ssd_chunk_scan_kernel(
             cs_l = tl.load(aux + 2 * (m * BLOCK_M + offs_i) + 1)
             c_l = tl.load(xbc + t_l[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :],
                           mask=valid_l[:, None], other=0.0)
-            # contribution of the state entering the chunk: exp(cs_l) * C_l . state^T
+            # The decay exp(cs_l - cs_s) of an off-diagonal block (s before the row block) factors through cs_e,
+            # the cumsum just before the row block (0 at the chunk's start): exp(cs_l - cs_e) exp(cs_e - cs_s), both
+            # exponents <= 0 (cs falls with t), so neither factor overflows and a factor that underflows bounds a
+            # product that is smaller still. The column factor goes on the C.B^T tile (a vector exp per block, not
+            # a tile of them), the row factor on the accumulator once, after the state term and every
+            # off-diagonal block; the diagonal block keeps the causal tile of exponents.
+            cs_e = tl.load(aux + 2 * (m * BLOCK_M - 1) + 1, mask=m > 0, other=0.0)
+            # contribution of the state entering the chunk: exp(cs_l) * C_l . state^T = exp(cs_l - cs_e) exp(cs_e) ..
             ent = ent_ptr + ((pid_b * nchunks + c) * nheads + h) * (P * N)
             st_t = tl.load(ent + offs_p[None, :] * N + offs_n[:, None])
-            acc = _ssd_dot(c_l, st_t, tl.zeros((BLOCK_M, P), dtype=tl.float32), PREC)
-            acc = acc * tl.exp(cs_l)[:, None]
+            acc = _ssd_dot(c_l, st_t, tl.zeros((BLOCK_M, P), dtype=tl.float32), PREC) * tl.exp(cs_e)
             # in-chunk contribution: sum over s <= l of CB[l, s] exp(cs_l - cs_s) dt_s x_s
             # a while loop, which Triton leaves unpipelined: as a for loop (software-pipelined, 3 stages) the kernels
             # took 22 % longer (H200, bench/results/session4/run4/granite_ssd_ab.json)
             k = 0
-            while k <= m:
+            while k < m:
                 t_s = chunk_start + k * BLOCK_M + offs_i
                 valid_s = (t_s < seqlen) & (t_s >= first)
-                cs_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i) + 1)
-                dt_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i))
-                if LOAD_CB:
-                    cb = tl.load(cb_ptr + (pid_b * nchunks + c) * (CH * CH)
-                                 + (m * BLOCK_M + offs_i)[:, None] * CH + (k * BLOCK_M + offs_i)[None, :])
-                else:
-                    b_t = tl.load(xbc + t_s[None, :] * stride_xl + (nheads * P + offs_n)[:, None],
-                                  mask=valid_s[None, :], other=0.0)
-                    cb = tl.dot(c_l, b_t, tl.zeros((BLOCK_M, BLOCK_M), dtype=tl.float32))
-                causal = t_l[:, None] >= t_s[None, :]
-                decay = tl.exp(tl.where(causal, cs_l[:, None] - cs_s[None, :], float("-inf")))
-                scores = cb * decay * dt_s[None, :]
+                w_s = tl.exp(cs_e - tl.load(aux + 2 * (k * BLOCK_M + offs_i) + 1)) * tl.load(aux + 2 * (k * BLOCK_M
+                                                                                                      + offs_i))
+                cb = _ssd_cb_block(cb_ptr, xbc, stride_xl, pid_b, c, m, k, c_l, t_s, valid_s, nheads, nchunks,
+                                   P, N, CH, BLOCK_M, LOAD_CB)
                 x_s = tl.load(xbc + t_s[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_s[:, None],
                               other=0.0)
-                acc = _ssd_dot(scores, x_s, acc, PREC)
+                acc = _ssd_dot(cb * w_s[None, :], x_s, acc, PREC)
                 k += 1
+            cs_l = tl.load(aux + 2 * (m * BLOCK_M + offs_i) + 1)
+            acc = acc * tl.exp(cs_l - cs_e)[:, None]
+            # the diagonal block (s and l in the row block): the causal tile of decays
+            dt_l = tl.load(aux + 2 * (m * BLOCK_M + offs_i))
+            cb = _ssd_cb_block(cb_ptr, xbc, stride_xl, pid_b, c, m, m, c_l, t_l, valid_l, nheads, nchunks,
+                               P, N, CH, BLOCK_M, LOAD_CB)
+            causal = offs_i[:, None] >= offs_i[None, :]
+            decay = tl.exp(tl.where(causal, cs_l[:, None] - cs_l[None, :], float("-inf")))
             x_l = tl.load(xbc + t_l[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_l[:, None],
-                          other=0.0).to(tl.float32)
-            acc += tl.load(d_ptr + h).to(tl.float32) * x_l
+                          other=0.0)
+            acc = _ssd_dot(cb * decay * dt_l[None, :], x_l, acc, PREC)
+            acc += tl.load(d_ptr + h).to(tl.float32) * x_l.to(tl.float32)
             tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=valid_l[:, None])
         else:
             tl.store(y_ptrs, tl.zeros((BLOCK_M, P), dtype=y_ptr.dtype.element_ty), mask=valid_l[:, None])
@@ -368,10 +394,10 @@ def ssd_chunked_prefill(
             instead of head 0 alone (which is then the straggler: launch 1 takes 140 us with it and 102 us without
             C.B^T at L = 16384 on an H200). Off here; FastMambaLayer turns it on (Phase 2 H200 run: -0.01 to
             -0.03 ms per layer call, bench/granite/NOTES.md).
-        state_split: with PREC_BF16, the local-state dot x (B dt decay)^T adds the bf16 rounding remainder of
+        state_split: with PREC_BF16, the local-state dot (x dt decay) B^T adds the bf16 rounding remainder of
             its fp32 operand as a second bf16 dot, so the final ssm_state is as accurate as with fp32 operands
             (measured on an H200 at L = 4096: without it the state's max-element error reached 2.1x the 5.17
-            reference's, the judge's bound being 2x; bench/granite/NOTES.md "Session 2"). x is exact in bf16.
+            reference's, the judge's bound being 2x; bench/granite/NOTES.md "Session 2"). B is exact in bf16.
         block_m, block_s: token rows per scan program (and per chunk-state dot step); state elements per
             state-passing program.
         scan_heads: heads per scan program (a divisor of H), done one after the other (C, C.B^T reuse in L1).
@@ -461,7 +487,7 @@ def ssd_chunked_prefill(
     m_strides = (mask.stride(0), mask.stride(1)) if attention_mask is not None else (0, 0)
     has_mask = attention_mask is not None
     rows = packed_rows if packed else work
-    opts = ssd_launch_options(device, packed, has_mask, launch)
+    opts = ssd_launch_options(device, has_mask, launch)
 
     _ssd_chunk_state_kernel[(nheads, nchunks, batch)](
         xBC, xBC.stride(0), xBC.stride(1), dt_raw, dt_raw.stride(0), dt_raw.stride(1),
