@@ -1,16 +1,28 @@
-"""Offline sm_90 build statistics of a Triton kernel: registers, spill bytes, shared memory, SASS instructions.
+"""Offline sm_90 build statistics of a Triton kernel: registers, spills, shared memory, SASS instructions, loops.
 
 Runs Triton's real compiler on this (GPU-less) machine (frontend, LLVM, ptxas for sm_90a, as a launch would), then
-cuobjdump on the cubin (registers and local memory per thread from its resource usage). Pointer arguments
-named in --bf16 are bf16, ``cu_ptr`` int32, other pointers fp32, all 16-byte aligned; non-pointer arguments not
-given as constexprs are i32. Use it to compare two forms of a kernel before spending device time (instruction
-count and spills predict the latency-bound kernels' time; bench/mamba3/NOTES.md "Session 4").
+cuobjdump on the cubin (registers, and the stack that holds spilled registers, per thread from its resource
+usage). Pointer arguments named in --bf16 are bf16, ``cu_ptr`` int32, other pointers fp32, all 16-byte aligned;
+non-pointer arguments not given as constexprs are i32, divisible by 16 only when named in --aligned. Mark every
+integer a launch sees divisible by 16 (Triton specialises those), or the build is not the one the GPU runs: the
+Granite chunk-state kernel with its batch strides and ``nheads`` unmarked loads x and B with 97 scalar 16-bit
+loads per token block and spills in its loop, marked with 12 16-byte loads and no loop spills
+(bench/granite/NOTES.md "Session 10"). Use it to compare two forms of a kernel before spending device time
+(instruction count and spills predict the latency-bound kernels' time; bench/mamba3/NOTES.md "Session 4"); the
+``loop_bodies`` (instructions between each backward branch and its target) give the per-iteration cost, which the
+static total hides.
 
   python bench/sass_stats.py ssmkit.kernels.mamba3.bwd _m3b_sides_kernel --warps 4 \
       --const H=32 P=64 N=128 NA=32 C=64 SB=4 PREC='"tf32"'
+  python bench/sass_stats.py ssmkit.kernels.granite.ssd_prefill _ssd_chunk_state_kernel --maxnreg 128 \
+      --stages 2 --bf16 xbc_ptr dt_ptr --types rows_ptr='*i64' mask_ptr='*u8' \
+      --aligned stride_xb stride_xl stride_db stride_dl nheads seqlen nchunks \
+      --const P=64 N=128 CH=256 BLOCK_K=64 HAS_MASK=False ROUND_DT=True STORE_CB=True CB_SPREAD=True PREC=0 \
+      SPLIT_STATE=True PACKED=False
 """
 import argparse
 import ast
+import collections
 import importlib
 import os
 import re
@@ -51,14 +63,37 @@ def build_stats(fn, consts: dict, num_warps: int, bf16=MAMBA3_BF16, types=None, 
         usage = subprocess.run([os.path.join(bin_dir, "cuobjdump"), "--dump-resource-usage", f.name],
                                capture_output=True, text=True, check=True).stdout
     ptx = kernel.asm["ptx"]
+    instructions = _sass_instructions(sass)
+    opcodes = [text.split()[1 if text.startswith("@") else 0] for _, text in instructions]
     return {
         "registers": int(re.search(r"REG:(\d+)", usage).group(1)),
+        "stack_bytes_per_thread": int(re.search(r"STACK:(\d+)", usage).group(1)),  # spilled registers live here
         "local_bytes_per_thread": int(re.search(r"LOCAL:(\d+)", usage).group(1)),
+        "spill_instructions": sum(op.startswith(("LDL", "STL")) for op in opcodes),
         "shared_bytes": kernel.metadata.shared,
-        "sass_instructions": len(re.findall(r"^\s+/\*[0-9a-f]{4,}\*/", sass, flags=re.M)),
+        "sass_instructions": len(instructions),
+        "loop_bodies": _loop_bodies(instructions),
+        "global_loads": dict(collections.Counter(op for op in opcodes if op.startswith("LDG"))),
         "wgmma": ptx.count("wgmma.mma_async"),
         "mma_sync": ptx.count("mma.sync"),
     }
+
+
+def _sass_instructions(sass: str) -> list[tuple[int, str]]:
+    """(address, text) of every SASS instruction in a cuobjdump listing."""
+    return [(int(a, 16), t) for a, t in re.findall(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", sass, flags=re.M)]
+
+
+def _loop_bodies(instructions: list[tuple[int, str]]) -> list[int]:
+    """Instructions from the target of each backward branch to the branch, in address order: a loop body's size
+    (per iteration; a loop holding another counts the inner one's once)."""
+    addresses = [a for a, _ in instructions]
+    bodies = []
+    for address, text in instructions:
+        target = re.search(r"\bBRA\b.*?0x([0-9a-f]+)", text)
+        if target and int(target.group(1), 16) < address:
+            bodies.append(sum(int(target.group(1), 16) <= a <= address for a in addresses))
+    return bodies
 
 
 def main() -> None:
@@ -66,11 +101,20 @@ def main() -> None:
     ap.add_argument("module")
     ap.add_argument("kernel")
     ap.add_argument("--warps", type=int, default=4)
+    ap.add_argument("--maxnreg", type=int, default=None, help="register cap (a launch option)")
+    ap.add_argument("--stages", type=int, default=None, help="num_stages (a launch option)")
     ap.add_argument("--const", nargs="*", default=[], help="NAME=python-literal constexprs")
+    ap.add_argument("--bf16", nargs="*", default=None, help="bf16 pointer arguments (default: the Mamba-3 set)")
+    ap.add_argument("--types", nargs="*", default=[], help="NAME=TYPE argument types, e.g. rows_ptr='*i64'")
+    ap.add_argument("--aligned", nargs="*", default=[], help="i32 arguments a launch sees divisible by 16")
     args = ap.parse_args()
     fn = getattr(importlib.import_module(args.module), args.kernel)
     consts = {k: ast.literal_eval(v) for k, v in (c.split("=", 1) for c in args.const)}
-    print(args.kernel, args.warps, "warps", build_stats(fn, consts, args.warps))
+    options = {k: v for k, v in (("maxnreg", args.maxnreg), ("num_stages", args.stages)) if v is not None}
+    stats = build_stats(fn, consts, args.warps, bf16=MAMBA3_BF16 if args.bf16 is None else args.bf16,
+                        types=dict(t.split("=", 1) for t in args.types), options=options,
+                        aligned=tuple(args.aligned))
+    print(args.kernel, args.warps, "warps", stats)
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ class _DecodeGraph:
     (``FastMambaLayer._posted_projections``)."""
 
     def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_out: torch.Tensor,
-                 io: MappedIO | None, counters: tuple[torch.Tensor, ...] = ()) -> None:
+                 io: MappedIO | None, counters: tuple[torch.Tensor | None, ...] = ()) -> None:
         self.graph = graph
         self.counters = counters  # the split-K arrival counters the replays use (allocated before the capture)
         self.static_in = static_in
@@ -624,12 +624,13 @@ class FastMambaLayer(ReferenceMambaLayer):
     # ----------------------------------------------------------------------------------------- decode
     def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor, ssm_state: torch.Tensor,
                      io: MappedIO | None = None,
-                     counters: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+                     counters: tuple[torch.Tensor | None, torch.Tensor | None] | None = None) -> torch.Tensor:
         """in_proj -> fused decode kernels -> out_proj for (b, 1, hidden); updates the two states in place.
         ``io`` (a mapped decode graph's MappedIO, its table already fetched): projections on the split-K kernel
         read the posted token (in_proj) and write the posted output (out_proj, also the GEMV), as
         ``_posted_projections`` says; a returned tensor that was not written is a placeholder. ``counters``: the
-        split-K arrival counters of in_proj and out_proj (zeros kept by a graph; None: new ones per call)."""
+        split-K arrival counters of in_proj and out_proj (zeros kept by a graph, None for a projection not split
+        over K; None: new ones per call)."""
         rows, dtype = hidden_states.shape[0], hidden_states.dtype
         in_args, out_args = self._projection_args(self.in_proj, rows, dtype), self._projection_args(
             self.out_proj, rows, dtype)
@@ -732,8 +733,11 @@ class FastMambaLayer(ReferenceMambaLayer):
             # a posted output the fetch acknowledges)
             x_posted, out_posted = (self._posted_projections(hidden_states.shape[0], hidden_states.dtype)
                                     if io is not None else (False, False))
-            n_blocks = [triton.cdiv(lin.out_features, _SPLITK_MIN_BLOCK_N) for lin in (self.in_proj, self.out_proj)]
-            counters = tuple(torch.zeros(n, device=device, dtype=torch.int32) for n in n_blocks)
+            # arrival counters for a projection split over K (None for one that is not: it needs none)
+            counters = tuple(
+                torch.zeros(triton.cdiv(lin.out_features, _SPLITK_MIN_BLOCK_N), device=device, dtype=torch.int32)
+                if (self._projection_args(lin, hidden_states.shape[0], hidden_states.dtype) or {}).get("split", 1) > 1
+                else None for lin in (self.in_proj, self.out_proj))
             # scratch and warm_out: allocated on the current stream, used by the side-stream warm-up, freed after
             # capture_graph made the current stream wait for it (stream-ordered reuse is then safe)
             warm_out = None if io is None else torch.empty_like(static_in)

@@ -28,6 +28,13 @@ __all__ = ["granite_decode_linear", "GEMV_MAX_ROWS"]
 
 
 @triton.jit
+def _decode_store_out(out_ptr, acc, offs_m, offs_n, stride_om, mask):
+    """Store the (rows, BLOCK_N) fp32 result tile ``acc``, rounded to out's dtype, at rows offs_m and columns
+    offs_n of out (row stride stride_om)."""
+    tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :], acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _granite_decode_gemv_kernel(x_ptr, w_ptr, out_ptr, io_ptr, M, N, stride_xm, stride_wn, stride_om,
                                 K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                                 BLOCK_K: tl.constexpr, OUT_WORD: tl.constexpr):
@@ -45,8 +52,7 @@ def _granite_decode_gemv_kernel(x_ptr, w_ptr, out_ptr, io_ptr, M, N, stride_xm, 
         w = tl.load(w_ptr + offs_n[:, None] * stride_wn + k[None, :], mask=n_ok & k_ok, other=0.0).to(tl.float32)
         x = tl.load(x_ptr + offs_m[:, None] * stride_xm + k[None, :], mask=m_ok & k_ok, other=0.0).to(tl.float32)
         acc += x[:, None, :] * w[None, :, :]
-    out = tl.sum(acc, axis=2).to(out_ptr.dtype.element_ty)
-    tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :], out, mask=m_ok & (offs_n[None, :] < N))
+    _decode_store_out(out_ptr, tl.sum(acc, axis=2), offs_m, offs_n, stride_om, m_ok & (offs_n[None, :] < N))
 
 
 @triton.jit
@@ -72,6 +78,7 @@ def _granite_decode_splitk_kernel(x_ptr, w_ptr, out_ptr, part_ptr, count_ptr, io
         x = tl.load(x_ptr + offs_m[:, None] * stride_xm + k[None, :], mask=m_ok & (k[None, :] < K), other=0.0)
         w = tl.load(w_ptr + offs_n[None, :] * stride_wn + k[:, None], mask=n_ok & (k[:, None] < K), other=0.0)
         acc = tl.dot(x, w, acc)
+    out_ptr = posted_pointer(out_ptr, io_ptr, OUT_WORD)
     if SPLIT > 1:
         tile = offs_m[:, None].to(tl.int64) * N + offs_n[None, :]
         tl.store(part_ptr + pid_s.to(tl.int64) * BLOCK_M * N + tile, acc, mask=n_ok)
@@ -82,13 +89,9 @@ def _granite_decode_splitk_kernel(x_ptr, w_ptr, out_ptr, part_ptr, count_ptr, io
             for s in tl.static_range(SPLIT):
                 acc += tl.load(part_ptr + s * BLOCK_M * N + tile, mask=n_ok, other=0.0, cache_modifier=".cg")
             tl.store(count_ptr + pid_n, 0)
-            out_ptr = posted_pointer(out_ptr, io_ptr, OUT_WORD)
-            tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :], acc.to(out_ptr.dtype.element_ty),
-                     mask=m_ok & n_ok)
+            _decode_store_out(out_ptr, acc, offs_m, offs_n, stride_om, m_ok & n_ok)
     else:
-        out_ptr = posted_pointer(out_ptr, io_ptr, OUT_WORD)
-        tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :], acc.to(out_ptr.dtype.element_ty),
-                 mask=m_ok & n_ok)
+        _decode_store_out(out_ptr, acc, offs_m, offs_n, stride_om, m_ok & n_ok)
 
 
 GEMV_MAX_ROWS = 8  # at most this many rows of x take the GEMV kernel
