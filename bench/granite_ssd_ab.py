@@ -5,7 +5,8 @@ All run the layer's settings (bf16 operands, cb_spread, final state written) on 
 default launch options and with those of VARIANTS (``--variants all``: every module; default: the working tree
 only): B=1 at L = 16384 and 4096, and the left-padded B=8 bench batch in the packed varlen layout. y and the final
 state are compared with the first baseline's bit for bit (DIFFERS, and the norm-relative difference of y); each is
-timed as a CUDA graph of launches (``granite_conv_bench.graph_us``), us per launch.
+timed as a CUDA graph of launches (``granite_conv_bench.graph_us``), us per launch, and profiled per kernel
+(``granite_prefill_bench.profile_kernels``: chunk state / state passing / chunk scan us, eager launches).
 Usage (CUDA): PYTHONPATH=src python bench/granite_ssd_ab.py --baseline DIR [DIR ...] --out DIR
 """
 import argparse
@@ -17,6 +18,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from granite_conv_bench import VARLEN_L, VARLEN_LENGTHS, graph_us  # noqa: E402
+from granite_prefill_bench import profile_kernels  # noqa: E402
 
 from ssmkit.harness.granite_run import default_slice  # noqa: E402
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
@@ -34,6 +36,7 @@ from ssmkit.kernels.granite.conv1d import packed_layout_rows  # noqa: E402
 # blocks; both removed after it, bench/granite/NOTES.md "Session 8").
 # Session 10: the register caps on every layout (the packed scan dropped from 168 to 143 registers with the factored
 # off-diagonal decay); state-passing programs of 256 and 1024 state elements.
+_KERNELS = {"chunk_state": "state", "state_pass": "pass", "chunk_scan": "scan"}
 _CAP = {"scan": {"maxnreg": 128}, "state": {"maxnreg": 128, "num_stages": 2}}
 VARIANTS = {"triton_defaults": dict(launch={"scan": {}, "state": {}}),
             "scan_capped": dict(launch={"scan": _CAP["scan"]}),
@@ -73,7 +76,7 @@ def main() -> None:
         shape = (tokens,) if layout else (1, tokens)
         xbc = (0.5 * torch.randn(*shape, conv_dim, generator=gen)).to(device, torch.bfloat16)
         dt_raw = torch.randn(*shape, cfg.num_heads, generator=gen).to(device, torch.bfloat16)
-        outs = {}
+        outs, kernel_us = {}, {}
         sides = []
         for mname, module in modules:
             sides.append((mname, module, {}))
@@ -88,15 +91,19 @@ def main() -> None:
                                                   **extra)
             y = run()
             outs[side] = (y, state.clone(), graph_us(run, args.launches, args.reps))
+            kernel_us[side] = {label: round(us, 2) for name, us in profile_kernels(run, calls=10).items()
+                               for key, label in _KERNELS.items() if key in name}
         ref_y, ref_state = outs[modules[0][0]][:2]
         row = dict(layout=lname, us={side: round(o[2], 2) for side, o in outs.items()},
                    equal={side: bool(torch.equal(o[0], ref_y) and torch.equal(o[1], ref_state))
                           for side, o in outs.items()},
                    y_rel_diff={side: ((o[0].double() - ref_y.double()).norm() / ref_y.double().norm()).item()
-                               for side, o in outs.items()})
+                               for side, o in outs.items()},
+                   kernel_us=kernel_us)
         results.append(row)
         print(f"{lname:18s} " + "  ".join(
-            f"{side} {us:.2f}{'' if row['equal'][side] else ' (DIFFERS %.1e)' % row['y_rel_diff'][side]}"
+            f"{side} {us:.2f}{'' if row['equal'][side] else ' (DIFFERS %.1e)' % row['y_rel_diff'][side]} ["
+            + " ".join(f"{k} {v}" for k, v in kernel_us[side].items()) + "]"
             for side, us in row["us"].items()) + " us", flush=True)
     path = args.out / "granite_ssd_ab.json"
     write_json(path, dict(run_metadata(None, device), rows=results))
