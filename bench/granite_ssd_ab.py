@@ -26,8 +26,8 @@ from ssmkit.kernels.granite import ssd_prefill as new_ssd  # noqa: E402
 from ssmkit.kernels.granite.conv1d import packed_layout_rows  # noqa: E402
 
 
-# A ``launch`` key given replaces that kernel's defaults, which on CUDA include the register caps for the unmasked
-# padded layout (ssd_launch_options). (Session 4: stage counts of the chunk-state kernel; session 5: register caps,
+# A ``launch`` key given replaces that kernel's defaults, which on CUDA include the register caps for every unmasked
+# layout, padded or packed (ssd_launch_options; the padded one only until session 10). (Session 4: stage counts of the chunk-state kernel; session 5: register caps,
 # so that 4 CTAs of 4 warps fit an SM: 168 (scan) and 145 (state) registers allowed 3; the state kernel's 74 KB of
 # shared memory at 3 stages also does. Session 5's run 4 ran before the caps became a default: its "new" side is
 # Triton's defaults there.)
@@ -59,7 +59,7 @@ def main() -> None:
         spec = importlib.util.spec_from_file_location(f"ab_baseline_ssd_{i}", directory / "ssd_prefill.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        modules.append((directory.name, module))
+        modules.append((f"{i}:{directory.name}", module))  # (an index: two directories may share a name)
     modules.append(("new", new_ssd))
     sl = default_slice()
     cfg = sl.config

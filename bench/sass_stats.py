@@ -12,12 +12,12 @@ loads per token block and spills in its loop, marked with 12 16-byte loads and n
 ``loop_bodies`` (instructions between each backward branch and its target) give the per-iteration cost, which the
 static total hides.
 
-  python bench/sass_stats.py ssmkit.kernels.mamba3.bwd _m3b_sides_kernel --warps 4 \
-      --const H=32 P=64 N=128 NA=32 C=64 SB=4 PREC='"tf32"'
-  python bench/sass_stats.py ssmkit.kernels.granite.ssd_prefill _ssd_chunk_state_kernel --maxnreg 128 \
-      --stages 2 --bf16 xbc_ptr dt_ptr --types rows_ptr='*i64' mask_ptr='*u8' \
-      --aligned stride_xb stride_xl stride_db stride_dl nheads seqlen nchunks \
-      --const P=64 N=128 CH=256 BLOCK_K=64 HAS_MASK=False ROUND_DT=True STORE_CB=True CB_SPREAD=True PREC=0 \
+  python bench/sass_stats.py ssmkit.kernels.mamba3.bwd _m3b_sides_kernel --warps 4 --types io_ptr='*i64' \\
+      --const H=32 P=64 N=128 NA=32 C=64 SB=4 PREC='"tf32"' V_WORD=-1
+  python bench/sass_stats.py ssmkit.kernels.granite.ssd_prefill _ssd_chunk_state_kernel --maxnreg 128 \\
+      --stages 2 --bf16 xbc_ptr dt_ptr --types rows_ptr='*i64' mask_ptr='*u8' \\
+      --aligned stride_xb stride_xl stride_db stride_dl nheads seqlen nchunks \\
+      --const P=64 N=128 CH=256 BLOCK_K=64 HAS_MASK=False ROUND_DT=True STORE_CB=True CB_SPREAD=True PREC=0 \\
       SPLIT_STATE=True PACKED=False
 """
 import argparse
@@ -44,10 +44,12 @@ def build_stats(fn, consts: dict, num_warps: int, bf16=MAMBA3_BF16, types=None, 
     """Compile ``fn`` (a triton.jit function) for sm_90 and return its build statistics. ``types``: argument
     types that override the defaults (e.g. {"rows_ptr": "*i64"}); ``options``: more compile options (e.g.
     {"maxnreg": 128}); ``aligned``: i32 arguments a launch would see divisible by 16 (strides)."""
-    consts = {k: v for k, v in consts.items() if k in fn.arg_names}
+    unknown = sorted((set(consts) | set(types or {}) | set(aligned)) - set(fn.arg_names))
+    if unknown:  # (a typo would otherwise build another kernel than the one meant, silently)
+        raise ValueError(f"{fn.__name__} has no argument(s) {unknown}")
     sig = {n: "constexpr" if n in consts else ("*bf16" if n in bf16 else "*i32" if n == "cu_ptr" else "*fp32")
            if n.endswith("_ptr") else "i32" for n in fn.arg_names}
-    sig.update({k: v for k, v in (types or {}).items() if k in sig})
+    sig.update(types or {})
     # as a launch specializes them: every pointer (and every i32 named in ``aligned``) divisible by 16
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(fn.arg_names)
              if sig[n].startswith("*") or (sig[n] == "i32" and n in aligned)}

@@ -293,6 +293,21 @@ def test_ssd_several_row_blocks_match_float64(block_m):
     _check_ssd(y, final, args, H, P, N)
 
 
+@pytest.mark.parametrize("block_m", [2, 4])
+def test_ssd_strong_decay_stays_finite_and_accurate(block_m):
+    """A down to -exp(9) ~ -8100 (cumsums of thousands within a chunk): the off-diagonal decay must be factored
+    through the cumsum just before the row block, where both exponents are <= 0; factored through another point
+    (the chunk's start, i.e. the unfactored exp(cs_l) exp(-cs_s), or one position off) one factor overflows to inf
+    and y turns inf / NaN, which the float64 check rejects (the default-decay tests cannot tell those forms apart:
+    every reference point gives the same exact product)."""
+    gen = torch.Generator().manual_seed(5)
+    args = list(_ssd_inputs(gen, 2, 3 * CH + 5, H, P, N))
+    args[3] = torch.tensor([1.0, 5.0, 9.0]).to(torch.bfloat16)  # A_log
+    final = torch.full((2, H, P, N), float("nan"))
+    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, block_m=block_m)
+    _check_ssd(y, final, args, H, P, N)
+
+
 def test_ssd_fp32_y_is_within_two_roundings():
     gen = torch.Generator().manual_seed(2)
     args = _ssd_inputs(gen, 2, 2 * CH + 5, H, P, N)
@@ -318,7 +333,7 @@ def test_ssd_fp32_operands_match_float64_tightly(shared_cb, cb_spread, scan_head
 
 @pytest.mark.parametrize("state_split", [True, False])
 def test_ssd_final_state_with_split_operand_is_near_fp32(state_split):
-    """Default bf16 dots: the local-state operand B dt exp(..) goes in as two bf16 terms, so the final state is
+    """Default bf16 dots: the local-state operand x dt exp(..) goes in as two bf16 terms, so the final state is
     within ~u^2 of float64 (plus fp32 slack), while y keeps its 3u bound. Without the split the final state is only
     within the 3u bound, and the tight bound fails somewhere (so this test can fail)."""
     gen = torch.Generator().manual_seed(11)

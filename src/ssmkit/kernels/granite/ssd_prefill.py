@@ -142,7 +142,7 @@ def _ssd_chunk_state_kernel(
         xbc = xbc_ptr + xbc_row
         offs_p = tl.arange(0, P)
         offs_n = tl.arange(0, N)
-        # One pass, rescaled as it goes: after block k, acc = sum_{s <= end_k} x_s (B_s dt_s exp(cs_end_k - cs_s))^T,
+        # One pass, rescaled as it goes: after block k, acc = sum_{s <= end_k} (x_s dt_s exp(cs_end_k - cs_s)) B_s^T,
         # so every exponent is <= 0; at the end acc is the chunk's local state.
         acc = tl.zeros((P, N), dtype=tl.float32)
         for k in range(0, CH, BLOCK_K):
@@ -296,7 +296,6 @@ def _ssd_chunk_scan_kernel(
         y_ptrs = y_ptr + y_row + t_l[:, None] * stride_yl + (h * P + offs_p)[None, :]
         if has_tokens:
             aux = dtcs_ptr + ((pid_b * nheads + h) * nchunks + c) * CH * 2
-            cs_l = tl.load(aux + 2 * (m * BLOCK_M + offs_i) + 1)
             c_l = tl.load(xbc + t_l[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :],
                           mask=valid_l[:, None], other=0.0)
             # The decay exp(cs_l - cs_s) of an off-diagonal block (s before the row block) factors through cs_e,
