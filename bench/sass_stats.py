@@ -89,12 +89,12 @@ def _sass_instructions(sass: str) -> list[tuple[int, str]]:
 def _loop_bodies(instructions: list[tuple[int, str]]) -> list[int]:
     """Instructions from the target of each backward branch to the branch, in address order: a loop body's size
     (per iteration; a loop holding another counts the inner one's once)."""
-    addresses = [a for a, _ in instructions]
+    index = {a: i for i, (a, _) in enumerate(instructions)}
     bodies = []
-    for address, text in instructions:
+    for i, (address, text) in enumerate(instructions):
         target = re.search(r"\bBRA\b.*?0x([0-9a-f]+)", text)
         if target and int(target.group(1), 16) < address:
-            bodies.append(sum(int(target.group(1), 16) <= a <= address for a in addresses))
+            bodies.append(i - index[int(target.group(1), 16)] + 1)
     return bodies
 
 

@@ -28,9 +28,11 @@ __all__ = ["granite_decode_linear", "GEMV_MAX_ROWS"]
 
 
 @triton.jit
-def _decode_store_out(out_ptr, acc, offs_m, offs_n, stride_om, mask):
+def _decode_store_out(out_ptr, io_ptr, OUT_WORD: tl.constexpr, acc, offs_m, offs_n, stride_om, mask):
     """Store the (rows, BLOCK_N) fp32 result tile ``acc``, rounded to out's dtype, at rows offs_m and columns
-    offs_n of out (row stride stride_om)."""
+    offs_n of out (row stride stride_om); OUT_WORD >= 0: out at the address posted in io_ptr[OUT_WORD]
+    (``posted_pointer``), read here, by the storing program only."""
+    out_ptr = posted_pointer(out_ptr, io_ptr, OUT_WORD)
     tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :], acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
@@ -52,7 +54,8 @@ def _granite_decode_gemv_kernel(x_ptr, w_ptr, out_ptr, io_ptr, M, N, stride_xm, 
         w = tl.load(w_ptr + offs_n[:, None] * stride_wn + k[None, :], mask=n_ok & k_ok, other=0.0).to(tl.float32)
         x = tl.load(x_ptr + offs_m[:, None] * stride_xm + k[None, :], mask=m_ok & k_ok, other=0.0).to(tl.float32)
         acc += x[:, None, :] * w[None, :, :]
-    _decode_store_out(out_ptr, tl.sum(acc, axis=2), offs_m, offs_n, stride_om, m_ok & (offs_n[None, :] < N))
+    _decode_store_out(out_ptr, io_ptr, -1, tl.sum(acc, axis=2), offs_m, offs_n, stride_om,  # (resolved above)
+                      m_ok & (offs_n[None, :] < N))
 
 
 @triton.jit
@@ -78,7 +81,6 @@ def _granite_decode_splitk_kernel(x_ptr, w_ptr, out_ptr, part_ptr, count_ptr, io
         x = tl.load(x_ptr + offs_m[:, None] * stride_xm + k[None, :], mask=m_ok & (k[None, :] < K), other=0.0)
         w = tl.load(w_ptr + offs_n[None, :] * stride_wn + k[:, None], mask=n_ok & (k[:, None] < K), other=0.0)
         acc = tl.dot(x, w, acc)
-    out_ptr = posted_pointer(out_ptr, io_ptr, OUT_WORD)
     if SPLIT > 1:
         tile = offs_m[:, None].to(tl.int64) * N + offs_n[None, :]
         tl.store(part_ptr + pid_s.to(tl.int64) * BLOCK_M * N + tile, acc, mask=n_ok)
@@ -89,9 +91,9 @@ def _granite_decode_splitk_kernel(x_ptr, w_ptr, out_ptr, part_ptr, count_ptr, io
             for s in tl.static_range(SPLIT):
                 acc += tl.load(part_ptr + s * BLOCK_M * N + tile, mask=n_ok, other=0.0, cache_modifier=".cg")
             tl.store(count_ptr + pid_n, 0)
-            _decode_store_out(out_ptr, acc, offs_m, offs_n, stride_om, m_ok & n_ok)
+            _decode_store_out(out_ptr, io_ptr, OUT_WORD, acc, offs_m, offs_n, stride_om, m_ok & n_ok)
     else:
-        _decode_store_out(out_ptr, acc, offs_m, offs_n, stride_om, m_ok & n_ok)
+        _decode_store_out(out_ptr, io_ptr, OUT_WORD, acc, offs_m, offs_n, stride_om, m_ok & n_ok)
 
 
 GEMV_MAX_ROWS = 8  # at most this many rows of x take the GEMV kernel

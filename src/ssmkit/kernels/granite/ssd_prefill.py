@@ -316,8 +316,8 @@ def _ssd_chunk_scan_kernel(
             while k < m:
                 t_s = chunk_start + k * BLOCK_M + offs_i
                 valid_s = (t_s < seqlen) & (t_s >= first)
-                w_s = tl.exp(cs_e - tl.load(aux + 2 * (k * BLOCK_M + offs_i) + 1)) * tl.load(aux + 2 * (k * BLOCK_M
-                                                                                                      + offs_i))
+                cs_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i) + 1)
+                w_s = tl.exp(cs_e - cs_s) * tl.load(aux + 2 * (k * BLOCK_M + offs_i))  # column factor x dt_s
                 cb = _ssd_cb_block(cb_ptr, xbc, stride_xl, pid_b, c, m, k, c_l, t_s, valid_s, nheads, nchunks,
                                    P, N, CH, BLOCK_M, LOAD_CB)
                 x_s = tl.load(xbc + t_s[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_s[:, None],
