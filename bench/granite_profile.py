@@ -67,29 +67,44 @@ def profile_workload(layer, w, hidden_size: int, device, calls: int) -> dict:
             "wall_us_per_call_median": statistics.median(walls) * 1e3}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--candidate", choices=["fast", "reference"], default="fast")
+def configured_layer(cls, layer_slice, device, attributes: dict):
+    """``cls`` built on the slice (bf16, eval) with ``attributes`` set (``--set``; an unknown name exits)."""
+    layer = build_layer(cls, layer_slice, device, torch.bfloat16)
+    for name, value in attributes.items():
+        if not hasattr(layer, name):
+            raise SystemExit(f"the layer has no attribute {name!r}")
+        setattr(layer, name, value)
+    return layer
+
+
+def add_layer_run_args(ap: argparse.ArgumentParser) -> None:
+    """The options this script shares with granite_call_gap.py: --calls, --workloads, --set, --out."""
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--workloads", default=None, help="comma-separated names (default: every bench workload)")
     ap.add_argument("--set", type=json.loads, default={}, help="layer attributes to set, as a JSON object")
     ap.add_argument("--out", default=None)
+
+
+def bench_workloads(names: str | None) -> list:
+    """The bench workloads of the CUDA workload file, or those of them in the comma-separated ``names``."""
+    wanted = set(names.split(",")) if names else None
+    return [w for w in load_workloads(default_workloads_path("cuda"))
+            if w.purpose == "bench" and (not wanted or w.name in wanted)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--candidate", choices=["fast", "reference"], default="fast")
+    add_layer_run_args(ap)
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("granite_profile needs a CUDA GPU (kernel times come from the CUDA profiler)")
     device = torch.device("cuda")
     sl = default_slice()
-    cls = FastMambaLayer if args.candidate == "fast" else ReferenceMambaLayer
-    layer = build_layer(cls, sl, device, torch.bfloat16)
-    for name, value in args.set.items():
-        if not hasattr(layer, name):
-            raise SystemExit(f"the layer has no attribute {name!r}")
-        setattr(layer, name, value)
-    wanted = set(args.workloads.split(",")) if args.workloads else None
+    layer = configured_layer(FastMambaLayer if args.candidate == "fast" else ReferenceMambaLayer, sl, device,
+                             args.set)
     rows = []
-    for w in load_workloads(default_workloads_path("cuda")):
-        if w.purpose != "bench" or (wanted and w.name not in wanted):
-            continue
+    for w in bench_workloads(args.workloads):
         print(f"== {w.name}", flush=True)
         r = profile_workload(layer, w, sl.config.hidden_size, device, args.calls)
         r.update(workload=w.name, floors_us=floors_us(w, sl.config))

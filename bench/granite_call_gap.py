@@ -1,0 +1,73 @@
+"""Where a single Granite layer call's time goes beyond its kernels' GPU time (GPU machine), for every bench
+workload (B = 1 prefills included, which ``granite_host_timeline.py`` leaves out).
+
+``granite_profile.py`` sums kernel times over calls queued back to back; the harness times one call at a time,
+from an event on an idle GPU. Per workload this prints the harness call time (``event_us``, CUDA events, median
+of ``--calls``) beside ``granite_host_timeline.gpu_gaps`` of ``--calls`` profiled calls (one at a time, synchronised
+between): the host's delay to the first GPU work (``lead_us``, inflated by the profiler), the GPU busy time and the
+idle time between the call's GPU activities (``gaps_us``), medians, with the largest gaps of the median call named
+by the activities on either side; and ``host_marks`` (when the host enters and leaves each step of the forward,
+no profiler). ``--set``: layer attributes to set first, for A/Bs of a switch.
+Usage (CUDA): PYTHONPATH=src python bench/granite_call_gap.py [--calls 20] [--workloads a,b] [--set JSON]
+    [--out F.json]
+"""
+import argparse
+import json
+import statistics
+
+import torch
+
+from granite_host_timeline import gpu_gaps, host_marks
+from granite_profile import add_layer_run_args, bench_workloads, configured_layer
+from ssmkit.granite import FastMambaLayer
+from ssmkit.harness.granite_bench import timed_side
+from ssmkit.harness.granite_run import default_slice, make_inputs
+from ssmkit.harness.report import run_metadata
+from ssmkit.harness.timing import time_call
+
+
+def measure(layer, w, hidden_size: int, device, calls: int) -> dict:
+    """Median event time and the medians of ``gpu_gaps`` over ``calls`` calls of ``layer`` on ``w`` (us)."""
+    input_sets = [make_inputs(w, hidden_size, device, torch.bfloat16, rotation=r) for r in range(3)]
+    prepare, call = timed_side(layer, w, input_sets)
+    with torch.no_grad():
+        event_us = statistics.median([time_call(prepare, call, device) * 1e3 for _ in range(calls + 5)][5:])
+        per_call = gpu_gaps(prepare, call, n=calls, top=3)
+        marks = host_marks(prepare, call, n=calls)
+    for c in per_call:
+        c["gaps_us"] = c["span_us"] - c["first_gpu_after_us"] - c["gpu_busy_us"]
+    median_call = sorted(per_call, key=lambda c: c["span_us"])[len(per_call) // 2]
+    return {"event_us": event_us,
+            **{k: statistics.median(c[src] for c in per_call) for k, src in
+               (("lead_us", "first_gpu_after_us"), ("busy_us", "gpu_busy_us"), ("gaps_us", "gaps_us"),
+                ("host_us", "host_call_us"))},
+            "largest_gaps_median_call": median_call["gaps"], "host_marks_us": marks}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_layer_run_args(ap)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("granite_call_gap needs a CUDA GPU")
+    device = torch.device("cuda")
+    sl = default_slice()
+    layer = configured_layer(FastMambaLayer, sl, device, args.set)
+    rows = []
+    for w in bench_workloads(args.workloads):
+        row = {"workload": w.name, **measure(layer, w, sl.config.hidden_size, device, args.calls)}
+        rows.append(row)
+        gaps = "; ".join(f"{g['us']:.1f} after {g['after'][:24]} before {g['before'][:24]}"
+                         for g in row["largest_gaps_median_call"])
+        print(f"{w.name:18s} event {row['event_us']:7.1f}  lead {row['lead_us']:6.1f}  busy {row['busy_us']:7.1f}  "
+              f"gaps {row['gaps_us']:6.1f}  host {row['host_us']:6.1f} us | {gaps}")
+        print("   host marks (us after the call's start: enter-leave):",
+              ", ".join(f"{k} {a:.0f}-{b:.0f}" for k, (a, b) in row["host_marks_us"].items()), flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({**run_metadata(None, device), "attributes": args.set, "rows": rows}, f, indent=1)
+        print(f"json: {args.out}")
+
+
+if __name__ == "__main__":
+    main()
