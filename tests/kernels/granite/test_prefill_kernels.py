@@ -508,6 +508,14 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
             build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
                   HAS_MASK=mask, PACKED=packed, INTERIOR_OK=flag, INTERIOR_ROWS=rows, BLOCK_L=32,
                   BLOCK_C=256 if rows else 128, SUB_L=8 if rows else 32))
+# one row block per chunk (chunk_size <= block_m: the CUDA layer tests' chunk 16, a model's chunk 64), where the
+# scan has no off-diagonal block (Triton 3.6's coalesce pass asserted on its loop with m the constant 0)
+for ch, p, n, packed in ((16, 16, 16, False), (16, 16, 16, True), (64, 64, 128, False)):
+    build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=p, N=n, CH=ch, BLOCK_M=ch, HAS_MASK=False, LOAD_CB=True,
+          PREC=0, HEADS=1, PACKED=packed), options=dict(maxnreg=128))
+    build(ssd_prefill._ssd_chunk_state_kernel, dict(P=p, N=n, CH=ch, BLOCK_K=ch, HAS_MASK=False, ROUND_DT=True,
+          STORE_CB=True, CB_SPREAD=True, PREC=0, SPLIT_STATE=True, PACKED=packed),
+          options=dict(maxnreg=128, num_stages=2))
 for mask in (False, True):
     build(gated_norm._gated_rmsnorm_kernel, dict(HAS_MASK=mask, BLOCK_T=1, BLOCK_C=1024, NUM_C=3))
 for indirect in (False, True):
@@ -544,7 +552,7 @@ for mask_type, upcast in (("*i64", False), ("*u8", False), ("*fp64", False), ("*
 
 def test_granite_kernels_compile_for_sm90(compile_for_sm90):
     """The conv, SSD and unpack kernels compile for an H100/H200 (sm_90) in every layout the layer uses (padded
-    with and without a mask, packed; cb_spread, continuation), and so do the decode kernels (with and without the
+    with and without a mask, packed; cb_spread, continuation; one row block per chunk), and so do the decode kernels (with and without the
     evict-first hint), the decode graph's mapped copies and the mask-facts kernel. The interpreter does not
     type-check like the compiler (a loop-carried variable changing type passed here and failed on the GPU), so
     this runs Triton's real compiler on the CPU (the ``compile_for_sm90`` fixture)."""

@@ -311,19 +311,22 @@ def _ssd_chunk_scan_kernel(
             acc = _ssd_dot(c_l, st_t, tl.zeros((BLOCK_M, P), dtype=tl.float32), PREC) * tl.exp(cs_e)
             # in-chunk contribution: sum over s <= l of CB[l, s] exp(cs_l - cs_s) dt_s x_s
             # a while loop, which Triton leaves unpipelined: as a for loop (software-pipelined, 3 stages) the kernels
-            # took 22 % longer (H200, bench/results/session4/run4/granite_ssd_ab.json)
-            k = 0
-            while k < m:
-                t_s = chunk_start + k * BLOCK_M + offs_i
-                valid_s = (t_s < seqlen) & (t_s >= first)
-                cs_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i) + 1)
-                w_s = tl.exp(cs_e - cs_s) * tl.load(aux + 2 * (k * BLOCK_M + offs_i))  # column factor x dt_s
-                cb = _ssd_cb_block(cb_ptr, xbc, stride_xl, pid_b, c, m, k, c_l, t_s, valid_s, nheads, nchunks,
-                                   P, N, CH, BLOCK_M, LOAD_CB)
-                x_s = tl.load(xbc + t_s[:, None] * stride_xl + (h * P + offs_p)[None, :], mask=valid_s[:, None],
-                              other=0.0)
-                acc = _ssd_dot(cb * w_s[None, :], x_s, acc, PREC)
-                k += 1
+            # took 22 % longer (H200, bench/results/session4/run4/granite_ssd_ab.json). With one row block per
+            # chunk there is no off-diagonal block, and the loop is left out: with m the constant 0 in it, Triton
+            # 3.6's coalesce pass fails an assertion (the CUDA layer tests at chunk_size 16, session 11)
+            if NUM_M > 1:
+                k = 0
+                while k < m:
+                    t_s = chunk_start + k * BLOCK_M + offs_i
+                    valid_s = (t_s < seqlen) & (t_s >= first)
+                    cs_s = tl.load(aux + 2 * (k * BLOCK_M + offs_i) + 1)
+                    w_s = tl.exp(cs_e - cs_s) * tl.load(aux + 2 * (k * BLOCK_M + offs_i))  # column factor x dt_s
+                    cb = _ssd_cb_block(cb_ptr, xbc, stride_xl, pid_b, c, m, k, c_l, t_s, valid_s, nheads, nchunks,
+                                       P, N, CH, BLOCK_M, LOAD_CB)
+                    x_s = tl.load(xbc + t_s[:, None] * stride_xl + (h * P + offs_p)[None, :],
+                                  mask=valid_s[:, None], other=0.0)
+                    acc = _ssd_dot(cb * w_s[None, :], x_s, acc, PREC)
+                    k += 1
             cs_l = tl.load(aux + 2 * (m * BLOCK_M + offs_i) + 1)
             acc = acc * tl.exp(cs_l - cs_e)[:, None]
             # the diagonal block (s and l in the row block): the causal tile of decays
