@@ -36,19 +36,25 @@ from ssmkit.kernels.granite.conv1d import packed_layout_rows  # noqa: E402
 # blocks; both removed after it, bench/granite/NOTES.md "Session 8").
 # Session 10: the register caps on every layout (the packed scan dropped from 168 to 143 registers with the factored
 # off-diagonal decay); state-passing programs of 256 and 1024 state elements.
-_KERNELS = {"chunk_state": "state", "state_pass": "pass", "chunk_scan": "scan"}
+_KERNELS = {"chunk_state": "state", "state_pass": "pass", "chunk_scan": "scan", "chunk_prep": "prep",
+            "state_fused": "fused"}
 _CAP = {"scan": {"maxnreg": 128}, "state": {"maxnreg": 128, "num_stages": 2}}
 VARIANTS = {"triton_defaults": dict(launch={"scan": {}, "state": {}}),
             "scan_capped": dict(launch={"scan": _CAP["scan"]}),
             "state_capped": dict(launch={"state": _CAP["state"]}),
             "capped_everywhere": dict(launch=_CAP),
             "block_s_256": dict(block_s=256), "block_s_1024": dict(block_s=1024)}
+# Session 11: chunk states and their passing in one sequential kernel (fused_state), per state columns and stages
+VARIANTS.update({f"fused_n{n}_s{st}": dict(fused_state=True, block_n=n, fused_stages=st)
+                 for n, st in ((16, 2), (32, 1), (32, 2), (32, 3), (64, 2))})
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baseline", type=Path, nargs="+", required=True)
-    ap.add_argument("--variants", choices=("new", "all"), default="new")
+    ap.add_argument("--variants", default="new",
+                    help="new: the working tree's module with every variant; all: every module with every variant; "
+                         "or comma-separated variant names, for the working tree's module")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--launches", type=int, default=10)
     ap.add_argument("--reps", type=int, default=20)
@@ -78,10 +84,11 @@ def main() -> None:
         dt_raw = torch.randn(*shape, cfg.num_heads, generator=gen).to(device, torch.bfloat16)
         outs, kernel_us = {}, {}
         sides = []
+        chosen = VARIANTS if args.variants in ("new", "all") else {n: VARIANTS[n] for n in args.variants.split(",")}
         for mname, module in modules:
             sides.append((mname, module, {}))
             if args.variants == "all" or module is new_ssd:
-                sides += [(f"{mname}+{n}", module, v) for n, v in VARIANTS.items()]
+                sides += [(f"{mname}+{n}", module, v) for n, v in chosen.items()]
         for side, module, extra in sides:
             state = torch.empty(batch, cfg.num_heads, cfg.head_dim, cfg.d_state, device=device)
 

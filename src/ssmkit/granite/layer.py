@@ -341,7 +341,9 @@ class FastMambaLayer(ReferenceMambaLayer):
     Prefill knobs, defaults from the H200 measurements (module docstring): ``prefill_graphs`` ("mapped", which is
     "kernels" for batches that are not packed; False, "whole" or "kernels": a CUDA graph per prefill shape),
     ``pack_padded_gemms`` ("packed"; "rows" or False: how left-padded batches skip their pads) and
-    ``cb_spread`` (True: ``ssd_chunked_prefill``'s option, C.B^T spread over the head programs).
+    ``cb_spread`` (True: ``ssd_chunked_prefill``'s option, C.B^T spread over the head programs) and
+    ``ssd_fused_state`` (its ``fused_state``: chunk states and their passing in one sequential kernel; None:
+    its default, from the batch).
     """
 
     def __init__(self, config: GraniteMambaConfig, layer_idx: int = 0) -> None:
@@ -354,6 +356,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.prefill_graphs = "mapped"
         self.pack_padded_gemms = "packed"
         self.cb_spread = True
+        self.ssd_fused_state = None
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
         # cache.ssm_state.data_ptr() -> the binding of the graph captured on that state (forward's fast path), at
         # most _MAX_DECODE_GRAPHS; keyed by the state's address, so a new cache object on the same memory hits too
@@ -526,7 +529,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         y = ssd_chunked_prefill(xbc, zxbcdt[..., inter + conv_dim:], self.dt_bias, self.A_log, self.D,
                                 c.chunk_size, initial_state=cache.ssm_state if continuing else None,
                                 ssm_state_out=cache.ssm_state, attention_mask=mask, cb_spread=self.cb_spread,
-                                **varlen)
+                                fused_state=self.ssd_fused_state, **varlen)
         if varlen:  # packed rows: a batch of one (T, I) sequence, every row real
             return gated_rmsnorm(y[None], zxbcdt[None, :, :inter], self.norm.weight, c.rms_norm_eps)[0]
         return gated_rmsnorm(y, zxbcdt[..., :inter], self.norm.weight, c.rms_norm_eps, attention_mask=mask)
@@ -548,7 +551,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         """The captured prefill for this input shape, mask layout and switches (captured on first use)."""
         key = (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device,
                None if mask is None else mask.dtype, lengths, None if lengths is None else mode, self.cb_spread,
-               graph_mode)
+               self.ssd_fused_state, graph_mode)
         entry = self._prefill_graphs.get(key)
         if entry is None:
             entry = self._capture_prefill(hidden_states, mask, None if lengths is None else

@@ -270,18 +270,21 @@ def _check_ssd(y, final, args, nheads, head_dim, d_state, init=None, rel=3 * U_B
 H, P, N, CH = 3, 16, 16, 8
 
 
+@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("seqlen", [1, 2, 3, CH - 1, CH, CH + 1, 3 * CH + 5])
-def test_ssd_matches_float64_recurrence(seqlen):
+def test_ssd_matches_float64_recurrence(seqlen, fused):
+    """fused: the chunk states and their passing in one sequential kernel (block_n 8: two programs per head)."""
     gen = torch.Generator().manual_seed(seqlen)
     args = _ssd_inputs(gen, 2, seqlen, H, P, N)
     final = torch.full((2, H, P, N), float("nan"))
-    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final)
+    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, fused_state=fused, block_n=8)
     assert y.shape == (2, seqlen, H * P) and y.dtype == torch.bfloat16
     _check_ssd(y, final, args, H, P, N)
 
 
+@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("block_m", [2, 4])
-def test_ssd_several_row_blocks_match_float64(block_m):
+def test_ssd_several_row_blocks_match_float64(block_m, fused):
     """bf16 dots with several row blocks per chunk: the off-diagonal C.B^T blocks take the decay factored through
     the cumsum before the row block (a column factor on the tile, a row factor on the accumulator), the diagonal
     block the causal tile of decays; both must stay within the 3u bound (block_m = chunk has no off-diagonal
@@ -289,12 +292,13 @@ def test_ssd_several_row_blocks_match_float64(block_m):
     gen = torch.Generator().manual_seed(10 + block_m)
     args = _ssd_inputs(gen, 2, 3 * CH + 5, H, P, N)
     final = torch.full((2, H, P, N), float("nan"))
-    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, block_m=block_m)
+    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, block_m=block_m, fused_state=fused)
     _check_ssd(y, final, args, H, P, N)
 
 
+@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("block_m", [2, 4])
-def test_ssd_strong_decay_stays_finite_and_accurate(block_m):
+def test_ssd_strong_decay_stays_finite_and_accurate(block_m, fused):
     """A down to -exp(9) ~ -8100 (cumsums of thousands within a chunk): the off-diagonal decay must be factored
     through the cumsum just before the row block, where both exponents are <= 0; factored through another point
     (the chunk's start, i.e. the unfactored exp(cs_l) exp(-cs_s), or one position off) one factor overflows to inf
@@ -304,7 +308,7 @@ def test_ssd_strong_decay_stays_finite_and_accurate(block_m):
     args = list(_ssd_inputs(gen, 2, 3 * CH + 5, H, P, N))
     args[3] = torch.tensor([1.0, 5.0, 9.0]).to(torch.bfloat16)  # A_log
     final = torch.full((2, H, P, N), float("nan"))
-    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, block_m=block_m)
+    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, block_m=block_m, fused_state=fused)
     _check_ssd(y, final, args, H, P, N)
 
 
@@ -317,9 +321,10 @@ def test_ssd_fp32_y_is_within_two_roundings():
     _check_ssd(y, final, args, H, P, N, rel=2 * U_BF16)
 
 
-@pytest.mark.parametrize("shared_cb, cb_spread, scan_heads, block_m",
-                         [(True, False, 1, 64), (True, True, 1, 2), (False, False, 3, 4)])
-def test_ssd_fp32_operands_match_float64_tightly(shared_cb, cb_spread, scan_heads, block_m):
+@pytest.mark.parametrize("shared_cb, cb_spread, scan_heads, block_m, fused",
+                         [(True, False, 1, 64, False), (True, True, 1, 2, False), (False, False, 3, 4, False),
+                          (True, False, 1, 2, True), (False, False, 1, 4, True)])
+def test_ssd_fp32_operands_match_float64_tightly(shared_cb, cb_spread, scan_heads, block_m, fused):
     """With fp32 dot operands the only differences left are fp32 rounding: this pins dt's bf16 rounding, the
     decays and the chunk hand-off far below bf16 level. block_m < chunk: several row blocks per chunk (block_m 2:
     10 causal C.B^T blocks spread over 3 heads, so some heads compute several)."""
@@ -327,19 +332,21 @@ def test_ssd_fp32_operands_match_float64_tightly(shared_cb, cb_spread, scan_head
     args = _ssd_inputs(gen, 2, 2 * CH + 3, H, P, N)
     final = torch.full((2, H, P, N), float("nan"))
     y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, precision=PREC_IEEE, shared_cb=shared_cb,
-                            cb_spread=cb_spread, scan_heads=scan_heads, block_m=block_m, y_dtype=torch.float32)
+                            cb_spread=cb_spread, scan_heads=scan_heads, block_m=block_m, y_dtype=torch.float32,
+                            fused_state=fused, block_n=8)
     _check_ssd(y, final, args, H, P, N, rel=0.0)
 
 
+@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("state_split", [True, False])
-def test_ssd_final_state_with_split_operand_is_near_fp32(state_split):
+def test_ssd_final_state_with_split_operand_is_near_fp32(state_split, fused):
     """Default bf16 dots: the local-state operand x dt exp(..) goes in as two bf16 terms, so the final state is
     within ~u^2 of float64 (plus fp32 slack), while y keeps its 3u bound. Without the split the final state is only
     within the 3u bound, and the tight bound fails somewhere (so this test can fail)."""
     gen = torch.Generator().manual_seed(11)
     args = _ssd_inputs(gen, 2, 3 * CH + 5, H, P, N)
     final = torch.full((2, H, P, N), float("nan"))
-    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, state_split=state_split)
+    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, state_split=state_split, fused_state=fused)
     _check_ssd(y, final, args, H, P, N)
     s_ref = _ssd_f64(*args, H, P, N)[1]
     s_abs = _ssd_f64(*args, H, P, N, absolute=True)[1]
@@ -372,8 +379,9 @@ def test_ssd_left_padding_skips_pad_chunks_exactly():
     assert torch.equal(y, y_all) and torch.equal(final, final_all)
 
 
+@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("continuing", [False, True])
-def test_ssd_packed_layout_equals_padded_layout(continuing):
+def test_ssd_packed_layout_equals_padded_layout(continuing, fused):
     """Packed varlen layout == the padded layout with its mask, bit for bit (y at real positions, final state),
     for rows crossing chunks, a single token and an empty row; continuing: the initial state decays through the
     pads as in the padded layout (dt_raw = 0 there)."""
@@ -384,29 +392,57 @@ def test_ssd_packed_layout_equals_padded_layout(continuing):
     init = torch.randn(len(lengths), H, P, N, generator=gen) if continuing else None
     finals = [torch.full((len(lengths), H, P, N), float("nan")) for _ in range(2)]
     y = ssd_chunked_prefill(xbc, dt_raw, *params, chunk_size=CH, initial_state=init, ssm_state_out=finals[0],
-                            attention_mask=mask, cb_spread=continuing)
+                            attention_mask=mask, cb_spread=continuing, fused_state=fused)
     packed = ssd_chunked_prefill(_packed(xbc, mask), _packed(dt_raw, mask), *params, chunk_size=CH,
                                  initial_state=init, ssm_state_out=finals[1], cb_spread=continuing,
-                                 packed_rows=packed_layout_rows(mask.sum(1), seqlen), seqlen=seqlen)
+                                 packed_rows=packed_layout_rows(mask.sum(1), seqlen), seqlen=seqlen,
+                                 fused_state=fused)
     assert packed.shape == (sum(lengths), H * P)
     assert torch.equal(packed, y[mask.bool()]) and torch.equal(finals[0], finals[1])
 
 
-def test_ssd_initial_state_continuation_matches_one_pass():
+@pytest.mark.parametrize("fused", [False, True])
+def test_ssd_initial_state_continuation_matches_one_pass(fused):
     gen = torch.Generator().manual_seed(9)
     prefix, seqlen = CH + 3, 2 * CH + 6
     args = _ssd_inputs(gen, 2, seqlen, H, P, N)
     mid = torch.full((2, H, P, N), float("nan"))
-    ssd_chunked_prefill(*[a[:, :prefix] if a.dim() == 3 else a for a in args], chunk_size=CH, ssm_state_out=mid)
+    ssd_chunked_prefill(*[a[:, :prefix] if a.dim() == 3 else a for a in args], chunk_size=CH, ssm_state_out=mid,
+                        fused_state=fused)
     tail = [a[:, prefix:] if a.dim() == 3 else a for a in args]
     final = torch.full((2, H, P, N), float("nan"))
-    y = ssd_chunked_prefill(*tail, chunk_size=CH, initial_state=mid, ssm_state_out=final)
+    y = ssd_chunked_prefill(*tail, chunk_size=CH, initial_state=mid, ssm_state_out=final, fused_state=fused)
     # against the float64 recurrence continued from the kernel's own fp32 state (exact hand-off)
     _check_ssd(y, final, tail, H, P, N, init=mid)
     # in place, as a layer updates its cache: the same tensor is initial_state and ssm_state_out
     state = mid.clone()
-    y_inplace = ssd_chunked_prefill(*tail, chunk_size=CH, initial_state=state, ssm_state_out=state)
+    y_inplace = ssd_chunked_prefill(*tail, chunk_size=CH, initial_state=state, ssm_state_out=state,
+                                    fused_state=fused)
     assert torch.equal(y_inplace, y) and torch.equal(state, final)
+
+
+def test_ssd_fused_state_by_default_from_enough_programs_without_a_mask(monkeypatch):
+    """fused_state=None takes the fused form when batch x H x N / block_n reaches FUSED_STATE_MIN_PROGRAMS and no
+    attention_mask is given (the other form skips fully padded chunks), the chunk-state and passing kernels
+    otherwise; both give y within the float64 bound."""
+    from ssmkit.kernels.granite import ssd_prefill
+
+    launched = []
+    for name in ("_ssd_state_fused_kernel", "_ssd_state_pass_kernel"):
+        kernel = getattr(ssd_prefill, name)
+        monkeypatch.setattr(ssd_prefill, name, type("Spy", (), {"__getitem__": lambda self, grid, k=kernel, n=name: (
+            launched.append(n), k[grid])[1]})())
+    monkeypatch.setattr(ssd_prefill, "FUSED_STATE_MIN_PROGRAMS", 2 * H * 2)  # block_n 8: 2 programs per head
+    gen = torch.Generator().manual_seed(23)
+    seqlen = 2 * CH + 1
+    mask = _left_pad_mask([seqlen, CH], seqlen)
+    for batch, attention_mask, want in ((1, None, "_ssd_state_pass_kernel"), (2, None, "_ssd_state_fused_kernel"),
+                                        (2, mask, "_ssd_state_pass_kernel")):
+        args = _ssd_inputs(gen, batch, seqlen, H, P, N, mask=attention_mask)
+        final = torch.full((batch, H, P, N), float("nan"))
+        y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, block_n=8, attention_mask=attention_mask)
+        assert launched.pop() == want and not launched
+        _check_ssd(y, final, args, H, P, N)
 
 
 def test_ssd_real_head_shape_few_tokens():
@@ -510,12 +546,21 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
                   BLOCK_C=256 if rows else 128, SUB_L=8 if rows else 32))
 # one row block per chunk (chunk_size <= block_m: the CUDA layer tests' chunk 16, a model's chunk 64), where the
 # scan has no off-diagonal block (Triton 3.6's coalesce pass asserted on its loop with m the constant 0)
+for packed, init in itertools.product((False, True), (False, True)):  # the fused-state form (fused_state)
+    build(ssd_prefill._ssd_chunk_prep_kernel, dict(P=64, N=128, CH=256, BLOCK_K=64, HAS_MASK=not packed and init,
+          ROUND_DT=True, PACKED=packed))
+    build(ssd_prefill._ssd_state_fused_kernel, dict(P=64, N=128, CH=256, BLOCK_K=64, BLOCK_N=64, HAS_INIT=init,
+          HAS_FINAL=True, PREC=0, SPLIT_STATE=True, PACKED=packed, STAGES=2))
 for ch, p, n, packed in ((16, 16, 16, False), (16, 16, 16, True), (64, 64, 128, False)):
     build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=p, N=n, CH=ch, BLOCK_M=ch, HAS_MASK=False, LOAD_CB=True,
           PREC=0, HEADS=1, PACKED=packed), options=dict(maxnreg=128))
     build(ssd_prefill._ssd_chunk_state_kernel, dict(P=p, N=n, CH=ch, BLOCK_K=ch, HAS_MASK=False, ROUND_DT=True,
           STORE_CB=True, CB_SPREAD=True, PREC=0, SPLIT_STATE=True, PACKED=packed),
           options=dict(maxnreg=128, num_stages=2))
+    build(ssd_prefill._ssd_chunk_prep_kernel, dict(P=p, N=n, CH=ch, BLOCK_K=ch, HAS_MASK=False, ROUND_DT=True,
+          PACKED=packed))
+    build(ssd_prefill._ssd_state_fused_kernel, dict(P=p, N=n, CH=ch, BLOCK_K=ch, BLOCK_N=min(n, 64), HAS_INIT=True,
+          HAS_FINAL=True, PREC=0, SPLIT_STATE=True, PACKED=packed, STAGES=2))
 for mask in (False, True):
     build(gated_norm._gated_rmsnorm_kernel, dict(HAS_MASK=mask, BLOCK_T=1, BLOCK_C=1024, NUM_C=3))
 for indirect in (False, True):

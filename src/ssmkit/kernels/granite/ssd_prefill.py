@@ -35,13 +35,18 @@ _UNMASKED_LAUNCH = {"scan": dict(maxnreg=128), "state": dict(maxnreg=128, num_st
 
 
 def ssd_launch_options(device: torch.device, masked: bool, launch: dict[str, dict] | None = None) -> dict[str, dict]:
-    """Triton launch options per SSD kernel ("state", "pass", "scan"): ``_UNMASKED_LAUNCH`` on CUDA for the unmasked
-    layouts (padded or packed), none otherwise; a kernel's key in ``launch`` replaces its options."""
-    opts = {"state": {}, "pass": {}, "scan": {}}
+    """Triton launch options per SSD kernel ("state", "pass", "scan"; "prep", "fused" with fused_state):
+    ``_UNMASKED_LAUNCH`` on CUDA for the unmasked layouts (padded or packed), none otherwise; a kernel's key in
+    ``launch`` replaces its options."""
+    opts = {"state": {}, "pass": {}, "scan": {}, "prep": {}, "fused": {}}
     if device.type == "cuda" and not masked:
         opts.update(_UNMASKED_LAUNCH)
     opts.update(launch or {})
     return opts
+
+# fused_state=None: the fused form from this many programs of its sequential kernel (4 rows of the real config; the
+# measured win is at 8 rows, 768 programs; a row alone, 96, loses: ssd_chunked_prefill)
+FUSED_STATE_MIN_PROGRAMS = 384
 
 # dot precision codes (PREC constexpr): operands rounded to bf16, or fp32 operands through tf32 / 3xtf32 / ieee
 PREC_BF16, PREC_TF32, PREC_TF32X3, PREC_IEEE = 0, 1, 2, 3
@@ -111,6 +116,23 @@ def _dt_cumsum_block(dt_row, stride_dl, h, t, seqlen, first, dt_bias, A, offset,
 
 
 @triton.jit
+def _ssd_store_cb_block(xbc, stride_xl, cb, i, j, chunk_start, seqlen, first, nheads,
+                        P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_K: tl.constexpr):
+    """C.B^T of one chunk, rows i .. i + BLOCK_K against columns j .. j + BLOCK_K (exact products of the bf16
+    operands, fp32 sums), stored at cb (the chunk's (CH, CH) fp32 tile); tokens outside [first, seqlen) read 0."""
+    offs_k = tl.arange(0, BLOCK_K)
+    offs_n = tl.arange(0, N)
+    ti = chunk_start + i + offs_k
+    tj = chunk_start + j + offs_k
+    c_i = tl.load(xbc + ti[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :],
+                  mask=((ti < seqlen) & (ti >= first))[:, None], other=0.0)
+    b_t = tl.load(xbc + tj[None, :] * stride_xl + (nheads * P + offs_n)[:, None],
+                  mask=((tj < seqlen) & (tj >= first))[None, :], other=0.0)
+    blk = tl.dot(c_i, b_t, tl.zeros((BLOCK_K, BLOCK_K), dtype=tl.float32))
+    tl.store(cb + (i + offs_k)[:, None] * CH + (j + offs_k)[None, :], blk)
+
+
+@triton.jit
 def _ssd_chunk_state_kernel(
     xbc_ptr, stride_xb, stride_xl,  # xBC (b, L, H*P + 2N), channel stride 1
     dt_ptr, stride_db, stride_dl,  # dt_raw (b, L, H), head stride 1
@@ -169,31 +191,13 @@ def _ssd_chunk_state_kernel(
             # C.B^T of this chunk (exact products of bf16 operands, fp32 sums), causal BLOCK_K blocks only: all by
             # the head-0 program, or (CB_SPREAD) causal block number q by the program of head q % H
             cb = cb_ptr + (pid_b * nchunks + c) * (CH * CH)
-            if CB_SPREAD:
-                q = 0
-                for i in range(0, CH, BLOCK_K):
-                    for j in range(0, i + BLOCK_K, BLOCK_K):
-                        if q % nheads == h:
-                            ti = chunk_start + i + offs_k
-                            tj = chunk_start + j + offs_k
-                            c_i = tl.load(xbc + ti[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :],
-                                          mask=((ti < seqlen) & (ti >= first))[:, None], other=0.0)
-                            b_t = tl.load(xbc + tj[None, :] * stride_xl + (nheads * P + offs_n)[:, None],
-                                          mask=((tj < seqlen) & (tj >= first))[None, :], other=0.0)
-                            blk = tl.dot(c_i, b_t, tl.zeros((BLOCK_K, BLOCK_K), dtype=tl.float32))
-                            tl.store(cb + (i + offs_k)[:, None] * CH + (j + offs_k)[None, :], blk)
-                        q += 1
-            elif h == 0:
-                for i in range(0, CH, BLOCK_K):
-                    ti = chunk_start + i + offs_k
-                    c_i = tl.load(xbc + ti[:, None] * stride_xl + (nheads * P + N + offs_n)[None, :],
-                                  mask=((ti < seqlen) & (ti >= first))[:, None], other=0.0)
-                    for j in range(0, i + BLOCK_K, BLOCK_K):
-                        tj = chunk_start + j + offs_k
-                        b_t = tl.load(xbc + tj[None, :] * stride_xl + (nheads * P + offs_n)[:, None],
-                                      mask=((tj < seqlen) & (tj >= first))[None, :], other=0.0)
-                        blk = tl.dot(c_i, b_t, tl.zeros((BLOCK_K, BLOCK_K), dtype=tl.float32))
-                        tl.store(cb + (i + offs_k)[:, None] * CH + (j + offs_k)[None, :], blk)
+            q = 0
+            for i in range(0, CH, BLOCK_K):
+                for j in range(0, i + BLOCK_K, BLOCK_K):
+                    if (q % nheads == h) if CB_SPREAD else (h == 0):
+                        _ssd_store_cb_block(xbc, stride_xl, cb, i, j, chunk_start, seqlen, first, nheads, P, N, CH,
+                                            BLOCK_K)
+                    q += 1
     else:
         # no real token: only dt and the cumsum (the decay through the chunk) are needed
         for k in range(0, CH, BLOCK_K):
@@ -242,6 +246,104 @@ def _ssd_state_pass_kernel(
         c += 1
     if HAS_FINAL:
         tl.store(final_ptr + (pid_b * nheads + h) * PN + offs, s)
+
+
+@triton.jit
+def _ssd_chunk_prep_kernel(
+    xbc_ptr, stride_xb, stride_xl,  # xBC (b, L, H*P + 2N), channel stride 1
+    dt_ptr, stride_db, stride_dl,  # dt_raw (b, L, H), head stride 1
+    dt_bias_ptr, a_log_ptr,
+    mask_ptr, stride_mb, stride_ml,
+    dtcs_ptr,  # (b, H, chunks * CH, 2) fp32: dt, in-chunk cumsum of A*dt
+    cb_ptr,  # (b, chunks, CH, CH) fp32
+    rows_ptr,  # (b, 2) int64 [base, first] of the packed layout (PACKED), or unused
+    seqlen, nheads, nchunks,
+    P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_K: tl.constexpr,
+    HAS_MASK: tl.constexpr, ROUND_DT: tl.constexpr, PACKED: tl.constexpr,
+):
+    """Launch 1 of the fused-state form, grid (H + causal C.B^T blocks, chunks, b): program q < H writes head q's
+    dt and in-chunk cumsum of the chunk; program H + r computes causal C.B^T block number r of the chunk (row block
+    i, column block j <= i, r = i (i + 1) / 2 + j), when the chunk holds a real token."""
+    q = tl.program_id(0)
+    c = tl.program_id(1)
+    pid_b = tl.program_id(2).to(tl.int64)
+    chunk_start = c * CH
+    first = _varlen_first(rows_ptr, pid_b, PACKED)
+    if q < nheads:
+        A = -tl.exp(tl.load(a_log_ptr + q).to(tl.float32))
+        dt_bias = tl.load(dt_bias_ptr + q).to(tl.float32)
+        aux = dtcs_ptr + (((pid_b * nheads + q) * nchunks + c) * CH) * 2
+        dt_row = dt_ptr + _varlen_base(rows_ptr, pid_b, stride_db, stride_dl, PACKED)
+        offs_k = tl.arange(0, BLOCK_K)
+        cs_end = A * 0.0
+        for k in range(0, CH, BLOCK_K):
+            _, _, cs_end = _dt_cumsum_block(dt_row, stride_dl, q, chunk_start + k + offs_k, seqlen, first, dt_bias,
+                                            A, cs_end, aux + 2 * k, ROUND_DT, BLOCK_K)
+    elif _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, first, HAS_MASK, CH):
+        r = q - nheads
+        i = 0
+        while (i + 1) * (i + 2) // 2 <= r:
+            i += 1
+        xbc = xbc_ptr + _varlen_base(rows_ptr, pid_b, stride_xb, stride_xl, PACKED)
+        _ssd_store_cb_block(xbc, stride_xl, cb_ptr + (pid_b * nchunks + c) * (CH * CH), i * BLOCK_K,
+                            (r - i * (i + 1) // 2) * BLOCK_K, chunk_start, seqlen, first, nheads, P, N, CH, BLOCK_K)
+
+
+@triton.jit
+def _ssd_state_fused_kernel(
+    xbc_ptr, stride_xb, stride_xl,  # xBC (b, L, H*P + 2N), channel stride 1
+    dtcs_ptr,  # (b, H, chunks * CH, 2) fp32: dt, in-chunk cumsum (launch 1)
+    ent_ptr,  # (b, chunks, H, P, N) state entering each chunk (fp32 or bf16)
+    init_ptr,  # (b, H, P, N) initial state (HAS_INIT)
+    final_ptr,  # (b, H, P, N) fp32 final state (HAS_FINAL)
+    rows_ptr,  # (b, 2) int64 [base, first] of the packed layout (PACKED), or unused
+    seqlen, nheads, nchunks,
+    P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr,
+    HAS_INIT: tl.constexpr, HAS_FINAL: tl.constexpr, PREC: tl.constexpr, SPLIT_STATE: tl.constexpr,
+    PACKED: tl.constexpr, STAGES: tl.constexpr,
+):
+    """Launch 2 of the fused-state form, grid (N / BLOCK_N, H, b): the chunk states and their passing in one
+    sequential pass over chunks, for state columns n of one head (no local states in memory). Per chunk: store the
+    entering state S (bf16 for the scan), then S <- S exp(cs_end) + sum_s x_s^T (B_s dt_s exp(cs_end - cs_s)), every
+    exponent <= 0; the weighted B as two bf16 terms (SPLIT_STATE), x the exact bf16 operand. Chunks of a packed row
+    before its first real token only decay S (their terms are 0; the scan reads no entering state there); in the
+    masked layout x = B = 0 at pads, so their terms add exact zeros."""
+    pid_n = tl.program_id(0)
+    h = tl.program_id(1)
+    pid_b = tl.program_id(2).to(tl.int64)
+    offs_p = tl.arange(0, P)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    first = _varlen_first(rows_ptr, pid_b, PACKED)
+    xbc = xbc_ptr + _varlen_base(rows_ptr, pid_b, stride_xb, stride_xl, PACKED)
+    st_offs = offs_p[:, None] * N + offs_n[None, :]
+    if HAS_INIT:
+        s = tl.load(init_ptr + (pid_b * nheads + h) * (P * N) + st_offs).to(tl.float32)
+    else:
+        s = tl.zeros((P, BLOCK_N), dtype=tl.float32)
+    aux_h = dtcs_ptr + (pid_b * nheads + h) * nchunks * CH * 2
+    c0 = first // CH  # (0 unless packed)
+    for c in range(0, c0):
+        s = s * tl.exp(tl.load(aux_h + 2 * (c * CH + CH - 1) + 1))
+    for c in tl.range(c0, nchunks, num_stages=STAGES):
+        aux = aux_h + c * CH * 2
+        tl.store(ent_ptr + ((pid_b * nchunks + c) * nheads + h) * (P * N) + st_offs, s.to(ent_ptr.dtype.element_ty))
+        cs_end = tl.load(aux + 2 * (CH - 1) + 1)
+        acc = s * tl.exp(cs_end)
+        for k in tl.static_range(0, CH, BLOCK_K):
+            t = c * CH + k + offs_k
+            valid = (t < seqlen) & (t >= first)
+            w = tl.load(aux + 2 * (k + offs_k)) * tl.exp(cs_end - tl.load(aux + 2 * (k + offs_k) + 1))
+            x_t = tl.load(xbc + t[None, :] * stride_xl + (h * P + offs_p)[:, None], mask=valid[None, :], other=0.0)
+            b_s = tl.load(xbc + t[:, None] * stride_xl + (nheads * P + offs_n)[None, :], mask=valid[:, None],
+                          other=0.0)
+            bw = b_s.to(tl.float32) * w[:, None]
+            acc = _ssd_dot(x_t, bw, acc, PREC)
+            if SPLIT_STATE:  # the rounding remainder of the weighted B as a second bf16 term
+                acc = tl.dot(x_t, (bw - bw.to(tl.bfloat16).to(tl.float32)).to(tl.bfloat16), acc)
+        s = acc
+    if HAS_FINAL:
+        tl.store(final_ptr + (pid_b * nheads + h) * (P * N) + st_offs, s)
 
 
 @triton.jit
@@ -365,6 +467,9 @@ def ssd_chunked_prefill(
     block_m: int = 64,
     block_s: int = 512,
     scan_heads: int = 1,
+    fused_state: bool | None = None,
+    block_n: int = 64,
+    fused_stages: int = 2,
     launch: dict[str, dict] | None = None,
     packed_rows: torch.Tensor | None = None,
     seqlen: int | None = None,
@@ -403,6 +508,15 @@ def ssd_chunked_prefill(
         block_m, block_s: token rows per scan program (and per chunk-state dot step); state elements per
             state-passing program.
         scan_heads: heads per scan program (a divisor of H), done one after the other (C, C.B^T reuse in L1).
+        fused_state: launches 1-2 as ``_ssd_chunk_prep_kernel`` (dt, cumsum, C.B^T) and ``_ssd_state_fused_kernel``
+            (chunk states and their passing in one sequential pass per block_n state columns of a head, no local
+            states in memory; software-pipelined over chunks with fused_stages stages) instead of the chunk-state
+            and state-passing kernels (C.B^T then always spread over programs of its own, cb_spread unused). None
+            (default): fused when the sequential kernel has at least ``FUSED_STATE_MIN_PROGRAMS`` programs
+            (batch x H x N / block_n) and there is no attention_mask (whose fully padded chunks the other form
+            skips). H200, kernels alone (bench/results/session11/run6/granite_ssd_ab.json): the packed B=8 bench
+            batch 384 -> 360 us for the three SSD launches, but B=1 378 -> 493-589 us at L = 16384 (96-384
+            programs, each a chain of 64 chunks at ~4 us a link).
         launch: optional Triton launch options per kernel, keys "state", "pass", "scan" (e.g. num_warps); a key
             given replaces that kernel's defaults (``ssd_launch_options``).
         packed_rows: the packed varlen layout (``packed_layout_rows`` of conv1d.py), or None. Then xBC (T, H*P + 2N)
@@ -475,13 +589,17 @@ def ssd_chunked_prefill(
     bm = min(block_m, ch)
     bs = min(block_s, head_dim * d_state)
     nchunks = triton.cdiv(seqlen, ch)
-    # one fp32 workspace: dt and cumsum (interleaved), local states, C.B^T
+    if fused_state is None:
+        fused_state = (attention_mask is None
+                       and batch * nheads * triton.cdiv(d_state, block_n) >= FUSED_STATE_MIN_PROGRAMS)
+    # one fp32 workspace: dt and cumsum (interleaved), local states (not with fused_state), C.B^T
     n_dtcs = batch * nheads * nchunks * ch * 2
     n_states = batch * nchunks * nheads * head_dim * d_state
-    work = torch.empty(n_dtcs + n_states + (batch * nchunks * ch * ch if shared_cb else 0), device=device,
+    n_local = 0 if fused_state else n_states
+    work = torch.empty(n_dtcs + n_local + (batch * nchunks * ch * ch if shared_cb else 0), device=device,
                        dtype=torch.float32)
-    dtcs, states = work[:n_dtcs], work[n_dtcs:n_dtcs + n_states]
-    cb = work[n_dtcs + n_states:] if shared_cb else work
+    dtcs, states = work[:n_dtcs], work[n_dtcs:n_dtcs + n_local]
+    cb = work[n_dtcs + n_local:] if shared_cb else work
     entering = torch.empty(n_states, device=device, dtype=state_dtype)
     y = torch.empty((*(xBC.shape[:2] if packed else (batch, seqlen)), nheads * head_dim), device=device,
                     dtype=y_dtype)  # (1, T, H*P) packed
@@ -490,25 +608,41 @@ def ssd_chunked_prefill(
     has_mask = attention_mask is not None
     rows = packed_rows if packed else work
     opts = ssd_launch_options(device, has_mask, launch)
+    split = state_split and precision == PREC_BF16
+    init = initial_state if initial_state is not None else work
+    final = ssm_state_out if ssm_state_out is not None else work
 
-    _ssd_chunk_state_kernel[(nheads, nchunks, batch)](
-        xBC, xBC.stride(0), xBC.stride(1), dt_raw, dt_raw.stride(0), dt_raw.stride(1),
-        dt_bias, A_log, mask, *m_strides, dtcs, states, cb, rows,
-        seqlen, nheads, nchunks,
-        P=head_dim, N=d_state, CH=ch, BLOCK_K=bm,
-        HAS_MASK=has_mask, ROUND_DT=dt_raw.dtype == torch.bfloat16, STORE_CB=shared_cb, CB_SPREAD=cb_spread,
-        PREC=precision, SPLIT_STATE=state_split and precision == PREC_BF16, PACKED=packed,
-        **opts["state"],
-    )
-    _ssd_state_pass_kernel[(triton.cdiv(head_dim * d_state, bs), nheads, batch)](
-        states, entering, dtcs,
-        initial_state if initial_state is not None else states,
-        ssm_state_out if ssm_state_out is not None else states,
-        mask, *m_strides, rows, seqlen, nheads, nchunks,
-        PN=head_dim * d_state, CH=ch, BLOCK_S=bs,
-        HAS_INIT=initial_state is not None, HAS_FINAL=ssm_state_out is not None, HAS_MASK=has_mask, PACKED=packed,
-        **opts["pass"],
-    )
+    if fused_state:
+        nb = ch // bm
+        _ssd_chunk_prep_kernel[(nheads + (nb * (nb + 1) // 2 if shared_cb else 0), nchunks, batch)](
+            xBC, xBC.stride(0), xBC.stride(1), dt_raw, dt_raw.stride(0), dt_raw.stride(1),
+            dt_bias, A_log, mask, *m_strides, dtcs, cb, rows, seqlen, nheads, nchunks,
+            P=head_dim, N=d_state, CH=ch, BLOCK_K=bm, HAS_MASK=has_mask, ROUND_DT=dt_raw.dtype == torch.bfloat16,
+            PACKED=packed, **opts["prep"],
+        )
+        bn = min(block_n, d_state)
+        _ssd_state_fused_kernel[(triton.cdiv(d_state, bn), nheads, batch)](
+            xBC, xBC.stride(0), xBC.stride(1), dtcs, entering, init, final, rows, seqlen, nheads, nchunks,
+            P=head_dim, N=d_state, CH=ch, BLOCK_K=bm, BLOCK_N=bn, HAS_INIT=initial_state is not None,
+            HAS_FINAL=ssm_state_out is not None, PREC=precision, SPLIT_STATE=split, PACKED=packed,
+            STAGES=fused_stages, **opts["fused"],
+        )
+    else:
+        _ssd_chunk_state_kernel[(nheads, nchunks, batch)](
+            xBC, xBC.stride(0), xBC.stride(1), dt_raw, dt_raw.stride(0), dt_raw.stride(1),
+            dt_bias, A_log, mask, *m_strides, dtcs, states, cb, rows,
+            seqlen, nheads, nchunks,
+            P=head_dim, N=d_state, CH=ch, BLOCK_K=bm,
+            HAS_MASK=has_mask, ROUND_DT=dt_raw.dtype == torch.bfloat16, STORE_CB=shared_cb, CB_SPREAD=cb_spread,
+            PREC=precision, SPLIT_STATE=split, PACKED=packed,
+            **opts["state"],
+        )
+        _ssd_state_pass_kernel[(triton.cdiv(head_dim * d_state, bs), nheads, batch)](
+            states, entering, dtcs, init, final, mask, *m_strides, rows, seqlen, nheads, nchunks,
+            PN=head_dim * d_state, CH=ch, BLOCK_S=bs,
+            HAS_INIT=initial_state is not None, HAS_FINAL=ssm_state_out is not None, HAS_MASK=has_mask,
+            PACKED=packed, **opts["pass"],
+        )
     _ssd_chunk_scan_kernel[(nheads // scan_heads, nchunks * (ch // bm), batch)](
         xBC, xBC.stride(0), xBC.stride(1), dtcs, entering, cb, D,
         mask, *m_strides, y, y.stride(0), y.stride(1), rows,
