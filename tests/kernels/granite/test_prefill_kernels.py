@@ -163,9 +163,9 @@ def test_ssd_register_caps_only_for_the_unmasked_layouts_on_cuda():
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
     capped = ssd_launch_options(cuda, masked=False)
     assert capped["scan"] == {"maxnreg": 128} and capped["state"] == {"maxnreg": 128, "num_stages": 2}
-    assert capped["pass"] == {}
+    assert capped["pass"] == capped["prep"] == capped["fused"] == {}
     for device, masked in ((cuda, True), (cpu, False)):
-        assert ssd_launch_options(device, masked) == {"state": {}, "pass": {}, "scan": {}}
+        assert ssd_launch_options(device, masked) == {"state": {}, "pass": {}, "scan": {}, "prep": {}, "fused": {}}
     given = ssd_launch_options(cuda, False, {"scan": {"num_warps": 8}})
     assert given["scan"] == {"num_warps": 8} and given["state"] == capped["state"]
 
