@@ -11,6 +11,10 @@
 #   3. _ssd_chunk_scan_kernel, grid (H / HEADS, chunks * CH / BLOCK_M, b): y = C.state * exp(cs) + (CB o decay o dt) @ x
 #      + D x, BLOCK_M = 64 rows per program, causal column blocks only; the off-diagonal blocks' decay factored into a
 #      row and a column vector (no tile of exponents there).
+# The fused-state form (fused_state; by default for batches with enough rows) replaces launches 1-2 with
+#   1'. _ssd_chunk_prep_kernel, grid (H + causal C.B^T blocks, chunks, b): dt and the cumsum per head; C.B^T blocks;
+#   2'. _ssd_state_fused_kernel, grid (N / BLOCK_N, H, b): chunk states and their passing in one sequential pass
+#       (no local states in memory), writing the entering and final states.
 # Fully padded chunks (no real token in the attention mask) skip the matrix work: x = B = C = 0 there (mask #2), so
 # their local state and outputs are exactly 0 whatever the entering state; the decay through them is still applied.
 # Packed varlen layout (PACKED, see conv1d.py): xBC, dt_raw and y hold a left-padded batch's real tokens only, row
