@@ -48,4 +48,6 @@ if [ "${MAMBA3:-0}" = 1 ]; then
   timeout 120 python -m ssmkit.cli mamba3 judge --solver /tmp/mamba3_solver.py --json "$OUT/mamba3_judge.json" \
     > "$OUT/mamba3_judge.log" 2>&1; echo "rc=$?"; tail -14 "$OUT/mamba3_judge.log"
 fi
+# the device returns at most 8 files: the logs travel as one archive (the JSON results and the plot stay files)
+tar -C "$OUT" -czf "$OUT/logs.tgz" $(cd "$OUT" && ls *.log) && rm -f "$OUT"/*.log
 step "done"
