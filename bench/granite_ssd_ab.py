@@ -6,11 +6,14 @@ default launch options and with those of VARIANTS (``--variants all``: every mod
 only): B=1 at L = 16384 and 4096, and the left-padded B=8 bench batch in the packed varlen layout. y and the final
 state are compared with the first baseline's bit for bit (DIFFERS, and the norm-relative difference of y); each is
 timed as a CUDA graph of launches (``granite_conv_bench.graph_us``), us per launch, and profiled per kernel
-(``granite_prefill_bench.profile_kernels``: chunk state / state passing / chunk scan us, eager launches).
+(``granite_prefill_bench.profile_kernels``: chunk state / state passing / chunk scan us, or prep / fused for the
+fused-state form (the default on the packed batch), eager launches). Variants a baseline's ``ssd_chunked_prefill``
+has no keywords for are left out for it.
 Usage (CUDA): PYTHONPATH=src python bench/granite_ssd_ab.py --baseline DIR [DIR ...] --out DIR
 """
 import argparse
 import importlib.util
+import inspect
 import sys
 from pathlib import Path
 
@@ -28,8 +31,8 @@ from ssmkit.kernels.granite.conv1d import packed_layout_rows  # noqa: E402
 
 # A ``launch`` key given replaces that kernel's defaults, which on CUDA include the register caps for every unmasked
 # layout, padded or packed (ssd_launch_options; the padded one only until session 10). (Session 4: stage counts of
-# the chunk-state kernel; session 5: register caps, so that 4 CTAs of 4 warps fit an SM: 168 (scan) and 145 (state) registers allowed 3; the state kernel's 74 KB of
-# shared memory at 3 stages also does. Session 5's run 4 ran before the caps became a default: its "new" side is
+# the chunk-state kernel; session 5: register caps, so that 4 CTAs of 4 warps fit an SM: 168 (scan) and 145
+# (state) registers allowed 3; the state kernel's 74 KB of shared memory at 3 stages also does. Session 5's run 4 ran before the caps became a default: its "new" side is
 # Triton's defaults there.)
 # A variant is a dict of extra ssd_chunked_prefill keywords (``launch``: per-kernel launch options). Earlier
 # sessions' sets: git history (session 8's run 3: two heads per scan program sharing the C and C.B^T loads, bf16 C.B^T
@@ -39,11 +42,12 @@ from ssmkit.kernels.granite.conv1d import packed_layout_rows  # noqa: E402
 _KERNELS = {"chunk_state": "state", "state_pass": "pass", "chunk_scan": "scan", "chunk_prep": "prep",
             "state_fused": "fused"}
 _CAP = {"scan": {"maxnreg": 128}, "state": {"maxnreg": 128, "num_stages": 2}}
-VARIANTS = {"triton_defaults": dict(launch={"scan": {}, "state": {}}),
-            "scan_capped": dict(launch={"scan": _CAP["scan"]}),
-            "state_capped": dict(launch={"state": _CAP["state"]}),
-            "capped_everywhere": dict(launch=_CAP),
-            "block_s_256": dict(block_s=256), "block_s_1024": dict(block_s=1024)}
+# (fused_state=False: these vary the chunk-state / passing form, which is not the default on the packed batch)
+VARIANTS = {"triton_defaults": dict(launch={"scan": {}, "state": {}}, fused_state=False),
+            "scan_capped": dict(launch={"scan": _CAP["scan"]}, fused_state=False),
+            "state_capped": dict(launch={"state": _CAP["state"]}, fused_state=False),
+            "capped_everywhere": dict(launch=_CAP, fused_state=False),
+            "block_s_256": dict(block_s=256, fused_state=False), "block_s_1024": dict(block_s=1024, fused_state=False)}
 # Session 11: chunk states and their passing in one sequential kernel (fused_state), per state columns and stages
 VARIANTS.update({f"fused_n{n}_s{st}": dict(fused_state=True, block_n=n, fused_stages=st)
                  for n, st in ((16, 2), (32, 1), (32, 2), (32, 3), (64, 2))})
@@ -59,6 +63,10 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=10)
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
+    chosen = VARIANTS if args.variants in ("new", "all") else {n: VARIANTS.get(n) for n in args.variants.split(",")}
+    unknown = [n for n, v in chosen.items() if v is None]
+    if unknown:
+        raise SystemExit(f"unknown variants {unknown}; known: {sorted(VARIANTS)}")
     device = torch.device("cuda")
     modules = []
     for i, directory in enumerate(args.baseline):
@@ -84,11 +92,11 @@ def main() -> None:
         dt_raw = torch.randn(*shape, cfg.num_heads, generator=gen).to(device, torch.bfloat16)
         outs, kernel_us = {}, {}
         sides = []
-        chosen = VARIANTS if args.variants in ("new", "all") else {n: VARIANTS[n] for n in args.variants.split(",")}
         for mname, module in modules:
             sides.append((mname, module, {}))
             if args.variants == "all" or module is new_ssd:
-                sides += [(f"{mname}+{n}", module, v) for n, v in chosen.items()]
+                known = inspect.signature(module.ssd_chunked_prefill).parameters  # (older files lack newer keywords)
+                sides += [(f"{mname}+{n}", module, v) for n, v in chosen.items() if set(v) <= set(known)]
         for side, module, extra in sides:
             state = torch.empty(batch, cfg.num_heads, cfg.head_dim, cfg.d_state, device=device)
 

@@ -89,6 +89,17 @@ def test_fast_left_padded_prefill_then_decode_matches_reference(tiny):
         trio.step(3, 1, label=f"decode {i}")
 
 
+@pytest.mark.parametrize("fused", [False, True])
+def test_fast_prefill_with_each_ssd_state_form_matches_reference(tiny, fused):
+    """ssd_fused_state forced either way (the tiny config's batches are below the default's threshold): a
+    left-padded prefill, a continuation and a decode step keep the reference's accuracy."""
+    trio = Trio(tiny, seed=41)
+    trio.fast.ssd_fused_state = fused
+    trio.step(3, 19, mask=left_pad_mask([19, 8, 1]), label=f"padded prefill (fused state {fused})")
+    trio.step(3, 5, label="continuation")
+    trio.step(3, 1, label="decode")
+
+
 @pytest.mark.parametrize("cont", [2, 3, 8, 13])
 def test_fast_continuation_matches_reference(tiny, cont):
     trio = Trio(tiny, seed=10 + cont)

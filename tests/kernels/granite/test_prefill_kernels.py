@@ -148,6 +148,13 @@ def test_conv_interior_path_equals_masked_path(conv_dim):
                 assert torch.equal(out, results[0][0]) and torch.equal(state, results[0][1])
 
 
+def _unpacked(packed, mask):
+    """The packed (T, d) rows of a left-padded batch back in the (b, L, d) layout, 0 at pads."""
+    out = torch.zeros(*mask.shape, packed.shape[1], dtype=packed.dtype)
+    out[mask.bool()] = packed
+    return out
+
+
 def _packed(padded, mask, margin=2):
     """The real positions of a left-padded (b, L, d) tensor, row after row, as a (T, d) view into a buffer with
     NaN rows before and after it (a kernel reading outside the real rows would show)."""
@@ -364,18 +371,23 @@ def test_ssd_fp32_dt_is_not_rounded_to_bf16():
     _check_ssd(y, final, args, H, P, N, rel=0.0)
 
 
-def test_ssd_left_padding_skips_pad_chunks_exactly():
+@pytest.mark.parametrize("fused", [False, True])
+def test_ssd_left_padding_skips_pad_chunks_exactly(fused):
+    """Masked layout: y and the final state within the float64 bound, pads 0; skipping the pad chunks (the
+    chunk-state form) gives the same bits as computing them, and the fused form (which computes them: x = B = 0
+    there) the same bits with and without the mask."""
     gen = torch.Generator().manual_seed(5)
     seqlen = 4 * CH + 3
     mask = _left_pad_mask([seqlen, CH + 2, 1], seqlen)
     args = _ssd_inputs(gen, 3, seqlen, H, P, N, mask=mask)
     final = torch.full((3, H, P, N), float("nan"))
-    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, attention_mask=mask)
+    y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, attention_mask=mask, fused_state=fused,
+                            block_n=8)
     _check_ssd(y, final, args, H, P, N)
     assert (y[mask == 0] == 0).all()
     # skipping the pad chunks gives the same bits as computing them (their terms are exact zeros)
     final_all = torch.full((3, H, P, N), float("nan"))
-    y_all = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final_all)
+    y_all = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final_all, fused_state=fused, block_n=8)
     assert torch.equal(y, y_all) and torch.equal(final, final_all)
 
 
@@ -402,6 +414,36 @@ def test_ssd_packed_layout_equals_padded_layout(continuing, fused):
 
 
 @pytest.mark.parametrize("fused", [False, True])
+def test_ssd_packed_edge_rows_match_float64_in_place(fused):
+    """Packed layout at L a multiple of the chunk: an empty row (no chunk with a token), a row starting exactly on
+    a chunk boundary, one real token, a full row; continuing in place (initial_state is ssm_state_out). y and the
+    final state within the float64 bound of the padded inputs (the initial state decays through the pads)."""
+    gen = torch.Generator().manual_seed(31)
+    seqlen, lengths = 4 * CH, [0, 2 * CH, 1, 4 * CH]
+    mask = _left_pad_mask(lengths, seqlen)
+    xbc, dt_raw, *params = _ssd_inputs(gen, len(lengths), seqlen, H, P, N, mask=mask)
+    init = torch.randn(len(lengths), H, P, N, generator=gen)
+    state = init.clone()
+    y = ssd_chunked_prefill(_packed(xbc, mask), _packed(dt_raw, mask), *params, chunk_size=CH, initial_state=state,
+                            ssm_state_out=state, packed_rows=packed_layout_rows(mask.sum(1), seqlen), seqlen=seqlen,
+                            fused_state=fused, block_n=8)
+    _check_ssd(_unpacked(y, mask), state, (xbc, dt_raw, *params), H, P, N, init=init)
+
+
+def test_ssd_real_head_shape_fused_packed():
+    """The fused form at the real P = 64, N = 128, chunk 256 with block_n 64 (two programs per head) and 10 causal
+    C.B^T blocks a chunk, packed rows across chunks and an empty row, against float64."""
+    gen = torch.Generator().manual_seed(37)
+    seqlen, lengths = 600, [600, 300, 0]
+    mask = _left_pad_mask(lengths, seqlen)
+    xbc, dt_raw, *params = _ssd_inputs(gen, 3, seqlen, 2, 64, 128, mask=mask)
+    final = torch.full((3, 2, 64, 128), float("nan"))
+    y = ssd_chunked_prefill(_packed(xbc, mask), _packed(dt_raw, mask), *params, chunk_size=256, ssm_state_out=final,
+                            packed_rows=packed_layout_rows(mask.sum(1), seqlen), seqlen=seqlen, fused_state=True)
+    _check_ssd(_unpacked(y, mask), final, (xbc, dt_raw, *params), 2, 64, 128)
+
+
+@pytest.mark.parametrize("fused", [False, True])
 def test_ssd_initial_state_continuation_matches_one_pass(fused):
     gen = torch.Generator().manual_seed(9)
     prefix, seqlen = CH + 3, 2 * CH + 6
@@ -422,8 +464,8 @@ def test_ssd_initial_state_continuation_matches_one_pass(fused):
 
 
 def test_ssd_fused_state_by_default_from_enough_programs_without_a_mask(monkeypatch):
-    """fused_state=None takes the fused form when batch x H x N / block_n reaches FUSED_STATE_MIN_PROGRAMS and no
-    attention_mask is given (the other form skips fully padded chunks), the chunk-state and passing kernels
+    """fused_state=None takes the fused form when batch x H reaches FUSED_STATE_MIN_CHAINS (whatever block_n) and
+    no attention_mask is given (the other form skips fully padded chunks), the chunk-state and passing kernels
     otherwise; both give y within the float64 bound."""
     from ssmkit.kernels.granite import ssd_prefill
 
@@ -432,15 +474,17 @@ def test_ssd_fused_state_by_default_from_enough_programs_without_a_mask(monkeypa
         kernel = getattr(ssd_prefill, name)
         monkeypatch.setattr(ssd_prefill, name, type("Spy", (), {"__getitem__": lambda self, grid, k=kernel, n=name: (
             launched.append(n), k[grid])[1]})())
-    monkeypatch.setattr(ssd_prefill, "FUSED_STATE_MIN_PROGRAMS", 2 * H * 2)  # block_n 8: 2 programs per head
+    monkeypatch.setattr(ssd_prefill, "FUSED_STATE_MIN_CHAINS", 2 * H)  # 2 rows
     gen = torch.Generator().manual_seed(23)
     seqlen = 2 * CH + 1
     mask = _left_pad_mask([seqlen, CH], seqlen)
-    for batch, attention_mask, want in ((1, None, "_ssd_state_pass_kernel"), (2, None, "_ssd_state_fused_kernel"),
-                                        (2, mask, "_ssd_state_pass_kernel")):
+    for batch, attention_mask, block_n, want in ((1, None, 4, "_ssd_state_pass_kernel"),
+                                                 (2, None, 16, "_ssd_state_fused_kernel"),
+                                                 (2, mask, 8, "_ssd_state_pass_kernel")):
         args = _ssd_inputs(gen, batch, seqlen, H, P, N, mask=attention_mask)
         final = torch.full((batch, H, P, N), float("nan"))
-        y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, block_n=8, attention_mask=attention_mask)
+        y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, block_n=block_n,
+                                attention_mask=attention_mask)
         assert launched.pop() == want and not launched
         _check_ssd(y, final, args, H, P, N)
 
@@ -544,13 +588,13 @@ for packed, mask, flag in itertools.product((False, True), (False, True), (False
             build(conv1d._conv1d_silu_kernel, dict(K=4, HAS_BIAS=True, HAS_STATE_IN=flag, HAS_STATE_OUT=True,
                   HAS_MASK=mask, PACKED=packed, INTERIOR_OK=flag, INTERIOR_ROWS=rows, BLOCK_L=32,
                   BLOCK_C=256 if rows else 128, SUB_L=8 if rows else 32))
-# one row block per chunk (chunk_size <= block_m: the CUDA layer tests' chunk 16, a model's chunk 64), where the
-# scan has no off-diagonal block (Triton 3.6's coalesce pass asserted on its loop with m the constant 0)
 for packed, init in itertools.product((False, True), (False, True)):  # the fused-state form (fused_state)
     build(ssd_prefill._ssd_chunk_prep_kernel, dict(P=64, N=128, CH=256, BLOCK_K=64, HAS_MASK=not packed and init,
           ROUND_DT=True, PACKED=packed))
     build(ssd_prefill._ssd_state_fused_kernel, dict(P=64, N=128, CH=256, BLOCK_K=64, BLOCK_N=64, HAS_INIT=init,
           HAS_FINAL=True, PREC=0, SPLIT_STATE=True, PACKED=packed, STAGES=2))
+# one row block per chunk (chunk_size <= block_m: the CUDA layer tests' chunk 16, a model's chunk 64), where the
+# scan has no off-diagonal block (Triton 3.6's coalesce pass asserted on its loop with m the constant 0)
 for ch, p, n, packed in ((16, 16, 16, False), (16, 16, 16, True), (64, 64, 128, False)):
     build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=p, N=n, CH=ch, BLOCK_M=ch, HAS_MASK=False, LOAD_CB=True,
           PREC=0, HEADS=1, PACKED=packed), options=dict(maxnreg=128))
@@ -597,8 +641,9 @@ for mask_type, upcast in (("*i64", False), ("*u8", False), ("*fp64", False), ("*
 
 def test_granite_kernels_compile_for_sm90(compile_for_sm90):
     """The conv, SSD and unpack kernels compile for an H100/H200 (sm_90) in every layout the layer uses (padded
-    with and without a mask, packed; cb_spread, continuation; one row block per chunk), and so do the decode kernels (with and without the
-    evict-first hint), the decode graph's mapped copies and the mask-facts kernel. The interpreter does not
+    with and without a mask, packed; cb_spread, continuation; one row block per chunk; the fused-state form), and so
+    do the decode kernels (with and without the evict-first hint), the decode graph's mapped copies and the
+    mask-facts kernel. The interpreter does not
     type-check like the compiler (a loop-carried variable changing type passed here and failed on the GPU), so
     this runs Triton's real compiler on the CPU (the ``compile_for_sm90`` fixture)."""
     compile_for_sm90(_SM90_COMPILE, timeout=600)

@@ -48,9 +48,11 @@ def ssd_launch_options(device: torch.device, masked: bool, launch: dict[str, dic
     opts.update(launch or {})
     return opts
 
-# fused_state=None: the fused form from this many programs of its sequential kernel (4 rows of the real config; the
-# measured win is at 8 rows, 768 programs; a row alone, 96, loses: ssd_chunked_prefill)
-FUSED_STATE_MIN_PROGRAMS = 384
+
+# fused_state=None: the fused form from this many (row, head) chains (4 rows of the real config, an estimate: the
+# measured win is at 8 rows of at most 16 chunks, a row alone loses at any block_n; ssd_chunked_prefill)
+FUSED_STATE_MIN_CHAINS = 192
+
 
 # dot precision codes (PREC constexpr): operands rounded to bf16, or fp32 operands through tf32 / 3xtf32 / ieee
 PREC_BF16, PREC_TF32, PREC_TF32X3, PREC_IEEE = 0, 1, 2, 3
@@ -516,13 +518,13 @@ def ssd_chunked_prefill(
             (chunk states and their passing in one sequential pass per block_n state columns of a head, no local
             states in memory; software-pipelined over chunks with fused_stages stages) instead of the chunk-state
             and state-passing kernels (C.B^T then always spread over programs of its own, cb_spread unused). None
-            (default): fused when the sequential kernel has at least ``FUSED_STATE_MIN_PROGRAMS`` programs
-            (batch x H x N / block_n) and there is no attention_mask (whose fully padded chunks the other form
-            skips). H200, kernels alone (bench/results/session11/run6/granite_ssd_ab.json): the packed B=8 bench
-            batch 384 -> 360 us for the three SSD launches, but B=1 378 -> 493-589 us at L = 16384 (96-384
-            programs, each a chain of 64 chunks at ~4 us a link).
-        launch: optional Triton launch options per kernel, keys "state", "pass", "scan" (e.g. num_warps); a key
-            given replaces that kernel's defaults (``ssd_launch_options``).
+            (default): fused when there are at least ``FUSED_STATE_MIN_CHAINS`` (row, head) pairs (batch x H) and
+            no attention_mask (whose fully padded chunks the other form skips). H200, kernels alone
+            (bench/results/session11/run6/granite_ssd_ab.json): the packed B=8 bench batch 384 -> 360 us for the
+            three SSD launches, but B=1 378 -> 493-611 us at L = 16384 (96-384 programs, each a chain of 64 chunks
+            at ~4 us a link). block_n: a power of two (>= 16 on the GPU, tl.dot tiles).
+        launch: optional Triton launch options per kernel, keys "state", "pass", "scan", "prep", "fused" (e.g.
+            num_warps); a key given replaces that kernel's defaults (``ssd_launch_options``).
         packed_rows: the packed varlen layout (``packed_layout_rows`` of conv1d.py), or None. Then xBC (T, H*P + 2N)
             and dt_raw (T, H) hold the real tokens of a left-padded batch of ``seqlen`` positions per row, row after
             row (the pads read as 0, as the reference has them after the masks); attention_mask must be None
@@ -587,6 +589,8 @@ def ssd_chunked_prefill(
 
     if nheads % scan_heads:
         raise ValueError(f"scan_heads must divide H = {nheads}, got {scan_heads}")
+    if block_n < 1 or block_n & (block_n - 1):
+        raise ValueError(f"block_n must be a power of two, got {block_n}")
     if state_dtype is None:
         state_dtype = torch.bfloat16 if precision == PREC_BF16 else torch.float32
     ch = chunk_size
@@ -595,7 +599,7 @@ def ssd_chunked_prefill(
     nchunks = triton.cdiv(seqlen, ch)
     if fused_state is None:
         fused_state = (attention_mask is None
-                       and batch * nheads * triton.cdiv(d_state, block_n) >= FUSED_STATE_MIN_PROGRAMS)
+                       and batch * nheads >= FUSED_STATE_MIN_CHAINS)
     # one fp32 workspace: dt and cumsum (interleaved), local states (not with fused_state), C.B^T
     n_dtcs = batch * nheads * nchunks * ch * 2
     n_states = batch * nchunks * nheads * head_dim * d_state
