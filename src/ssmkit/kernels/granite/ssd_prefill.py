@@ -598,8 +598,7 @@ def ssd_chunked_prefill(
     bs = min(block_s, head_dim * d_state)
     nchunks = triton.cdiv(seqlen, ch)
     if fused_state is None:
-        fused_state = (attention_mask is None
-                       and batch * nheads >= FUSED_STATE_MIN_CHAINS)
+        fused_state = attention_mask is None and batch * nheads >= FUSED_STATE_MIN_CHAINS
     # one fp32 workspace: dt and cumsum (interleaved), local states (not with fused_state), C.B^T
     n_dtcs = batch * nheads * nchunks * ch * 2
     n_states = batch * nchunks * nheads * head_dim * d_state
