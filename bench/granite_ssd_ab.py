@@ -32,8 +32,8 @@ from ssmkit.kernels.granite.conv1d import packed_layout_rows  # noqa: E402
 # A ``launch`` key given replaces that kernel's defaults, which on CUDA include the register caps for every unmasked
 # layout, padded or packed (ssd_launch_options; the padded one only until session 10). (Session 4: stage counts of
 # the chunk-state kernel; session 5: register caps, so that 4 CTAs of 4 warps fit an SM: 168 (scan) and 145
-# (state) registers allowed 3; the state kernel's 74 KB of shared memory at 3 stages also does. Session 5's run 4 ran before the caps became a default: its "new" side is
-# Triton's defaults there.)
+# (state) registers allowed 3; the state kernel's 74 KB of shared memory at 3 stages also does. Session 5's run 4
+# ran before the caps became a default: its "new" side is Triton's defaults there.)
 # A variant is a dict of extra ssd_chunked_prefill keywords (``launch``: per-kernel launch options). Earlier
 # sessions' sets: git history (session 8's run 3: two heads per scan program sharing the C and C.B^T loads, bf16 C.B^T
 # blocks; both removed after it, bench/granite/NOTES.md "Session 8").

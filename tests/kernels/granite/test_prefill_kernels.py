@@ -463,17 +463,24 @@ def test_ssd_initial_state_continuation_matches_one_pass(fused):
     assert torch.equal(y_inplace, y) and torch.equal(state, final)
 
 
-def test_ssd_fused_state_by_default_from_enough_programs_without_a_mask(monkeypatch):
+def test_ssd_fused_state_by_default_from_enough_row_head_chains_without_a_mask(monkeypatch):
     """fused_state=None takes the fused form when batch x H reaches FUSED_STATE_MIN_CHAINS (whatever block_n) and
     no attention_mask is given (the other form skips fully padded chunks), the chunk-state and passing kernels
     otherwise; both give y within the float64 bound."""
     from ssmkit.kernels.granite import ssd_prefill
 
     launched = []
+
+    class Spy:  # records the kernel's name at each launch
+        def __init__(self, name):
+            self.name, self.kernel = name, getattr(ssd_prefill, name)
+
+        def __getitem__(self, grid):
+            launched.append(self.name)
+            return self.kernel[grid]
+
     for name in ("_ssd_state_fused_kernel", "_ssd_state_pass_kernel"):
-        kernel = getattr(ssd_prefill, name)
-        monkeypatch.setattr(ssd_prefill, name, type("Spy", (), {"__getitem__": lambda self, grid, k=kernel, n=name: (
-            launched.append(n), k[grid])[1]})())
+        monkeypatch.setattr(ssd_prefill, name, Spy(name))
     monkeypatch.setattr(ssd_prefill, "FUSED_STATE_MIN_CHAINS", 2 * H)  # 2 rows
     gen = torch.Generator().manual_seed(23)
     seqlen = 2 * CH + 1

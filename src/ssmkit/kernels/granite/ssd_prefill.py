@@ -122,6 +122,18 @@ def _dt_cumsum_block(dt_row, stride_dl, h, t, seqlen, first, dt_bias, A, offset,
 
 
 @triton.jit
+def _dt_cumsum_chunk(dt_row, stride_dl, h, chunk_start, seqlen, first, dt_bias, A, out_ptr,
+                     ROUND_DT: tl.constexpr, CH: tl.constexpr, BLOCK_K: tl.constexpr):
+    """``_dt_cumsum_block`` over every token block of the chunk at chunk_start (dt and the cumsum stored at out_ptr,
+    the chunk's slot), for programs that need nothing else of them."""
+    offs_k = tl.arange(0, BLOCK_K)
+    cs_end = A * 0.0
+    for k in range(0, CH, BLOCK_K):
+        _, _, cs_end = _dt_cumsum_block(dt_row, stride_dl, h, chunk_start + k + offs_k, seqlen, first, dt_bias, A,
+                                        cs_end, out_ptr + 2 * k, ROUND_DT, BLOCK_K)
+
+
+@triton.jit
 def _ssd_store_cb_block(xbc, stride_xl, cb, i, j, chunk_start, seqlen, first, nheads,
                         P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_K: tl.constexpr):
     """C.B^T of one chunk, rows i .. i + BLOCK_K against columns j .. j + BLOCK_K (exact products of the bf16
@@ -206,9 +218,7 @@ def _ssd_chunk_state_kernel(
                     q += 1
     else:
         # no real token: only dt and the cumsum (the decay through the chunk) are needed
-        for k in range(0, CH, BLOCK_K):
-            _, _, cs_end = _dt_cumsum_block(dt_row, stride_dl, h, chunk_start + k + offs_k, seqlen, first, dt_bias,
-                                            A, cs_end, aux + 2 * k, ROUND_DT, BLOCK_K)
+        _dt_cumsum_chunk(dt_row, stride_dl, h, chunk_start, seqlen, first, dt_bias, A, aux, ROUND_DT, CH, BLOCK_K)
 
 
 @triton.jit
@@ -280,11 +290,7 @@ def _ssd_chunk_prep_kernel(
         dt_bias = tl.load(dt_bias_ptr + q).to(tl.float32)
         aux = dtcs_ptr + (((pid_b * nheads + q) * nchunks + c) * CH) * 2
         dt_row = dt_ptr + _varlen_base(rows_ptr, pid_b, stride_db, stride_dl, PACKED)
-        offs_k = tl.arange(0, BLOCK_K)
-        cs_end = A * 0.0
-        for k in range(0, CH, BLOCK_K):
-            _, _, cs_end = _dt_cumsum_block(dt_row, stride_dl, q, chunk_start + k + offs_k, seqlen, first, dt_bias,
-                                            A, cs_end, aux + 2 * k, ROUND_DT, BLOCK_K)
+        _dt_cumsum_chunk(dt_row, stride_dl, q, chunk_start, seqlen, first, dt_bias, A, aux, ROUND_DT, CH, BLOCK_K)
     elif _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, first, HAS_MASK, CH):
         r = q - nheads
         i = 0
