@@ -7,9 +7,11 @@ of ``--calls``) beside ``granite_host_timeline.gpu_gaps`` of ``--calls`` profile
 between): the host's delay to the first GPU work (``lead_us``, inflated by the profiler), the GPU busy time and the
 idle time between the call's GPU activities (``gaps_us``), medians, with the largest gaps of the median call named
 by the activities on either side; and ``host_marks`` (when the host enters and leaves each step of the forward,
-no profiler). ``--set``: layer attributes to set first, for A/Bs of a switch.
+no profiler). ``--set``: layer attributes to set first, for A/Bs of a switch. ``--toggle JSON``: also time, in the
+same process on the same layer (its captured graphs), calls with these attributes set against calls without, in
+alternating blocks of 10 (``toggle_us``: median event time of each side).
 Usage (CUDA): PYTHONPATH=src python bench/granite_call_gap.py [--calls 20] [--workloads a,b] [--set JSON]
-    [--out F.json]
+    [--toggle JSON] [--out F.json]
 """
 import argparse
 import json
@@ -44,9 +46,28 @@ def measure(layer, w, hidden_size: int, device, calls: int) -> dict:
             "largest_gaps_median_call": median_call["gaps"], "host_marks_us": marks}
 
 
+def toggled_event_us(layer, w, hidden_size: int, device, attrs: dict, blocks: int) -> dict[str, float]:
+    """Median event time (us) of ``w``'s calls with the layer as it is ("as set") and with ``attrs`` set
+    ("toggled"), in ``blocks`` alternating blocks of 10 calls each (the first call of a block not counted)."""
+    input_sets = [make_inputs(w, hidden_size, device, torch.bfloat16, rotation=r) for r in range(3)]
+    prepare, call = timed_side(layer, w, input_sets)
+    before = {k: getattr(layer, k) for k in attrs}
+    times = {"as set": [], "toggled": []}
+    with torch.no_grad():
+        for b in range(2 * blocks):
+            side = "toggled" if b % 2 else "as set"
+            for k, v in (attrs if b % 2 else before).items():
+                setattr(layer, k, v)
+            times[side] += [time_call(prepare, call, device) * 1e3 for _ in range(11)][1:]
+    for k, v in before.items():
+        setattr(layer, k, v)
+    return {side: statistics.median(t) for side, t in times.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_layer_run_args(ap)
+    ap.add_argument("--toggle", type=json.loads, default=None, help="layer attributes of the same-process A/B side")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("granite_call_gap needs a CUDA GPU")
@@ -63,9 +84,15 @@ def main() -> None:
               f"gaps {row['gaps_us']:6.1f}  host {row['host_us']:6.1f} us | {gaps}")
         print("   host marks (us after the call's start: enter-leave):",
               ", ".join(f"{k} {a:.0f}-{b:.0f}" for k, (a, b) in row["host_marks_us"].items()), flush=True)
+        if args.toggle:
+            row["toggle_us"] = toggled_event_us(layer, w, sl.config.hidden_size, device, args.toggle,
+                                                max(1, args.calls // 10))
+            print(f"   toggle {json.dumps(args.toggle)}: " +
+                  ", ".join(f"{k} {v:.1f} us" for k, v in row["toggle_us"].items()), flush=True)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({**run_metadata(None, device), "attributes": args.set, "rows": rows}, f, indent=1)
+            json.dump({**run_metadata(None, device), "attributes": args.set, "toggle": args.toggle, "rows": rows}, f,
+                      indent=1)
         print(f"json: {args.out}")
 
 

@@ -184,8 +184,9 @@ def gpu_gaps(prepare, call, n: int = 3, top: int = 8) -> list[dict]:
 
 # (owner, attribute) pairs whose calls host_marks time-stamps: the forward's steps up to the first GEMM and after
 MARKED = [("ssmkit.granite.layer.FastMambaLayer", n) for n in (
-    "forward", "check_forward_args_with_facts", "_mask_facts", "_unsupported", "_prefill", "_prefill_graph",
-    "_in_proj", "_out_proj")] + [("ssmkit.granite.layer._Packing", "gather"),
+    "forward", "_guessed_packed_prefill", "check_forward_args_with_facts", "_mask_facts", "_unsupported", "_prefill",
+    "_prefill_graph", "_in_proj", "_out_proj")] + [("ssmkit.granite.layer._Packing", "gather"),
+                                 ("ssmkit.kernels.granite.mask_facts.PendingMaskFacts", "result"),
                                  ("ssmkit.granite.layer._PrefillGraph", "replay"),
                                  ("ssmkit.granite.layer._PrefillGraph", "run_mapped"),
                                  ("ssmkit.granite.layer._DecodeGraph", "run"),

@@ -609,6 +609,91 @@ def test_fast_prefill_cuda_graph_matches_eager_and_returns_fresh_outputs():
     _check_prefill_graphs_match_eager("cuda")
 
 
+def _check_guessed_packed_prefill(device: str, monkeypatch) -> None:
+    """speculate_packed_prefill: once the last two calls of a shape ran the same packed graph, the next call
+    replays it before the mask's facts are read (the order is spied on) and returns the bits of a layer that does
+    not guess; a wrong guess (other lengths, an all-ones mask, a right-padded mask) returns the normal path's
+    result too and resets the guess; another mask dtype is another route; a mask with other values raises the
+    forward's ValueError after the replay; layout errors raise before anything is launched."""
+    import ssmkit.granite.layer as layer_module
+
+    tiny = GraniteMambaConfig.tiny(chunk_size=16)
+    weights = synthetic_slice(tiny, 61).mamba
+    fast, plain = FastMambaLayer(tiny).to(device, BF16), FastMambaLayer(tiny).to(device, BF16)
+    fast.load_state_dict(weights)
+    plain.load_state_dict(weights)
+    plain.speculate_packed_prefill = False
+    g = torch.Generator().manual_seed(62)
+    length = 19
+    events = []
+    real_pending, real_run = layer_module.PendingMaskFacts, layer_module._PrefillGraph.run_mapped
+
+    class SpyPending(real_pending):
+        def __init__(self, mask):
+            events.append("facts launched")
+            super().__init__(mask)
+
+        def result(self):
+            events.append("facts read")
+            return super().result()
+
+    def spy_run(entry, hidden_states, cache):
+        events.append("replay")
+        return real_run(entry, hidden_states, cache)
+
+    monkeypatch.setattr(layer_module, "PendingMaskFacts", SpyPending)
+    monkeypatch.setattr(layer_module._PrefillGraph, "run_mapped", spy_run)
+    a, b = (6, 1), (7, 1)  # the short rows' lengths of masks A and B (row 0 is full)
+    mask = {"A": left_pad_mask([length, *a]), "B": left_pad_mask([length, *b]),
+            "ones": torch.ones(3, length, dtype=torch.long), "right": left_pad_mask([length, *a]).flip(1)}
+    mask = {k: m.to(device) for k, m in mask.items()}
+    mask["B bool"] = mask["B"].to(torch.bool)
+    guessed = ["facts launched", "replay", "facts read"]
+    # (mask, replayed before the facts were read, the route's guess after the call: lengths or None, repeats)
+    plan = [("A", False, a, 0), ("A", False, a, 1), ("A", True, a, 1), ("A", True, a, 1), ("B", True, b, 0),
+            ("B", False, b, 1), ("B", True, b, 1), ("ones", True, None, 0), ("B", False, b, 0), ("B", False, b, 1),
+            ("right", True, None, 0), ("B", False, b, 0), ("B", False, b, 1), ("B bool", False, b, 0)]
+    with torch.no_grad():
+        for i, (name, early, want_lengths, want_repeats) in enumerate(plan):
+            h = torch.randn(3, length, tiny.hidden_size, generator=g).to(device, BF16)
+            want_out, want_cache = plain(h, attention_mask=mask[name])
+            events.clear()
+            out, cache = fast(h, attention_mask=mask[name])
+            assert (events[:3] == guessed) == early, (i, name, events)
+            key, repeats = fast._packed_routes[fast._route_key(h, mask[name])]
+            assert (None if key is None else key[4][1:]) == want_lengths and repeats == want_repeats, (i, key)
+            assert torch.equal(out, want_out), i
+            assert torch.equal(cache.conv_state, want_cache.conv_state), i
+            assert torch.equal(cache.ssm_state, want_cache.ssm_state), i
+            assert cache.has_previous_state and cache.seqlen_offset == length
+        assert not any("facts" in e for e in events[3:])  # a wrong guess reads the facts once
+        bad = mask["B"].clone()
+        bad[1, -1] = 2
+        h = torch.randn(3, length, tiny.hidden_size, generator=g).to(device, BF16)
+        for _ in range(2):
+            fast(h, attention_mask=mask["B"])
+        events.clear()
+        with pytest.raises(ValueError, match="only 0 and 1"):
+            fast(h, attention_mask=bad)
+        assert events == guessed
+        events.clear()
+        with pytest.raises(ValueError, match="attention_mask must have shape"):
+            fast(h, attention_mask=mask["B"][:2])
+        with pytest.raises(TypeError, match="dtype"):
+            fast(h.float(), attention_mask=mask["B"])
+        assert events == []
+
+
+def test_guessed_packed_prefill_with_a_stand_in_graph(monkeypatch):
+    _stand_in_graphs(monkeypatch)
+    _check_guessed_packed_prefill("cpu", monkeypatch)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_guessed_packed_prefill_cuda(monkeypatch):
+    _check_guessed_packed_prefill("cuda", monkeypatch)
+
+
 def test_in_proj_into_given_buffer_equals_allocating_in_proj(tiny):
     """The "kernels" prefill graph writes in_proj into its static buffer (``out=``): same values as the allocating
     in_proj, with and without a projection bias, packed in each form or not (real rows only, where packed)."""

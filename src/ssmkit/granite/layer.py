@@ -43,6 +43,13 @@ Paths:
   post and the replay (no gather, GEMM, clone or unpack launches from the host); other batches take "kernels".
   (H200, interleaved A/B in one process: 1351 vs 1399 us per B=8 left-padded call against "kernels";
   bench/results/session3/host_timeline_s3f.json.)
+  ``speculate_packed_prefill`` (default True): a packed graph is chosen by the mask's lengths, which reach the host
+  through a device-to-host copy, and the GPU idled from that copy until the replay began. When the last two calls
+  of a shape (no cache given) ran the same "mapped" graph, a call launches the mask's facts, replays that graph
+  into new tensors, and only then reads the facts: the same checks and errors, and when the facts lead to that
+  graph (the same key) the replay's results are the call's, bit for bit; otherwise they are dropped and the call
+  runs as without the guess (``FastMambaLayer._guessed_packed_prefill``). So it pays where consecutive calls share
+  their padding (as the bench's calls do); a wrong guess costs one wasted replay.
   ``pack_padded_gemms``: for a left-padded batch (mask present, a real token) and projections without bias, the
   projections run on real tokens only; the output is 0 at pads. The lengths come to the host with one small D2H
   copy per call (the argument check's; ``_mask_facts`` reads the lengths, the 0/1 check and the left padding
@@ -67,6 +74,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections import OrderedDict
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -74,12 +82,12 @@ import triton
 
 from ssmkit.granite.cache import MambaCache
 from ssmkit.granite.config import GraniteMambaConfig
-from ssmkit.granite.reference import MaskFacts, ReferenceMambaLayer, apply_padding_mask
+from ssmkit.granite.reference import MaskFacts, ReferenceMambaLayer, apply_padding_mask, check_binary, recurrent_mask
 from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
 from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, capture_graph, postable
-from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, mask_row_facts
+from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, PendingMaskFacts, mask_row_facts
 from ssmkit.kernels.granite.checks import is_pow2
 from ssmkit.kernels.granite.decode_linear import GEMV_MAX_ROWS, granite_decode_linear
 from ssmkit.kernels.granite.ssd_decode import granite_decode_step
@@ -196,6 +204,14 @@ class _DecodeBinding:
                 and hidden_states.get_device() == self.device_index and switches == self.switches
                 and _tensor_layout(cache.conv_state) == self.conv_layout
                 and _tensor_layout(cache.ssm_state) == self.ssm_layout and _can_capture(hidden_states))
+
+
+class _Guess(NamedTuple):
+    """What ``FastMambaLayer._guessed_packed_prefill`` found: the checked facts of the mask, the mask the mixer
+    applies (``recurrent_mask``) and the replay's (output, cache) if the guess was right, else None."""
+    mask: torch.Tensor | None
+    facts: MaskFacts
+    result: tuple[torch.Tensor, MambaCache] | None
 
 
 class _PrefillGraph:
@@ -343,7 +359,9 @@ class FastMambaLayer(ReferenceMambaLayer):
     ``pack_padded_gemms`` ("packed"; "rows" or False: how left-padded batches skip their pads) and
     ``cb_spread`` (True: ``ssd_chunked_prefill``'s option, C.B^T spread over the head programs) and
     ``ssd_fused_state`` (its ``fused_state``: chunk states and their passing in one sequential kernel; None:
-    its default, from the batch).
+    its default, from the batch) and ``speculate_packed_prefill`` (True: a left-padded prefill whose last two
+    calls of the same shape ran the same packed graph replays it before the mask's facts reach the host, see
+    ``_guessed_packed_prefill``).
     """
 
     def __init__(self, config: GraniteMambaConfig, layer_idx: int = 0) -> None:
@@ -357,11 +375,15 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.pack_padded_gemms = "packed"
         self.cb_spread = True
         self.ssd_fused_state = None
+        self.speculate_packed_prefill = True
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
         # cache.ssm_state.data_ptr() -> the binding of the graph captured on that state (forward's fast path), at
         # most _MAX_DECODE_GRAPHS; keyed by the state's address, so a new cache object on the same memory hits too
         self._decode_bound: dict[int, _DecodeBinding] = {}
         self._prefill_graphs: OrderedDict[tuple, _PrefillGraph] = OrderedDict()
+        # _route_key(...) of a left-padded prefill without a cache -> (the "mapped" graph key its last call ran, or
+        # None for another path; how many calls before it in a row ran the same): _guessed_packed_prefill's guess
+        self._packed_routes: OrderedDict[tuple, tuple[tuple | None, int]] = OrderedDict()
         self._warned: set[str] = set()
         c = self.config
         self._config_problem = None
@@ -429,7 +451,16 @@ class FastMambaLayer(ReferenceMambaLayer):
                     out = bound.graph.run(hidden_states)
                 cache.seqlen_offset += 1
                 return out, cache
-        mask, facts = self.check_forward_args_with_facts(hidden_states, cache, attention_mask)
+        guessed = self._guessed_packed_prefill(hidden_states, cache, attention_mask)
+        if guessed is None:
+            mask, facts = self.check_forward_args_with_facts(hidden_states, cache, attention_mask)
+        elif guessed.result is None:  # a wrong guess: go on with the facts it read
+            mask, facts = guessed.mask, guessed.facts
+        else:
+            out, cache = guessed.result
+            cache.has_previous_state = True
+            cache.seqlen_offset += hidden_states.shape[1]
+            return out, cache
         decode = cache is not None and cache.has_previous_state and hidden_states.shape[1] == 1
         reason = self._unsupported(hidden_states, decode)
         if reason is not None:
@@ -439,27 +470,24 @@ class FastMambaLayer(ReferenceMambaLayer):
             if decode:
                 out = self._decode(hidden_states, cache)
             else:
-                out, cache = self._prefill(hidden_states, cache, mask, facts)
+                route = None if cache is not None or facts is None else self._route_key(hidden_states, attention_mask)
+                out, cache = self._prefill(hidden_states, cache, mask, facts, route)
         cache.has_previous_state = True
         cache.seqlen_offset += hidden_states.shape[1]
         return out, cache
 
     # ----------------------------------------------------------------------------------------- prefill
     def _prefill(self, hidden_states: torch.Tensor, cache: MambaCache | None, mask: torch.Tensor | None,
-                 facts: MaskFacts | None) -> tuple[torch.Tensor, MambaCache]:
+                 facts: MaskFacts | None, route: tuple | None = None) -> tuple[torch.Tensor, MambaCache]:
         """Prefill (no previous state) or multi-token continuation; writes the cache, returns (output, cache).
-        ``facts``: the mask's ``MaskFacts`` from the argument check (its lengths decide the packing)."""
-        if self.prefill_graphs not in _PREFILL_GRAPH_MODES:
-            raise ValueError(f"prefill_graphs must be one of {_PREFILL_GRAPH_MODES}, got {self.prefill_graphs!r}")
-        if self.pack_padded_gemms not in _PACK_MODES:
-            raise ValueError(f"pack_padded_gemms must be one of {list(_PACK_MODES)}, got {self.pack_padded_gemms!r}")
-        mode = _PACK_MODES[self.pack_padded_gemms]
+        ``facts``: the mask's ``MaskFacts`` from the argument check (its lengths decide the packing); ``route``:
+        the call's ``_route_key`` (a left-padded call without a cache), whose guess this call's path updates."""
         continuing = cache is not None and cache.has_previous_state
-        lengths = self._packed_lengths(mask, facts) if mode else None
-        if self.prefill_graphs and not continuing and _can_capture(hidden_states):
-            graph_mode = self.prefill_graphs
-            if graph_mode == "mapped" and not (lengths is not None and mode == "packed"):
-                graph_mode = "kernels"  # mapped graphs are for packed left-padded batches
+        mode, lengths, graph_mode = self._prefill_route(hidden_states, continuing, mask, facts)
+        if route is not None:
+            self._note_route(route, self._prefill_key(hidden_states, mask, lengths, mode, graph_mode)
+                             if graph_mode == "mapped" else None)
+        if graph_mode is not None:
             entry = self._prefill_graph(hidden_states, mask, lengths, mode, graph_mode)
             if graph_mode == "mapped":
                 return entry.run_mapped(hidden_states, cache)
@@ -475,6 +503,68 @@ class FastMambaLayer(ReferenceMambaLayer):
                                      dtype=hidden_states.dtype)
         packing = None if lengths is None else _Packing(mode, lengths, mask)
         return self._prefill_step(hidden_states, mask, packing, cache, continuing), cache
+
+    def _prefill_route(self, hidden_states: torch.Tensor, continuing: bool, mask: torch.Tensor | None,
+                       facts: MaskFacts | None) -> tuple[str | None, tuple[int, ...] | None, str | None]:
+        """What ``_prefill`` runs: (packing mode or None, packed lengths or None, graph mode or None for eager)."""
+        if self.prefill_graphs not in _PREFILL_GRAPH_MODES:
+            raise ValueError(f"prefill_graphs must be one of {_PREFILL_GRAPH_MODES}, got {self.prefill_graphs!r}")
+        if self.pack_padded_gemms not in _PACK_MODES:
+            raise ValueError(f"pack_padded_gemms must be one of {list(_PACK_MODES)}, got {self.pack_padded_gemms!r}")
+        mode = _PACK_MODES[self.pack_padded_gemms]
+        lengths = self._packed_lengths(mask, facts) if mode else None
+        graph_mode = None
+        if self.prefill_graphs and not continuing and _can_capture(hidden_states):
+            graph_mode = self.prefill_graphs
+            if graph_mode == "mapped" and not (lengths is not None and mode == "packed"):
+                graph_mode = "kernels"  # mapped graphs are for packed left-padded batches
+        return mode, lengths, graph_mode
+
+    def _route_key(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
+        """What a left-padded prefill without a cache is known by before its mask's values are read: the shapes,
+        dtypes, device and the prefill switches (``_packed_routes``)."""
+        return (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device, attention_mask.dtype,
+                self.prefill_graphs, self.pack_padded_gemms, self.cb_spread, self.ssd_fused_state)
+
+    def _note_route(self, route: tuple, key: tuple | None) -> None:
+        """Record that a call of ``route`` ran the "mapped" graph ``key`` (None: another path)."""
+        last = self._packed_routes.pop(route, None)
+        self._packed_routes[route] = (key, last[1] + 1 if last is not None and last[0] == key else 0)
+        if len(self._packed_routes) > 2 * _MAX_PREFILL_GRAPHS:
+            self._packed_routes.popitem(last=False)
+
+    def _guessed_packed_prefill(self, hidden_states, cache, attention_mask) -> _Guess | None:
+        """The speculative path of a left-padded prefill without a cache (``speculate_packed_prefill``).
+
+        A packed graph is chosen by the mask's lengths, which reach the host only through a device-to-host copy:
+        the GPU idled from that copy until the graph's replay began (~125 us per B = 8 call on the H200 machine,
+        bench/granite/NOTES.md "Session 11"). When the last two calls of this ``_route_key`` ran the same "mapped"
+        graph, this checks the arguments' layout (``check_forward_layout``: the same errors), launches the mask's
+        facts (``PendingMaskFacts``), replays that graph into new tensors before they arrive, then reads them and
+        checks the values (the forward's ValueError). Returns a ``_Guess``: ``result`` is the replay's (output,
+        cache) when the facts lead to that same graph (``_prefill_route``, ``_prefill_key``: the call is done, with
+        the bits of the normal path), else None (the replay's outputs are dropped; the caller goes on with the
+        facts read). Returns None when no guess applies (nothing checked or launched)."""
+        if (not self.speculate_packed_prefill or cache is not None or type(attention_mask) is not torch.Tensor
+                or type(hidden_states) is not torch.Tensor or attention_mask.dtype not in MASK_DTYPES
+                or hidden_states.dim() != 3 or attention_mask.dim() != 2 or not _can_capture(hidden_states)):
+            return None
+        key, repeats = self._packed_routes.get(self._route_key(hidden_states, attention_mask), (None, 0))
+        entry = self._prefill_graphs.get(key) if key is not None and repeats >= 1 else None
+        if entry is None or self._unsupported(hidden_states, decode=False) is not None:
+            return None
+        self.check_forward_layout(hidden_states, None, attention_mask)
+        pending = PendingMaskFacts(attention_mask)
+        with torch.no_grad():
+            result = entry.run_mapped(hidden_states, None)
+        lengths, binary, left_padded = pending.result()
+        facts = check_binary(MaskFacts(binary=binary, lengths=lengths, left_padded=left_padded))
+        mask = recurrent_mask(attention_mask, hidden_states.shape[1], facts)
+        mode, lengths, graph_mode = self._prefill_route(hidden_states, False, mask, facts)
+        if graph_mode != "mapped" or self._prefill_key(hidden_states, mask, lengths, mode, graph_mode) != key:
+            return _Guess(mask, facts, None)
+        self._prefill_graphs.move_to_end(key)
+        return _Guess(mask, facts, result)
 
     def _packed_lengths(self, mask: torch.Tensor | None, facts: MaskFacts | None) -> tuple[int, ...] | None:
         """Real tokens per row when the projections run on real tokens only (a left-padded mask with a real token,
@@ -549,9 +639,7 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _prefill_graph(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
                        lengths: tuple[int, ...] | None, mode: str | None, graph_mode: str) -> _PrefillGraph:
         """The captured prefill for this input shape, mask layout and switches (captured on first use)."""
-        key = (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device,
-               None if mask is None else mask.dtype, lengths, None if lengths is None else mode, self.cb_spread,
-               self.ssd_fused_state, graph_mode)
+        key = self._prefill_key(hidden_states, mask, lengths, mode, graph_mode)
         entry = self._prefill_graphs.get(key)
         if entry is None:
             entry = self._capture_prefill(hidden_states, mask, None if lengths is None else
@@ -562,6 +650,13 @@ class FastMambaLayer(ReferenceMambaLayer):
         else:
             self._prefill_graphs.move_to_end(key)
         return entry
+
+    def _prefill_key(self, hidden_states: torch.Tensor, mask: torch.Tensor | None, lengths: tuple[int, ...] | None,
+                     mode: str | None, graph_mode: str) -> tuple:
+        """The key of the captured prefill graph that a call with these facts replays."""
+        return (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device,
+                None if mask is None else mask.dtype, lengths, None if lengths is None else mode, self.cb_spread,
+                self.ssd_fused_state, graph_mode)
 
     def _capture_prefill(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
                          packing: _Packing | None, graph_mode: str) -> _PrefillGraph:
@@ -768,6 +863,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         state["_decode_graphs"] = OrderedDict()
         state["_decode_bound"] = {}
         state["_prefill_graphs"] = OrderedDict()
+        state["_packed_routes"] = OrderedDict()
         return state
 
     def clear_graphs(self) -> None:
@@ -779,6 +875,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         self._decode_graphs.clear()
         self._decode_bound.clear()
         self._prefill_graphs.clear()
+        self._packed_routes.clear()
 
     def _apply(self, fn, *args, **kwargs):
         # .to()/.cuda()/.half() move the parameters: the captured graphs point at the old ones.

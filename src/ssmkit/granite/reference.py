@@ -33,6 +33,7 @@ __all__ = [
     "recurrent_mask",
     "MaskFacts",
     "mask_facts",
+    "check_binary",
     "apply_padding_mask",
     "causal_conv1d_silu",
     "causal_conv1d_silu_update",
@@ -68,6 +69,17 @@ def mask_facts(attention_mask: torch.Tensor) -> MaskFacts:
     flags = torch.stack([(attention_mask != real).any(), (real[:, :-1] > real[:, 1:]).any()])
     host = torch.cat([real.sum(1), flags.to(torch.int64)]).tolist()
     return MaskFacts(binary=not host[-2], lengths=tuple(host[:-2]), left_padded=not host[-1])
+
+
+def _not_binary() -> ValueError:
+    return ValueError("attention_mask must contain only 0 and 1 (1 = real token, 0 = left padding)")
+
+
+def check_binary(facts: MaskFacts) -> MaskFacts:
+    """``facts`` itself; the forward's ValueError when the mask they describe has values other than 0 and 1."""
+    if not facts.binary:
+        raise _not_binary()
+    return facts
 
 
 def recurrent_mask(attention_mask: torch.Tensor | None, seq_len: int,
@@ -308,6 +320,14 @@ class ReferenceMambaLayer(nn.Module):
                                       ) -> tuple[torch.Tensor | None, MaskFacts | None]:
         """``check_forward_args`` that also returns the mask's ``MaskFacts`` (None without a mask), read with the
         one device-to-host copy the value check needs, for callers that use the lengths too."""
+        self.check_forward_layout(hidden_states, cache, attention_mask)
+        facts = None if attention_mask is None else self.checked_mask_facts(attention_mask)
+        return recurrent_mask(attention_mask, hidden_states.shape[1], facts), facts
+
+    def check_forward_layout(self, hidden_states: torch.Tensor, cache: MambaCache | None,
+                             attention_mask: torch.Tensor | None) -> None:
+        """Every check of ``check_forward_args`` that reads no device data: types, ranks, shapes, dtypes, devices
+        (the mask's values are ``checked_mask_facts``'s)."""
         weight = self.in_proj.weight
         if not isinstance(hidden_states, torch.Tensor):
             raise TypeError(f"hidden_states must be a torch.Tensor, got {type(hidden_states).__name__}")
@@ -324,7 +344,6 @@ class ReferenceMambaLayer(nn.Module):
                             f"({weight.dtype})")
         if hidden_states.device != weight.device:
             raise ValueError(f"hidden_states is on {hidden_states.device}, the layer weights on {weight.device}")
-        facts = None
         if attention_mask is not None:
             if not isinstance(attention_mask, torch.Tensor):
                 raise TypeError(f"attention_mask must be a torch.Tensor or None, got {type(attention_mask).__name__}")
@@ -333,14 +352,16 @@ class ReferenceMambaLayer(nn.Module):
                                  f"got {tuple(attention_mask.shape)}")
             if attention_mask.device != weight.device:
                 raise ValueError(f"attention_mask is on {attention_mask.device}, the layer on {weight.device}")
-            facts = None if attention_mask.is_complex() else self._mask_facts(attention_mask)
-            if facts is None or not facts.binary:
-                raise ValueError("attention_mask must contain only 0 and 1 (1 = real token, 0 = left padding)")
+            if attention_mask.is_complex():
+                raise _not_binary()
         if cache is not None:
             if not isinstance(cache, MambaCache):
                 raise TypeError(f"cache must be a MambaCache or None, got {type(cache).__name__}")
             cache.check_matches(self.config, batch, weight.device, weight.dtype)
-        return recurrent_mask(attention_mask, seq_len, facts), facts
+
+    def checked_mask_facts(self, attention_mask: torch.Tensor) -> MaskFacts:
+        """The ``MaskFacts`` of a mask that passed ``check_forward_layout``; ValueError unless its values are 0/1."""
+        return check_binary(self._mask_facts(attention_mask))
 
     def _mask_facts(self, attention_mask: torch.Tensor) -> MaskFacts:
         """``mask_facts`` of a real mask (a subclass may read the same facts another way)."""

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from ssmkit.granite.reference import mask_facts
-from ssmkit.kernels.granite.mask_facts import mask_row_facts
+from ssmkit.kernels.granite.mask_facts import PendingMaskFacts, mask_row_facts
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
@@ -64,3 +64,22 @@ def test_unsupported_dtypes_are_refused():
     for dtype in (torch.uint16, torch.complex64):
         with pytest.raises(ValueError, match="mask must be a"):
             mask_row_facts(torch.ones(2, 3, dtype=dtype, device=DEVICE))
+
+
+def test_pending_mask_facts_equal_mask_row_facts_with_work_queued_between():
+    """PendingMaskFacts: the same facts as mask_row_facts; on CUDA its copy is asynchronous and ``result`` waits for
+    the copy alone (a long kernel queued after it has not finished when the facts are in); several pending reads
+    do not disturb one another."""
+    g = torch.Generator().manual_seed(7)
+    masks = [m.to(DEVICE) for m in _masks(g, 1030).values()]
+    want = [mask_row_facts(m) for m in masks]
+    pending = [PendingMaskFacts(m) for m in masks]
+    if DEVICE == "cuda":
+        torch.cuda._sleep(50_000_000)  # ~25 ms of GPU work queued after the copies
+        done = torch.cuda.Event()
+        done.record()
+    assert [p.result() for p in pending] == want
+    if DEVICE == "cuda":
+        assert not done.query()  # the facts came before the queued work finished
+    with pytest.raises(ValueError, match="mask must be"):
+        PendingMaskFacts(masks[0][None])

@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["MASK_DTYPES", "mask_row_facts"]
+__all__ = ["MASK_DTYPES", "PendingMaskFacts", "mask_row_facts"]
 
 _FACTS_BLOCK = 1024
 
@@ -47,12 +47,8 @@ MASK_DTYPES = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch
                          torch.bfloat16, torch.float32, torch.float64})
 
 
-def mask_row_facts(mask: torch.Tensor) -> tuple[tuple[int, ...], bool, bool]:
-    """(lengths per row, binary, left_padded) of a real-valued (b, L) mask (bool, integer or floating; nonzero
-    = real token), read with one launch and one device-to-host copy of b x 3 integers.
-
-    Values are compared with 0 and 1 in the mask's own dtype (16-bit floats in float32, exactly). NaN counts as
-    real and not binary."""
+def _launch_mask_facts(mask: torch.Tensor) -> torch.Tensor:
+    """Launch ``_mask_facts_kernel`` on a real-valued (b, L) mask -> its (b, 3) int64 counts on the mask's device."""
     if mask.dim() != 2 or mask.dtype not in MASK_DTYPES:
         raise ValueError(f"mask must be a (b, L) tensor of one of {sorted(map(str, MASK_DTYPES))}, got "
                          f"{mask.dtype} of shape {tuple(mask.shape)}")
@@ -61,5 +57,40 @@ def mask_row_facts(mask: torch.Tensor) -> tuple[tuple[int, ...], bool, bool]:
     src = mask.view(torch.uint8) if mask.dtype == torch.bool else mask
     _mask_facts_kernel[(batch,)](src, src.stride(0), src.stride(1), facts, seqlen,
                                  UPCAST=mask.dtype in (torch.float16, torch.bfloat16), BLOCK=_FACTS_BLOCK)
-    rows = facts.tolist()
+    return facts
+
+
+def _row_facts(rows: list[list[int]]) -> tuple[tuple[int, ...], bool, bool]:
     return tuple(r[0] for r in rows), not any(r[1] for r in rows), not any(r[2] for r in rows)
+
+
+def mask_row_facts(mask: torch.Tensor) -> tuple[tuple[int, ...], bool, bool]:
+    """(lengths per row, binary, left_padded) of a real-valued (b, L) mask (bool, integer or floating; nonzero
+    = real token), read with one launch and one device-to-host copy of b x 3 integers.
+
+    Values are compared with 0 and 1 in the mask's own dtype (16-bit floats in float32, exactly). NaN counts as
+    real and not binary."""
+    return _row_facts(_launch_mask_facts(mask).tolist())
+
+
+class PendingMaskFacts:
+    """``mask_row_facts`` in two steps, so that the caller can queue work between them: construction launches the
+    kernel and (CUDA) an asynchronous copy of its counts into pinned host memory, then records an event;
+    ``result()`` waits for that event alone (not for the work queued after it) and returns what
+    ``mask_row_facts`` returns."""
+
+    def __init__(self, mask: torch.Tensor) -> None:
+        facts = _launch_mask_facts(mask)
+        self._event = None
+        if facts.is_cuda:
+            host = torch.empty(facts.shape, dtype=facts.dtype, pin_memory=True)
+            host.copy_(facts, non_blocking=True)
+            self._event = torch.cuda.Event()
+            self._event.record()
+            facts = host
+        self._facts = facts
+
+    def result(self) -> tuple[tuple[int, ...], bool, bool]:
+        if self._event is not None:
+            self._event.synchronize()
+        return _row_facts(self._facts.tolist())
