@@ -10,7 +10,7 @@ microsecond the host spends before the call's work reaches the GPU counts. This 
 - for the B=8 left-padded prefill, a torch.profiler table of host (CPU) time per operator over 5 calls, the mask
   check alone (the eager ``mask_facts``, the one-launch ``mask_row_facts``, one D2H copy of the mask followed by
   host-side checks), and the call's latency with the layer's mask check against the eager one, alternating.
-Usage (CUDA): PYTHONPATH=src python bench/granite_host_timeline.py [--calls 200] [--out F.json]
+Usage (CUDA): PYTHONPATH=src python bench/granite_host_timeline.py [--calls 200] [--primitives-only] [--out F.json]
 """
 import argparse
 import json
@@ -26,7 +26,8 @@ from ssmkit.harness.granite_run import build_layer, default_slice, make_inputs
 from ssmkit.harness.report import run_metadata
 from ssmkit.harness.timing import time_call
 from ssmkit.harness.workloads import default_workloads_path, load_workloads
-from ssmkit.kernels.granite.mask_facts import mask_row_facts
+from ssmkit.kernels.granite.mask_facts import (PendingMaskFacts, _launch_mask_facts, current_stream_mark,
+                                               mask_row_facts)
 
 
 def host_us(fn, reps: int) -> float:
@@ -67,6 +68,8 @@ def primitive_costs(reps: int) -> dict[str, float]:
     ev = torch.cuda.Event()
     mask = torch.ones(8, 4096, device="cuda", dtype=torch.int64)
     small = torch.arange(10, device="cuda")
+    facts = torch.zeros(8, 3, device="cuda", dtype=torch.int64)
+    pinned = torch.empty(8, 3, dtype=torch.int64, pin_memory=True)
     return {
         "copy_": host_us(lambda: y.copy_(x), reps),
         "clone": host_us(lambda: x.clone(), reps),
@@ -77,6 +80,13 @@ def primitive_costs(reps: int) -> dict[str, float]:
         "sum(1)": host_us(lambda: mask.sum(1), reps),
         "tolist (sync)": host_us(lambda: small.tolist(), reps),
         "is_current_stream_capturing": host_us(torch.cuda.is_current_stream_capturing, reps),
+        "empty pinned (8, 3) int64": host_us(lambda: torch.empty(8, 3, dtype=torch.int64, pin_memory=True), reps),
+        "copy_ D2H into pinned, non_blocking": host_us(lambda: pinned.copy_(facts, non_blocking=True), reps),
+        "Event() + record": host_us(lambda: torch.cuda.Event().record(), reps),
+        "mask kernel launch": host_us(lambda: _launch_mask_facts(mask), reps),
+        "PendingMaskFacts + result": host_us(lambda: PendingMaskFacts(mask).result(), reps),
+        "PendingMaskFacts(after) + result": host_us(
+            lambda: PendingMaskFacts(mask, after=current_stream_mark(mask.device)).result(), reps),
     }
 
 
@@ -236,20 +246,21 @@ def host_marks(prepare, call, n: int = 30) -> dict[str, list[float]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--primitives-only", action="store_true", help="only the host cost per primitive")
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--reps", type=int, default=500)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("granite_host_timeline needs a CUDA GPU")
+    result = {"primitives_us": primitive_costs(args.reps), "workloads": {}}
+    print("host us per primitive:", {k: round(v, 1) for k, v in result["primitives_us"].items()})
     sl = default_slice()
     layer = build_layer(FastMambaLayer, sl, torch.device("cuda"), torch.bfloat16)
     hidden = sl.config.hidden_size
-    result = {"primitives_us": primitive_costs(args.reps), "workloads": {}}
-    print("host us per primitive:", {k: round(v, 1) for k, v in result["primitives_us"].items()})
     with torch.no_grad():
         for w in load_workloads(default_workloads_path("cuda")):
-            if w.purpose != "bench" or (w.kind == "prefill" and w.batch == 1):
+            if args.primitives_only or w.purpose != "bench" or (w.kind == "prefill" and w.batch == 1):
                 continue
             inputs = [make_inputs(w, hidden, "cuda", torch.bfloat16, rotation=r) for r in range(3)]
             prepare, call = timed_side(layer, w, inputs)

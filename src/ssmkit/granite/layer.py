@@ -45,8 +45,8 @@ Paths:
   bench/results/session3/host_timeline_s3f.json.)
   ``speculate_packed_prefill`` (default True): a packed graph is chosen by the mask's lengths, which reach the host
   through a device-to-host copy, and the GPU idled from that copy until the replay began. When the last two calls
-  of a shape (no cache given) ran the same "mapped" graph, a call launches the mask's facts, replays that graph
-  into new tensors, and only then reads the facts: the same checks and errors, and when the facts lead to that
+  of a shape (no cache given) ran the same "mapped" graph, a call replays that graph into new tensors at once and
+  reads the mask's facts beside it (a side stream): the same checks and errors, and when the facts lead to that
   graph (the same key) the replay's results are the call's, bit for bit; otherwise they are dropped and the call
   runs as without the guess (``FastMambaLayer._guessed_packed_prefill``). So it pays where consecutive calls share
   their padding (as the bench's calls do); a wrong guess costs one wasted replay.
@@ -87,7 +87,7 @@ from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
 from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, capture_graph, postable
-from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, PendingMaskFacts, mask_row_facts
+from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, PendingMaskFacts, current_stream_mark, mask_row_facts
 from ssmkit.kernels.granite.checks import is_pow2
 from ssmkit.kernels.granite.decode_linear import GEMV_MAX_ROWS, granite_decode_linear
 from ssmkit.kernels.granite.ssd_decode import granite_decode_step
@@ -539,9 +539,9 @@ class FastMambaLayer(ReferenceMambaLayer):
         A packed graph is chosen by the mask's lengths, which reach the host only through a device-to-host copy:
         the GPU idled from that copy until the graph's replay began (~125 us per B = 8 call on the H200 machine,
         bench/granite/NOTES.md "Session 11"). When the last two calls of this ``_route_key`` ran the same "mapped"
-        graph, this checks the arguments' layout (``check_forward_layout``: the same errors), launches the mask's
-        facts (``PendingMaskFacts``), replays that graph into new tensors before they arrive, then reads them and
-        checks the values (the forward's ValueError). Returns a ``_Guess``: ``result`` is the replay's (output,
+        graph, this checks the arguments' layout (``check_forward_layout``: the same errors), replays that graph
+        into new tensors, then reads the mask's facts (``PendingMaskFacts`` on a side stream, from the point before
+        the replay: they do not wait for it) and checks the values (the forward's ValueError). Returns a ``_Guess``: ``result`` is the replay's (output,
         cache) when the facts lead to that same graph (``_prefill_route``, ``_prefill_key``: the call is done, with
         the bits of the normal path), else None (the replay's outputs are dropped; the caller goes on with the
         facts read). Returns None when no guess applies (nothing checked or launched)."""
@@ -551,13 +551,13 @@ class FastMambaLayer(ReferenceMambaLayer):
             return None
         key, repeats = self._packed_routes.get(self._route_key(hidden_states, attention_mask), (None, 0))
         entry = self._prefill_graphs.get(key) if key is not None and repeats >= 1 else None
-        if entry is None or self._unsupported(hidden_states, decode=False) is not None:
+        if entry is None:  # (a route's entry implies that _unsupported passed: its shapes, dtypes and device)
             return None
         self.check_forward_layout(hidden_states, None, attention_mask)
-        pending = PendingMaskFacts(attention_mask)
+        ready = current_stream_mark(hidden_states.device)
         with torch.no_grad():
             result = entry.run_mapped(hidden_states, None)
-        lengths, binary, left_padded = pending.result()
+        lengths, binary, left_padded = PendingMaskFacts(attention_mask, after=ready).result()
         facts = check_binary(MaskFacts(binary=binary, lengths=lengths, left_padded=left_padded))
         mask = recurrent_mask(attention_mask, hidden_states.shape[1], facts)
         mode, lengths, graph_mode = self._prefill_route(hidden_states, False, mask, facts)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from ssmkit.granite.reference import mask_facts
-from ssmkit.kernels.granite.mask_facts import PendingMaskFacts, mask_row_facts
+from ssmkit.kernels.granite.mask_facts import PendingMaskFacts, current_stream_mark, mask_row_facts
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
@@ -79,7 +79,15 @@ def test_pending_mask_facts_equal_mask_row_facts_with_work_queued_between():
         done = torch.cuda.Event()
         done.record()
     assert [p.result() for p in pending] == want
+    assert pending[0].result() == want[0]  # (a second result(): the same facts)
     if DEVICE == "cuda":
         assert not done.query()  # the facts came before the queued work finished
+        # launched after a mark on the current stream: on a side stream, not behind the work queued after the mark
+        mark = current_stream_mark(torch.device(DEVICE))
+        torch.cuda._sleep(50_000_000)
+        done.record()
+        assert PendingMaskFacts(masks[1], after=mark).result() == want[1] and not done.query()
+    else:
+        assert current_stream_mark(torch.device(DEVICE)) is None
     with pytest.raises(ValueError, match="mask must be"):
         PendingMaskFacts(masks[0][None])
