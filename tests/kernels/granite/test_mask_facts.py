@@ -69,7 +69,7 @@ def test_unsupported_dtypes_are_refused():
 def test_pending_mask_facts_equal_mask_row_facts_with_work_queued_between():
     """PendingMaskFacts: the same facts as mask_row_facts; on CUDA its copy is asynchronous and ``result`` waits for
     the copy alone (a long kernel queued after it has not finished when the facts are in); several pending reads
-    do not disturb one another."""
+    do not disturb one another; with ``after``, the mask as it was at the mark."""
     g = torch.Generator().manual_seed(7)
     masks = [m.to(DEVICE) for m in _masks(g, 1030).values()]
     want = [mask_row_facts(m) for m in masks]
@@ -82,11 +82,13 @@ def test_pending_mask_facts_equal_mask_row_facts_with_work_queued_between():
     assert pending[0].result() == want[0]  # (a second result(): the same facts)
     if DEVICE == "cuda":
         assert not done.query()  # the facts came before the queued work finished
-        # launched after a mark on the current stream: on a side stream, not behind the work queued after the mark
+        # launched after a mark on the current stream (on a side stream): it reads the mask as the current stream
+        # left it at the mark, here written there behind a long kernel
+        late = torch.zeros_like(masks[1])
+        torch.cuda._sleep(20_000_000)
+        late.copy_(masks[1])
         mark = current_stream_mark(torch.device(DEVICE))
-        torch.cuda._sleep(50_000_000)
-        done.record()
-        assert PendingMaskFacts(masks[1], after=mark).result() == want[1] and not done.query()
+        assert PendingMaskFacts(late, after=mark).result() == want[1]
     else:
         assert current_stream_mark(torch.device(DEVICE)) is None
     with pytest.raises(ValueError, match="mask must be"):
