@@ -26,8 +26,7 @@ from ssmkit.harness.granite_run import build_layer, default_slice, make_inputs
 from ssmkit.harness.report import run_metadata
 from ssmkit.harness.timing import time_call
 from ssmkit.harness.workloads import default_workloads_path, load_workloads
-from ssmkit.kernels.granite.mask_facts import (PendingMaskFacts, _launch_mask_facts, current_stream_mark,
-                                               mask_row_facts)
+from ssmkit.kernels.granite.mask_facts import PendingMaskFacts, _launch_mask_facts, mask_row_facts
 
 
 def host_us(fn, reps: int) -> float:
@@ -68,8 +67,6 @@ def primitive_costs(reps: int) -> dict[str, float]:
     ev = torch.cuda.Event()
     mask = torch.ones(8, 4096, device="cuda", dtype=torch.int64)
     small = torch.arange(10, device="cuda")
-    facts = torch.zeros(8, 3, device="cuda", dtype=torch.int64)
-    pinned = torch.empty(8, 3, dtype=torch.int64, pin_memory=True)
     return {
         "copy_": host_us(lambda: y.copy_(x), reps),
         "clone": host_us(lambda: x.clone(), reps),
@@ -80,13 +77,9 @@ def primitive_costs(reps: int) -> dict[str, float]:
         "sum(1)": host_us(lambda: mask.sum(1), reps),
         "tolist (sync)": host_us(lambda: small.tolist(), reps),
         "is_current_stream_capturing": host_us(torch.cuda.is_current_stream_capturing, reps),
-        "empty pinned (8, 3) int64": host_us(lambda: torch.empty(8, 3, dtype=torch.int64, pin_memory=True), reps),
-        "copy_ D2H into pinned, non_blocking": host_us(lambda: pinned.copy_(facts, non_blocking=True), reps),
-        "Event() + record": host_us(lambda: torch.cuda.Event().record(), reps),
         "mask kernel launch": host_us(lambda: _launch_mask_facts(mask), reps),
+        "mask_row_facts": host_us(lambda: mask_row_facts(mask), reps),
         "PendingMaskFacts + result": host_us(lambda: PendingMaskFacts(mask).result(), reps),
-        "PendingMaskFacts(after) + result": host_us(
-            lambda: PendingMaskFacts(mask, after=current_stream_mark(mask.device)).result(), reps),
     }
 
 

@@ -611,7 +611,7 @@ def test_fast_prefill_cuda_graph_matches_eager_and_returns_fresh_outputs():
 
 def _check_guessed_packed_prefill(device: str, monkeypatch) -> None:
     """speculate_packed_prefill: once the last two calls of a shape ran the same packed graph, the next call
-    replays it before the mask's facts are launched and read (the order is spied on) and returns the bits of a layer that does
+    replays it before the mask's facts are read (the order is spied on) and returns the bits of a layer that does
     not guess; a wrong guess (other lengths, an all-ones mask, a right-padded mask) returns the normal path's
     result too and resets the guess; another mask dtype is another route; a mask with other values raises the
     forward's ValueError after the replay; layout errors raise before anything is launched."""
@@ -629,9 +629,9 @@ def _check_guessed_packed_prefill(device: str, monkeypatch) -> None:
     real_pending, real_run = layer_module.PendingMaskFacts, layer_module._PrefillGraph.run_mapped
 
     class SpyPending(real_pending):
-        def __init__(self, mask, after=None):
-            events.append("facts launched")
-            super().__init__(mask, after)
+        def __init__(self, mask):
+            events.append("facts taken")
+            super().__init__(mask)
 
         def result(self):
             events.append("facts read")
@@ -648,7 +648,7 @@ def _check_guessed_packed_prefill(device: str, monkeypatch) -> None:
             "ones": torch.ones(3, length, dtype=torch.long), "right": left_pad_mask([length, *a]).flip(1)}
     mask = {k: m.to(device) for k, m in mask.items()}
     mask["B bool"] = mask["B"].to(torch.bool)
-    guessed = ["replay", "facts launched", "facts read"]
+    guessed = ["facts taken", "replay", "facts read"]
     # (mask, replayed before the facts were read, the route's guess after the call: lengths or None, repeats)
     plan = [("A", False, a, 0), ("A", False, a, 1), ("A", True, a, 1), ("A", True, a, 1), ("B", True, b, 0),
             ("B", False, b, 1), ("B", True, b, 1), ("ones", True, None, 0), ("B", False, b, 0), ("B", False, b, 1),

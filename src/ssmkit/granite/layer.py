@@ -87,7 +87,7 @@ from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
 from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, capture_graph, postable
-from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, PendingMaskFacts, current_stream_mark, mask_row_facts
+from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, PendingMaskFacts, mask_row_facts
 from ssmkit.kernels.granite.checks import is_pow2
 from ssmkit.kernels.granite.decode_linear import GEMV_MAX_ROWS, granite_decode_linear
 from ssmkit.kernels.granite.ssd_decode import granite_decode_step
@@ -540,8 +540,8 @@ class FastMambaLayer(ReferenceMambaLayer):
         the GPU idled from that copy until the graph's replay began (~125 us per B = 8 call on the H200 machine,
         bench/granite/NOTES.md "Session 11"). When the last two calls of this ``_route_key`` ran the same "mapped"
         graph, this checks the arguments' layout (``check_forward_layout``: the same errors), replays that graph
-        into new tensors, then reads the mask's facts (``PendingMaskFacts`` on a side stream, from the point before
-        the replay: they do not wait for it) and checks the values (the forward's ValueError). Returns a ``_Guess``: ``result`` is the replay's (output,
+        into new tensors, then reads the mask's facts (``PendingMaskFacts``, taken before the replay, read on a side
+        stream after it: not behind it in stream order) and checks the values (the forward's ValueError). Returns a ``_Guess``: ``result`` is the replay's (output,
         cache) when the facts lead to that same graph (``_prefill_route``, ``_prefill_key``: the call is done, with
         the bits of the normal path), else None (the replay's outputs are dropped; the caller goes on with the
         facts read). Returns None when no guess applies (nothing checked or launched)."""
@@ -554,10 +554,10 @@ class FastMambaLayer(ReferenceMambaLayer):
         if entry is None:  # (a route's entry implies that _unsupported passed: its shapes, dtypes and device)
             return None
         self.check_forward_layout(hidden_states, None, attention_mask)
-        ready = current_stream_mark(hidden_states.device)
+        pending = PendingMaskFacts(attention_mask)  # (the mask as it is now; read after the replay is queued)
         with torch.no_grad():
             result = entry.run_mapped(hidden_states, None)
-        lengths, binary, left_padded = PendingMaskFacts(attention_mask, after=ready).result()
+        lengths, binary, left_padded = pending.result()
         facts = check_binary(MaskFacts(binary=binary, lengths=lengths, left_padded=left_padded))
         mask = recurrent_mask(attention_mask, hidden_states.shape[1], facts)
         mode, lengths, graph_mode = self._prefill_route(hidden_states, False, mask, facts)
