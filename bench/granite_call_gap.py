@@ -9,9 +9,10 @@ idle time between the call's GPU activities (``gaps_us``), medians, with the lar
 by the activities on either side; and ``host_marks`` (when the host enters and leaves each step of the forward,
 no profiler). ``--set``: layer attributes to set first, for A/Bs of a switch. ``--toggle JSON``: also time, in the
 same process on the same layer (its captured graphs), calls with these attributes set against calls without, in
-alternating blocks of 10 (``toggle_us``: median event time of each side).
+alternating blocks of 10 (``toggle_us``: median event time of each side). ``--cprofile N``: also run N calls under
+cProfile and print the functions with the most own host time (``cprofile_top``: us per call).
 Usage (CUDA): PYTHONPATH=src python bench/granite_call_gap.py [--calls 20] [--workloads a,b] [--set JSON]
-    [--toggle JSON] [--out F.json]
+    [--toggle JSON] [--cprofile N] [--out F.json]
 """
 import argparse
 import json
@@ -64,10 +65,37 @@ def toggled_event_us(layer, w, hidden_size: int, device, attrs: dict, blocks: in
     return {side: statistics.median(t) for side, t in times.items()}
 
 
+def cprofile_top(layer, w, hidden_size: int, device, calls: int, top: int = 25) -> list[dict]:
+    """The ``top`` functions by own host time over ``calls`` calls of ``w`` under cProfile (us per call; the
+    profiler's own overhead inflates every entry, so compare them with one another, not with the event time)."""
+    import cProfile
+    import pstats
+
+    input_sets = [make_inputs(w, hidden_size, device, torch.bfloat16, rotation=r) for r in range(3)]
+    prepare, call = timed_side(layer, w, input_sets)
+    prof = cProfile.Profile()
+    with torch.no_grad():
+        for _ in range(5):
+            call(prepare())
+        torch.cuda.synchronize()
+        for _ in range(calls):
+            args = prepare()
+            torch.cuda.synchronize()
+            prof.enable()
+            call(args)
+            prof.disable()
+            torch.cuda.synchronize()
+    stats = pstats.Stats(prof).stats
+    rows = [{"function": f"{path.rsplit('/', 1)[-1]}:{line}({name})", "calls": n / calls, "own_us": tt / calls * 1e6,
+             "cumulative_us": ct / calls * 1e6} for (path, line, name), (_, n, tt, ct, _) in stats.items()]
+    return sorted(rows, key=lambda r: -r["own_us"])[:top]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_layer_run_args(ap)
     ap.add_argument("--toggle", type=json.loads, default=None, help="layer attributes of the same-process A/B side")
+    ap.add_argument("--cprofile", type=int, default=0, help="calls to run under cProfile (0: none)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("granite_call_gap needs a CUDA GPU")
@@ -89,6 +117,10 @@ def main() -> None:
                                                 max(1, args.calls // 10))
             print(f"   toggle {json.dumps(args.toggle)}: " +
                   ", ".join(f"{k} {v:.1f} us" for k, v in row["toggle_us"].items()), flush=True)
+        if args.cprofile:
+            row["cprofile_top"] = cprofile_top(layer, w, sl.config.hidden_size, device, args.cprofile)
+            for r in row["cprofile_top"]:
+                print(f"   {r['own_us']:7.1f} us own {r['cumulative_us']:8.1f} cum {r['calls']:5.1f}x  {r['function']}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({**run_metadata(None, device), "attributes": args.set, "toggle": args.toggle, "rows": rows}, f,
