@@ -567,30 +567,35 @@ def test_prefill_graph_logic_matches_eager_with_a_stand_in_graph(monkeypatch):
 
 
 def _check_mapped_prefill_fills_given_caches(device: str) -> None:
-    """prefill_graphs "mapped" (packed batches): a given empty cache is filled in place (its own tensors, also a
-    non-contiguous one), a non-contiguous hidden_states is read correctly, an unmasked batch falls back to the
-    "kernels" graph, and everything equals the eager forward bit for bit."""
+    """prefill_graphs "mapped" (packed batches, and batches without a mask up to mapped_prefill_max_tokens): a given
+    empty cache is filled in place (its own tensors, also a non-contiguous one), a non-contiguous or unaligned
+    hidden_states is read correctly, everything equals the eager forward bit for bit; an unmasked batch above the
+    token bound falls back to the "kernels" graph."""
     tiny = GraniteMambaConfig.tiny(chunk_size=16)
     fast = FastMambaLayer(tiny).to(device, BF16)
     fast.load_state_dict(synthetic_slice(tiny, 57).mamba)
     g = torch.Generator().manual_seed(58)
     mask = left_pad_mask([19, 6, 1]).to(device)
     wide = torch.randn(3, 19, 2 * tiny.hidden_size, generator=g).to(device, BF16)
-    hs = [torch.randn(3, 19, tiny.hidden_size, generator=g).to(device, BF16), wide[..., ::2]]
+    flat = torch.randn(3 * 19 * tiny.hidden_size + 1, generator=g).to(device, BF16)
+    hs = [torch.randn(3, 19, tiny.hidden_size, generator=g).to(device, BF16), wide[..., ::2],
+          flat[1:].view(3, 19, tiny.hidden_size)]  # (a contiguous view at a 2-byte offset)
     with torch.no_grad():
-        fast.prefill_graphs = False
-        want = [fast(h, attention_mask=mask) for h in hs]
-        fast.prefill_graphs = "mapped"
-        for h, (wo, wc) in zip(hs, want):
-            given = MambaCache.zeros(tiny, 3, device=device, dtype=BF16)
-            given.ssm_state = torch.zeros(3, tiny.d_state, tiny.head_dim, tiny.num_heads, device=device
-                                          ).permute(0, 3, 2, 1)  # the right shape, not contiguous
-            conv, ssm = given.conv_state, given.ssm_state
-            out, cache = fast(h, given, mask)
-            assert cache is given and cache.conv_state is conv and cache.ssm_state is ssm
-            assert torch.equal(out, wo) and torch.equal(conv, wc.conv_state) and torch.equal(ssm, wc.ssm_state)
-        assert all(e.io is not None for e in fast._prefill_graphs.values())
-        fast(hs[0])  # no mask: a "kernels" graph
+        for m in (mask, None):
+            fast.prefill_graphs = False
+            want = [fast(h, attention_mask=m) for h in hs]
+            fast.prefill_graphs = "mapped"
+            for h, (wo, wc) in zip(hs, want):
+                given = MambaCache.zeros(tiny, 3, device=device, dtype=BF16)
+                given.ssm_state = torch.zeros(3, tiny.d_state, tiny.head_dim, tiny.num_heads, device=device
+                                              ).permute(0, 3, 2, 1)  # the right shape, not contiguous
+                conv, ssm = given.conv_state, given.ssm_state
+                out, cache = fast(h, given, m)
+                assert cache is given and cache.conv_state is conv and cache.ssm_state is ssm
+                assert torch.equal(out, wo) and torch.equal(conv, wc.conv_state) and torch.equal(ssm, wc.ssm_state)
+        assert len(fast._prefill_graphs) == 2 and all(e.io is not None for e in fast._prefill_graphs.values())
+        fast.mapped_prefill_max_tokens = 3 * 19 - 1
+        fast(hs[0])  # no mask, above the bound: a "kernels" graph
     assert sum(e.io is None for e in fast._prefill_graphs.values()) == 1
 
 
@@ -643,6 +648,9 @@ def _check_guessed_packed_prefill(device: str, monkeypatch) -> None:
 
     monkeypatch.setattr(layer_module, "PendingMaskFacts", SpyPending)
     monkeypatch.setattr(layer_module._PrefillGraph, "run_mapped", spy_run)
+    normal_reads = []  # the normal path's facts reads (check_forward_args_with_facts -> _mask_facts)
+    real_facts = fast._mask_facts
+    monkeypatch.setattr(fast, "_mask_facts", lambda m: normal_reads.append(1) or real_facts(m))
     a, b = (6, 1), (7, 1)  # the short rows' lengths of masks A and B (row 0 is full)
     mask = {"A": left_pad_mask([length, *a]), "B": left_pad_mask([length, *b]),
             "ones": torch.ones(3, length, dtype=torch.long), "right": left_pad_mask([length, *a]).flip(1)}
@@ -658,15 +666,21 @@ def _check_guessed_packed_prefill(device: str, monkeypatch) -> None:
             h = torch.randn(3, length, tiny.hidden_size, generator=g).to(device, BF16)
             want_out, want_cache = plain(h, attention_mask=mask[name])
             events.clear()
+            normal_reads.clear()
             out, cache = fast(h, attention_mask=mask[name])
             assert (events[:3] == guessed) == early, (i, name, events)
+            # the facts are read once: by the guess (right or wrong) or by the normal path
+            assert normal_reads == ([] if early else [1]) and "facts read" not in events[3:], (i, events)
+            if i == 2:
+                kept = (out.clone(), out)  # a guessed call's output must survive the later calls
             key, repeats = fast._packed_routes[fast._route_key(h, mask[name])]
-            assert (None if key is None else key[4][1:]) == want_lengths and repeats == want_repeats, (i, key)
+            lengths = None if key is None or key[4] is None else key[4][1:]  # (an all-ones mask: unpacked graph)
+            assert lengths == want_lengths and repeats == want_repeats, (i, key)
             assert torch.equal(out, want_out), i
             assert torch.equal(cache.conv_state, want_cache.conv_state), i
             assert torch.equal(cache.ssm_state, want_cache.ssm_state), i
             assert cache.has_previous_state and cache.seqlen_offset == length
-        assert not any("facts" in e for e in events[3:])  # a wrong guess reads the facts once
+        assert torch.equal(kept[0], kept[1])
         bad = mask["B"].clone()
         bad[1, -1] = 2
         h = torch.randn(3, length, tiny.hidden_size, generator=g).to(device, BF16)
@@ -682,6 +696,19 @@ def _check_guessed_packed_prefill(device: str, monkeypatch) -> None:
         with pytest.raises(TypeError, match="dtype"):
             fast(h.float(), attention_mask=mask["B"])
         assert events == []
+        # a switch changed after two agreeing calls, or the graphs cleared: no guess on the next call
+        for change in ("switch", "clear"):
+            for _ in range(2):
+                fast(h, attention_mask=mask["B"])
+            if change == "switch":
+                fast.cb_spread = not fast.cb_spread
+            else:
+                fast.clear_graphs()
+                assert not fast._packed_routes
+            events.clear()
+            fast(h, attention_mask=mask["B"])
+            assert events[:1] != ["facts taken"], (change, events)
+            fast.cb_spread = plain.cb_spread
 
 
 def test_guessed_packed_prefill_with_a_stand_in_graph(monkeypatch):

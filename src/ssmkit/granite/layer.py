@@ -40,7 +40,10 @@ Paths:
   packed left-padded batch (below) the whole forward is one graph between ``MappedIO``'s gather of the real rows
   from the caller's hidden_states and its writes into a new output and the cache tensors (a given empty cache's
   own tensors, new ones otherwise), all at addresses posted before the replay: a call is three torch.empty, the
-  post and the replay (no gather, GEMM, clone or unpack launches from the host); other batches take "kernels".
+  post and the replay (no gather, GEMM, clone or unpack launches from the host); so does a batch without a mask of
+  at most ``mapped_prefill_max_tokens`` tokens (b * L; default 8192), its hidden states copied in and its output and
+  cache copied out by one slot copy each (``SlotCopy``) instead of two eager GEMM launches and two cache clones;
+  other batches take "kernels".
   (H200, interleaved A/B in one process: 1351 vs 1399 us per B=8 left-padded call against "kernels";
   bench/results/session3/host_timeline_s3f.json.)
   ``speculate_packed_prefill`` (default True): a packed graph is chosen by the mask's lengths, which reach the host
@@ -86,7 +89,7 @@ from ssmkit.granite.reference import MaskFacts, ReferenceMambaLayer, apply_paddi
 from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
-from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, capture_graph, postable
+from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, SlotCopy, capture_graph, postable
 from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, PendingMaskFacts, mask_row_facts
 from ssmkit.kernels.granite.checks import is_pow2
 from ssmkit.kernels.granite.decode_linear import GEMV_MAX_ROWS, granite_decode_linear
@@ -104,6 +107,9 @@ _MAX_PREFILL_GRAPHS = 4
 # FastMambaLayer.prefill_graphs: off, the whole forward in the graph, the kernels between the GEMMs only, or
 # ("mapped") the whole forward with MappedIO for packed left-padded batches ("kernels" for the others).
 _PREFILL_GRAPH_MODES = (False, "whole", "kernels", "mapped")
+# FastMambaLayer.mapped_prefill_max_tokens: "mapped" also takes batches without a mask up to this many tokens
+# (b * L; larger ones take "kernels": the copies in and out grow with the tokens, the host time they save does not)
+_MAPPED_PREFILL_MAX_TOKENS = 8192
 # FastMambaLayer.pack_padded_gemms -> _Packing mode (None: projections over every position; True = "packed").
 _PACK_MODES = {False: None, True: "packed", "rows": "rows", "packed": "packed"}
 # FastMambaLayer.decode_io: how a decode graph gets its token and returns its output (_DecodeGraph).
@@ -206,6 +212,11 @@ class _DecodeBinding:
                 and _tensor_layout(cache.ssm_state) == self.ssm_layout and _can_capture(hidden_states))
 
 
+def _mask_facts_of(pending: PendingMaskFacts) -> MaskFacts:
+    lengths, binary, left_padded = pending.result()
+    return MaskFacts(binary=binary, lengths=lengths, left_padded=left_padded)
+
+
 class _Guess(NamedTuple):
     """What ``FastMambaLayer._guessed_packed_prefill`` found: the checked facts of the mask, the mask the mixer
     applies (``recurrent_mask``) and the replay's (output, cache) if the guess was right, else None."""
@@ -218,32 +229,37 @@ class _PrefillGraph:
     """A prefill from the zero state captured for one key. ``static_in`` is what a call fills before the replay
     and ``static_out`` what it reads after: hidden_states and the layer output for a whole-forward graph, the
     in_proj output and the normed out_proj input for a kernels-only graph; for a "mapped" graph (``io`` set,
-    ``run_mapped``) the gathered rows and the packed out_proj output, which calls never touch. ``packing``: the
-    key's packed projections (or None)."""
+    ``run_mapped``) the gathered rows (or the copied hidden states) and the packed (or unpacked) out_proj output,
+    which calls never touch. ``packing``: the key's packed projections (or None). ``keep``: what else the graph's
+    kernels read (the slot copies' tables)."""
 
     def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_mask: torch.Tensor | None,
                  static_out: torch.Tensor, static_cache: MambaCache, packing: _Packing | None,
-                 io: MappedIO | None = None) -> None:
+                 io: MappedIO | None = None, keep: tuple = ()) -> None:
         self.graph = graph
+        self.keep = keep
         self.packing = packing
         self.static_in = static_in
         self.static_mask = static_mask
         self.static_out = static_out
         self.static_cache = static_cache
         self.io = io
+        self._stream = ReplayStream(static_in.device)  # ("mapped": the stream of the last replay)
 
     def run_mapped(self, hidden_states: torch.Tensor, cache: MambaCache | None) -> tuple[torch.Tensor, MambaCache]:
-        """A "mapped" graph (packed left-padded batch, whole forward): post the token rows' source and the three
-        destinations (a new output, the cache's tensors or new ones), replay; returns (output, cache)."""
-        src = hidden_states.contiguous()  # (a copy, if one is made, stays alive until the replay)
+        """A "mapped" graph (whole forward): post the hidden states' source and the three destinations (a new
+        output, the cache's tensors or new ones), replay; returns (output, cache). Every posted tensor is
+        contiguous and 16-byte aligned (``postable``; the slot copies move 32-bit words)."""
+        src = postable(hidden_states)  # (a copy, if one is made, stays alive until the replay)
         out = torch.empty_like(src)
         static = self.static_cache
         if cache is None:
             cache = MambaCache(torch.empty_like(static.conv_state), torch.empty_like(static.ssm_state))
         given = (cache.conv_state, cache.ssm_state)
-        dsts = [t if t.is_contiguous() else torch.empty_like(s) for t, s in zip(given, (static.conv_state,
-                                                                                         static.ssm_state))]
-        self.io.replay(self.graph, src, (out, *dsts))
+        dsts = [t if t.is_contiguous() and t.data_ptr() % 16 == 0 else torch.empty_like(s)
+                for t, s in zip(given, (static.conv_state, static.ssm_state))]
+        self._stream.same()  # (a replay on another stream first waits for the previous one: an ack does not say
+        self.io.replay(self.graph, src, (out, *dsts))  # that the replay has finished)
         for t, d in zip(given, dsts):
             if d is not t:  # a given non-contiguous cache tensor: filled in place from the posted copy
                 t.copy_(d)
@@ -359,7 +375,8 @@ class FastMambaLayer(ReferenceMambaLayer):
     ``pack_padded_gemms`` ("packed"; "rows" or False: how left-padded batches skip their pads) and
     ``cb_spread`` (True: ``ssd_chunked_prefill``'s option, C.B^T spread over the head programs) and
     ``ssd_fused_state`` (its ``fused_state``: chunk states and their passing in one sequential kernel; None:
-    its default, from the batch) and ``speculate_packed_prefill`` (True: a left-padded prefill whose last two
+    its default, from the batch), ``mapped_prefill_max_tokens`` (batches without a mask up to this many tokens take
+    the "mapped" graph too) and ``speculate_packed_prefill`` (True: a left-padded prefill whose last two
     calls of the same shape ran the same packed graph replays it before the mask's facts reach the host, see
     ``_guessed_packed_prefill``).
     """
@@ -375,14 +392,16 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.pack_padded_gemms = "packed"
         self.cb_spread = True
         self.ssd_fused_state = None
+        self.mapped_prefill_max_tokens = _MAPPED_PREFILL_MAX_TOKENS
         self.speculate_packed_prefill = True
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
         # cache.ssm_state.data_ptr() -> the binding of the graph captured on that state (forward's fast path), at
         # most _MAX_DECODE_GRAPHS; keyed by the state's address, so a new cache object on the same memory hits too
         self._decode_bound: dict[int, _DecodeBinding] = {}
         self._prefill_graphs: OrderedDict[tuple, _PrefillGraph] = OrderedDict()
-        # _route_key(...) of a left-padded prefill without a cache -> (the "mapped" graph key its last call ran, or
-        # None for another path; how many calls before it in a row ran the same): _guessed_packed_prefill's guess
+        # _route_key(...) of a masked prefill without a cache -> (the "mapped" graph key its last call on the normal
+        # path ran, or None for another path; how many normal-path calls before it in a row ran the same; a right
+        # guess leaves it as it is): _guessed_packed_prefill's guess
         self._packed_routes: OrderedDict[tuple, tuple[tuple | None, int]] = OrderedDict()
         self._warned: set[str] = set()
         c = self.config
@@ -516,15 +535,17 @@ class FastMambaLayer(ReferenceMambaLayer):
         graph_mode = None
         if self.prefill_graphs and not continuing and _can_capture(hidden_states):
             graph_mode = self.prefill_graphs
-            if graph_mode == "mapped" and not (lengths is not None and mode == "packed"):
-                graph_mode = "kernels"  # mapped graphs are for packed left-padded batches
+            if graph_mode == "mapped" and not (lengths is not None and mode == "packed") and not (
+                    mask is None and hidden_states.shape[0] * hidden_states.shape[1] <= self.mapped_prefill_max_tokens):
+                graph_mode = "kernels"  # mapped graphs: packed left-padded batches, small batches without a mask
         return mode, lengths, graph_mode
 
     def _route_key(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
         """What a left-padded prefill without a cache is known by before its mask's values are read: the shapes,
         dtypes, device and the prefill switches (``_packed_routes``)."""
         return (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device, attention_mask.dtype,
-                self.prefill_graphs, self.pack_padded_gemms, self.cb_spread, self.ssd_fused_state)
+                self.prefill_graphs, self.pack_padded_gemms, self.cb_spread, self.ssd_fused_state,
+                self.mapped_prefill_max_tokens)
 
     def _note_route(self, route: tuple, key: tuple | None) -> None:
         """Record that a call of ``route`` ran the "mapped" graph ``key`` (None: another path)."""
@@ -541,29 +562,41 @@ class FastMambaLayer(ReferenceMambaLayer):
         bench/granite/NOTES.md "Session 11"). When the last two calls of this ``_route_key`` ran the same "mapped"
         graph, this checks the arguments' layout (``check_forward_layout``: the same errors), replays that graph
         into new tensors, then reads the mask's facts (``PendingMaskFacts``, taken before the replay, read on a side
-        stream after it: not behind it in stream order) and checks the values (the forward's ValueError). Returns a ``_Guess``: ``result`` is the replay's (output,
-        cache) when the facts lead to that same graph (``_prefill_route``, ``_prefill_key``: the call is done, with
-        the bits of the normal path), else None (the replay's outputs are dropped; the caller goes on with the
-        facts read). Returns None when no guess applies (nothing checked or launched)."""
+        stream after it: not behind it in stream order) and checks the values (the forward's ValueError, also when
+        the replay raised: a bad mask's error comes first, as on the normal path; a bad mask costs one replay).
+        Returns a ``_Guess``: ``result`` is the replay's (output, cache) when the facts lead to that same graph
+        (``_prefill_route``, ``_prefill_key``: the call is done, with the bits of the normal path), else None (the
+        replay's outputs are dropped; the caller goes on with the facts read). The path reads the facts itself, so
+        a subclass's ``check_forward_args_with_facts`` / ``_mask_facts`` do not run on it (this class's
+        ``_mask_facts`` reads the same facts); set ``speculate_packed_prefill`` False where they must. Returns
+        None when no guess applies (nothing checked or launched)."""
         if (not self.speculate_packed_prefill or cache is not None or type(attention_mask) is not torch.Tensor
                 or type(hidden_states) is not torch.Tensor or attention_mask.dtype not in MASK_DTYPES
                 or hidden_states.dim() != 3 or attention_mask.dim() != 2 or not _can_capture(hidden_states)):
             return None
-        key, repeats = self._packed_routes.get(self._route_key(hidden_states, attention_mask), (None, 0))
+        try:
+            route = self._route_key(hidden_states, attention_mask)
+            key, repeats = self._packed_routes.get(route, (None, 0))
+        except TypeError:  # an unhashable switch value: the normal path's check says what is wrong with it
+            return None
         entry = self._prefill_graphs.get(key) if key is not None and repeats >= 1 else None
         if entry is None:  # (a route's entry implies that _unsupported passed: its shapes, dtypes and device)
             return None
-        self.check_forward_layout(hidden_states, None, attention_mask)
+        self.check_forward_layout(hidden_states, attention_mask)
         pending = PendingMaskFacts(attention_mask)  # (the mask as it is now; read after the replay is queued)
-        with torch.no_grad():
-            result = entry.run_mapped(hidden_states, None)
-        lengths, binary, left_padded = pending.result()
-        facts = check_binary(MaskFacts(binary=binary, lengths=lengths, left_padded=left_padded))
+        try:
+            with torch.no_grad():
+                result = entry.run_mapped(hidden_states, None)
+        except BaseException:  # a bad mask's ValueError first, as the normal path would raise it
+            check_binary(_mask_facts_of(pending))
+            raise
+        facts = check_binary(_mask_facts_of(pending))
         mask = recurrent_mask(attention_mask, hidden_states.shape[1], facts)
         mode, lengths, graph_mode = self._prefill_route(hidden_states, False, mask, facts)
         if graph_mode != "mapped" or self._prefill_key(hidden_states, mask, lengths, mode, graph_mode) != key:
             return _Guess(mask, facts, None)
         self._prefill_graphs.move_to_end(key)
+        self._packed_routes.move_to_end(route)
         return _Guess(mask, facts, result)
 
     def _packed_lengths(self, mask: torch.Tensor | None, facts: MaskFacts | None) -> tuple[int, ...] | None:
@@ -676,9 +709,9 @@ class FastMambaLayer(ReferenceMambaLayer):
             static_mask = None if mask is None or packed else mask.clone(memory_format=torch.contiguous_format)
             static_cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=device,
                                             dtype=hidden_states.dtype)
-            io = None
+            io, keep = None, ()
             if graph_mode == "mapped":
-                static_in, step, io, warm = self._mapped_prefill_step(hidden_states, packing, static_cache)
+                static_in, step, io, warm, keep = self._mapped_prefill_step(hidden_states, packing, static_cache)
             elif graph_mode == "whole":
                 static_in = hidden_states.clone(memory_format=torch.contiguous_format)
 
@@ -693,21 +726,37 @@ class FastMambaLayer(ReferenceMambaLayer):
                     return self._prefill_kernels(static_in, static_mask, static_cache, False, packing)
 
             graph, static_out = capture_graph(step, step, device)
-        return _PrefillGraph(graph, static_in, static_mask, static_out, static_cache, packing, io)
+        return _PrefillGraph(graph, static_in, static_mask, static_out, static_cache, packing, io, keep)
 
-    def _mapped_prefill_step(self, hidden_states: torch.Tensor, packing: _Packing, static_cache: MambaCache):
-        """The "mapped" prefill graph's body and buffers: gather the real rows of the posted hidden states
+    def _mapped_prefill_step(self, hidden_states: torch.Tensor, packing: _Packing | None, static_cache: MambaCache):
+        """The "mapped" prefill graph's body and buffers. Packed: gather the real rows of the posted hidden states
         (``MappedIO.gather_in``), in_proj, the 5 kernels on the packed layout, out_proj, unpack into posted
-        output 0, copy conv_state / ssm_state to posted outputs 1 / 2 (the last acknowledges). Returns (static
-        rows, body, io, warm-up tensors); the warm-up's addresses are posted here (the caller's hidden states,
-        read only, and scratch outputs: the returned tuple keeps them alive through the capture)."""
-        rows = torch.empty(sum(packing.lengths), hidden_states.shape[-1], device=hidden_states.device,
-                           dtype=hidden_states.dtype)
-        io = MappedIO(hidden_states.device, n_out=3)
-        warm = (hidden_states.contiguous(),
-                torch.empty(hidden_states.shape, dtype=hidden_states.dtype, device=hidden_states.device),
+        output 0, copy conv_state / ssm_state to posted outputs 1 / 2 (the last acknowledges). Without packing (no
+        mask): the posted hidden states copied in (one slot copy), in_proj, the 5 kernels, out_proj into a static
+        output, the output and both cache tensors copied out (one slot copy, acknowledging). Returns (static
+        input, body, io, warm-up tensors, what the graph reads besides); the warm-up's addresses are posted here
+        (the caller's hidden states, read only, and scratch outputs: the returned tuple keeps them alive through
+        the capture)."""
+        device, dtype = hidden_states.device, hidden_states.dtype
+        io = MappedIO(device, n_out=3)
+        warm = (postable(hidden_states), torch.empty(hidden_states.shape, dtype=dtype, device=device),
                 torch.empty_like(static_cache.conv_state), torch.empty_like(static_cache.ssm_state))
         io.post(warm[0], warm[1:])
+        if packing is None:
+            static_in = torch.empty(hidden_states.shape, dtype=dtype, device=device)
+            static_out = torch.empty_like(static_in)
+            slots_in = SlotCopy([static_in])
+            slots_out = SlotCopy([static_out, static_cache.conv_state, static_cache.ssm_state])
+
+            def step():
+                io.copy_in_slots(slots_in)
+                zxbcdt = F.linear(static_in, self.in_proj.weight, self.in_proj.bias)
+                normed = self._prefill_kernels(zxbcdt, None, static_cache, False)
+                _linear_into(normed, self.out_proj.weight, self.out_proj.bias, static_out)
+                io.copy_out_slots(slots_out)
+                return static_out
+            return static_in, step, io, warm, (slots_in, slots_out)
+        rows = torch.empty(sum(packing.lengths), hidden_states.shape[-1], device=device, dtype=dtype)
 
         def step():
             io.gather_in(rows, packing.index)
@@ -717,7 +766,7 @@ class FastMambaLayer(ReferenceMambaLayer):
             io.copy_out(static_cache.conv_state, slot=1, ack=False)
             io.copy_out(static_cache.ssm_state, slot=2, ack=True)
             return out
-        return rows, step, io, warm
+        return rows, step, io, warm, ()
 
     # ----------------------------------------------------------------------------------------- decode
     def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor, ssm_state: torch.Tensor,

@@ -320,14 +320,18 @@ class ReferenceMambaLayer(nn.Module):
                                       ) -> tuple[torch.Tensor | None, MaskFacts | None]:
         """``check_forward_args`` that also returns the mask's ``MaskFacts`` (None without a mask), read with the
         one device-to-host copy the value check needs, for callers that use the lengths too."""
-        self.check_forward_layout(hidden_states, cache, attention_mask)
+        self.check_forward_layout(hidden_states, attention_mask)
         facts = None if attention_mask is None else self.checked_mask_facts(attention_mask)
+        if cache is not None:
+            if not isinstance(cache, MambaCache):
+                raise TypeError(f"cache must be a MambaCache or None, got {type(cache).__name__}")
+            cache.check_matches(self.config, hidden_states.shape[0], self.in_proj.weight.device,
+                                self.in_proj.weight.dtype)
         return recurrent_mask(attention_mask, hidden_states.shape[1], facts), facts
 
-    def check_forward_layout(self, hidden_states: torch.Tensor, cache: MambaCache | None,
-                             attention_mask: torch.Tensor | None) -> None:
-        """Every check of ``check_forward_args`` that reads no device data: types, ranks, shapes, dtypes, devices
-        (the mask's values are ``checked_mask_facts``'s)."""
+    def check_forward_layout(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None) -> None:
+        """The checks of ``check_forward_args`` that come before the mask's values (``checked_mask_facts``) and
+        read no device data: the types, ranks, shapes, dtypes and devices of hidden_states and the mask."""
         weight = self.in_proj.weight
         if not isinstance(hidden_states, torch.Tensor):
             raise TypeError(f"hidden_states must be a torch.Tensor, got {type(hidden_states).__name__}")
@@ -354,10 +358,6 @@ class ReferenceMambaLayer(nn.Module):
                 raise ValueError(f"attention_mask is on {attention_mask.device}, the layer on {weight.device}")
             if attention_mask.is_complex():
                 raise _not_binary()
-        if cache is not None:
-            if not isinstance(cache, MambaCache):
-                raise TypeError(f"cache must be a MambaCache or None, got {type(cache).__name__}")
-            cache.check_matches(self.config, batch, weight.device, weight.dtype)
 
     def checked_mask_facts(self, attention_mask: torch.Tensor) -> MaskFacts:
         """The ``MaskFacts`` of a mask that passed ``check_forward_layout``; ValueError unless its values are 0/1."""

@@ -66,13 +66,23 @@ def test_unsupported_dtypes_are_refused():
             mask_row_facts(torch.ones(2, 3, dtype=dtype, device=DEVICE))
 
 
-def test_pending_mask_facts_equal_mask_row_facts():
+def test_pending_mask_facts_equal_mask_row_facts(monkeypatch):
     """PendingMaskFacts: the same facts as mask_row_facts, also with several pending at once and on a second
     ``result()``; on CUDA the mask as the current stream left it at the construction (written there behind a long
     kernel), read after more work was queued there."""
+    import ssmkit.kernels.granite.mask_facts as mask_facts_module
+
     g = torch.Generator().manual_seed(7)
     masks = [m.to(DEVICE) for m in _masks(g, 1030).values()]
     want = [mask_row_facts(m) for m in masks]
+    launched_on = []  # CUDA: the stream each read's kernel was launched on
+    real_launch = mask_facts_module._launch_mask_facts
+
+    def spy_launch(m):
+        launched_on.append(torch.cuda.current_stream() if m.is_cuda else None)
+        return real_launch(m)
+
+    monkeypatch.setattr(mask_facts_module, "_launch_mask_facts", spy_launch)
     late = torch.zeros_like(masks[1])
     if DEVICE == "cuda":
         torch.cuda._sleep(20_000_000)  # ~10 ms before the write
@@ -81,6 +91,8 @@ def test_pending_mask_facts_equal_mask_row_facts():
     if DEVICE == "cuda":
         torch.cuda._sleep(20_000_000)  # queued after the construction, before the reads
     assert [p.result() for p in pending] == [*want, want[1]]
-    assert pending[0].result() == want[0]
+    assert pending[0].result() == want[0] and len(launched_on) == len(pending)
+    if DEVICE == "cuda":  # on the side stream, not the caller's
+        assert all(s != torch.cuda.current_stream() for s in launched_on)
     with pytest.raises(ValueError, match="mask must be"):
         PendingMaskFacts(masks[0][None]).result()
