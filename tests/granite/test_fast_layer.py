@@ -567,10 +567,9 @@ def test_prefill_graph_logic_matches_eager_with_a_stand_in_graph(monkeypatch):
 
 
 def _check_mapped_prefill_fills_given_caches(device: str) -> None:
-    """prefill_graphs "mapped" (packed batches, and batches without a mask up to mapped_prefill_max_tokens): a given
-    empty cache is filled in place (its own tensors, also a non-contiguous one), a non-contiguous or unaligned
-    hidden_states is read correctly, everything equals the eager forward bit for bit; an unmasked batch above the
-    token bound falls back to the "kernels" graph."""
+    """prefill_graphs "mapped" (packed batches): a given empty cache is filled in place (its own tensors, also a
+    non-contiguous one), a non-contiguous or unaligned hidden_states is read correctly, an unmasked batch falls back
+    to the "kernels" graph, and everything equals the eager forward bit for bit."""
     tiny = GraniteMambaConfig.tiny(chunk_size=16)
     fast = FastMambaLayer(tiny).to(device, BF16)
     fast.load_state_dict(synthetic_slice(tiny, 57).mamba)
@@ -581,21 +580,19 @@ def _check_mapped_prefill_fills_given_caches(device: str) -> None:
     hs = [torch.randn(3, 19, tiny.hidden_size, generator=g).to(device, BF16), wide[..., ::2],
           flat[1:].view(3, 19, tiny.hidden_size)]  # (a contiguous view at a 2-byte offset)
     with torch.no_grad():
-        for m in (mask, None):
-            fast.prefill_graphs = False
-            want = [fast(h, attention_mask=m) for h in hs]
-            fast.prefill_graphs = "mapped"
-            for h, (wo, wc) in zip(hs, want):
-                given = MambaCache.zeros(tiny, 3, device=device, dtype=BF16)
-                given.ssm_state = torch.zeros(3, tiny.d_state, tiny.head_dim, tiny.num_heads, device=device
-                                              ).permute(0, 3, 2, 1)  # the right shape, not contiguous
-                conv, ssm = given.conv_state, given.ssm_state
-                out, cache = fast(h, given, m)
-                assert cache is given and cache.conv_state is conv and cache.ssm_state is ssm
-                assert torch.equal(out, wo) and torch.equal(conv, wc.conv_state) and torch.equal(ssm, wc.ssm_state)
-        assert len(fast._prefill_graphs) == 2 and all(e.io is not None for e in fast._prefill_graphs.values())
-        fast.mapped_prefill_max_tokens = 3 * 19 - 1
-        fast(hs[0])  # no mask, above the bound: a "kernels" graph
+        fast.prefill_graphs = False
+        want = [fast(h, attention_mask=mask) for h in hs]
+        fast.prefill_graphs = "mapped"
+        for h, (wo, wc) in zip(hs, want):
+            given = MambaCache.zeros(tiny, 3, device=device, dtype=BF16)
+            given.ssm_state = torch.zeros(3, tiny.d_state, tiny.head_dim, tiny.num_heads, device=device
+                                          ).permute(0, 3, 2, 1)  # the right shape, not contiguous
+            conv, ssm = given.conv_state, given.ssm_state
+            out, cache = fast(h, given, mask)
+            assert cache is given and cache.conv_state is conv and cache.ssm_state is ssm
+            assert torch.equal(out, wo) and torch.equal(conv, wc.conv_state) and torch.equal(ssm, wc.ssm_state)
+        assert all(e.io is not None for e in fast._prefill_graphs.values())
+        fast(hs[0])  # no mask: a "kernels" graph
     assert sum(e.io is None for e in fast._prefill_graphs.values()) == 1
 
 
@@ -674,8 +671,7 @@ def _check_guessed_packed_prefill(device: str, monkeypatch) -> None:
             if i == 2:
                 kept = (out.clone(), out)  # a guessed call's output must survive the later calls
             key, repeats = fast._packed_routes[fast._route_key(h, mask[name])]
-            lengths = None if key is None or key[4] is None else key[4][1:]  # (an all-ones mask: unpacked graph)
-            assert lengths == want_lengths and repeats == want_repeats, (i, key)
+            assert (None if key is None else key[4][1:]) == want_lengths and repeats == want_repeats, (i, key)
             assert torch.equal(out, want_out), i
             assert torch.equal(cache.conv_state, want_cache.conv_state), i
             assert torch.equal(cache.ssm_state, want_cache.ssm_state), i

@@ -40,10 +40,9 @@ Paths:
   packed left-padded batch (below) the whole forward is one graph between ``MappedIO``'s gather of the real rows
   from the caller's hidden_states and its writes into a new output and the cache tensors (a given empty cache's
   own tensors, new ones otherwise), all at addresses posted before the replay: a call is three torch.empty, the
-  post and the replay (no gather, GEMM, clone or unpack launches from the host); so does a batch without a mask of
-  at most ``mapped_prefill_max_tokens`` tokens (b * L; default 8192), its hidden states copied in and its output and
-  cache copied out by one slot copy each (``SlotCopy``) instead of two eager GEMM launches and two cache clones;
-  other batches take "kernels".
+  post and the replay (no gather, GEMM, clone or unpack launches from the host); other batches take "kernels".
+  (Session 12 measured the same graph for unmasked batches, with slot copies in and out: 407.4 vs 414.1 us per
+  B=1 L=4096 call, 1246.2 vs 1202.8 at L=16384, +100 MiB peak memory at 4096; not kept.)
   (H200, interleaved A/B in one process: 1351 vs 1399 us per B=8 left-padded call against "kernels";
   bench/results/session3/host_timeline_s3f.json.)
   ``speculate_packed_prefill`` (default True): a packed graph is chosen by the mask's lengths, which reach the host
@@ -89,7 +88,7 @@ from ssmkit.granite.reference import MaskFacts, ReferenceMambaLayer, apply_paddi
 from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.granite.conv1d import causal_conv1d_silu_prefill, packed_layout_rows, unpack_varlen_rows
 from ssmkit.kernels.granite.gated_norm import gated_rmsnorm
-from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, SlotCopy, capture_graph, postable
+from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, capture_graph, postable
 from ssmkit.kernels.granite.mask_facts import MASK_DTYPES, PendingMaskFacts, mask_row_facts
 from ssmkit.kernels.granite.checks import is_pow2
 from ssmkit.kernels.granite.decode_linear import GEMV_MAX_ROWS, granite_decode_linear
@@ -107,9 +106,6 @@ _MAX_PREFILL_GRAPHS = 4
 # FastMambaLayer.prefill_graphs: off, the whole forward in the graph, the kernels between the GEMMs only, or
 # ("mapped") the whole forward with MappedIO for packed left-padded batches ("kernels" for the others).
 _PREFILL_GRAPH_MODES = (False, "whole", "kernels", "mapped")
-# FastMambaLayer.mapped_prefill_max_tokens: "mapped" also takes batches without a mask up to this many tokens
-# (b * L; larger ones take "kernels": the copies in and out grow with the tokens, the host time they save does not)
-_MAPPED_PREFILL_MAX_TOKENS = 8192
 # FastMambaLayer.pack_padded_gemms -> _Packing mode (None: projections over every position; True = "packed").
 _PACK_MODES = {False: None, True: "packed", "rows": "rows", "packed": "packed"}
 # FastMambaLayer.decode_io: how a decode graph gets its token and returns its output (_DecodeGraph).
@@ -229,15 +225,12 @@ class _PrefillGraph:
     """A prefill from the zero state captured for one key. ``static_in`` is what a call fills before the replay
     and ``static_out`` what it reads after: hidden_states and the layer output for a whole-forward graph, the
     in_proj output and the normed out_proj input for a kernels-only graph; for a "mapped" graph (``io`` set,
-    ``run_mapped``) the gathered rows (or the copied hidden states) and the packed (or unpacked) out_proj output,
-    which calls never touch. ``packing``: the key's packed projections (or None). ``keep``: what else the graph's
-    kernels read (the slot copies' tables)."""
+    ``run_mapped``) the gathered rows and the packed out_proj output, which calls never touch. ``packing``: the key's packed projections (or None)."""
 
     def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_mask: torch.Tensor | None,
                  static_out: torch.Tensor, static_cache: MambaCache, packing: _Packing | None,
-                 io: MappedIO | None = None, keep: tuple = ()) -> None:
+                 io: MappedIO | None = None) -> None:
         self.graph = graph
-        self.keep = keep
         self.packing = packing
         self.static_in = static_in
         self.static_mask = static_mask
@@ -247,17 +240,16 @@ class _PrefillGraph:
         self._stream = ReplayStream(static_in.device)  # ("mapped": the stream of the last replay)
 
     def run_mapped(self, hidden_states: torch.Tensor, cache: MambaCache | None) -> tuple[torch.Tensor, MambaCache]:
-        """A "mapped" graph (whole forward): post the hidden states' source and the three destinations (a new
-        output, the cache's tensors or new ones), replay; returns (output, cache). Every posted tensor is
-        contiguous and 16-byte aligned (``postable``; the slot copies move 32-bit words)."""
-        src = postable(hidden_states)  # (a copy, if one is made, stays alive until the replay)
+        """A "mapped" graph (packed left-padded batch, whole forward): post the token rows' source and the three
+        destinations (a new output, the cache's tensors or new ones), replay; returns (output, cache)."""
+        src = hidden_states.contiguous()  # (a copy, if one is made, stays alive until the replay)
         out = torch.empty_like(src)
         static = self.static_cache
         if cache is None:
             cache = MambaCache(torch.empty_like(static.conv_state), torch.empty_like(static.ssm_state))
         given = (cache.conv_state, cache.ssm_state)
-        dsts = [t if t.is_contiguous() and t.data_ptr() % 16 == 0 else torch.empty_like(s)
-                for t, s in zip(given, (static.conv_state, static.ssm_state))]
+        dsts = [t if t.is_contiguous() else torch.empty_like(s) for t, s in zip(given, (static.conv_state,
+                                                                                         static.ssm_state))]
         self._stream.same()  # (a replay on another stream first waits for the previous one: an ack does not say
         self.io.replay(self.graph, src, (out, *dsts))  # that the replay has finished)
         for t, d in zip(given, dsts):
@@ -375,8 +367,7 @@ class FastMambaLayer(ReferenceMambaLayer):
     ``pack_padded_gemms`` ("packed"; "rows" or False: how left-padded batches skip their pads) and
     ``cb_spread`` (True: ``ssd_chunked_prefill``'s option, C.B^T spread over the head programs) and
     ``ssd_fused_state`` (its ``fused_state``: chunk states and their passing in one sequential kernel; None:
-    its default, from the batch), ``mapped_prefill_max_tokens`` (batches without a mask up to this many tokens take
-    the "mapped" graph too) and ``speculate_packed_prefill`` (True: a left-padded prefill whose last two
+    its default, from the batch) and ``speculate_packed_prefill`` (True: a left-padded prefill whose last two
     calls of the same shape ran the same packed graph replays it before the mask's facts reach the host, see
     ``_guessed_packed_prefill``).
     """
@@ -392,7 +383,6 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.pack_padded_gemms = "packed"
         self.cb_spread = True
         self.ssd_fused_state = None
-        self.mapped_prefill_max_tokens = _MAPPED_PREFILL_MAX_TOKENS
         self.speculate_packed_prefill = True
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
         # cache.ssm_state.data_ptr() -> the binding of the graph captured on that state (forward's fast path), at
@@ -535,17 +525,15 @@ class FastMambaLayer(ReferenceMambaLayer):
         graph_mode = None
         if self.prefill_graphs and not continuing and _can_capture(hidden_states):
             graph_mode = self.prefill_graphs
-            if graph_mode == "mapped" and not (lengths is not None and mode == "packed") and not (
-                    mask is None and hidden_states.shape[0] * hidden_states.shape[1] <= self.mapped_prefill_max_tokens):
-                graph_mode = "kernels"  # mapped graphs: packed left-padded batches, small batches without a mask
+            if graph_mode == "mapped" and not (lengths is not None and mode == "packed"):
+                graph_mode = "kernels"  # mapped graphs are for packed left-padded batches
         return mode, lengths, graph_mode
 
     def _route_key(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
         """What a left-padded prefill without a cache is known by before its mask's values are read: the shapes,
         dtypes, device and the prefill switches (``_packed_routes``)."""
         return (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device, attention_mask.dtype,
-                self.prefill_graphs, self.pack_padded_gemms, self.cb_spread, self.ssd_fused_state,
-                self.mapped_prefill_max_tokens)
+                self.prefill_graphs, self.pack_padded_gemms, self.cb_spread, self.ssd_fused_state)
 
     def _note_route(self, route: tuple, key: tuple | None) -> None:
         """Record that a call of ``route`` ran the "mapped" graph ``key`` (None: another path)."""
@@ -709,9 +697,9 @@ class FastMambaLayer(ReferenceMambaLayer):
             static_mask = None if mask is None or packed else mask.clone(memory_format=torch.contiguous_format)
             static_cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=device,
                                             dtype=hidden_states.dtype)
-            io, keep = None, ()
+            io = None
             if graph_mode == "mapped":
-                static_in, step, io, warm, keep = self._mapped_prefill_step(hidden_states, packing, static_cache)
+                static_in, step, io, warm = self._mapped_prefill_step(hidden_states, packing, static_cache)
             elif graph_mode == "whole":
                 static_in = hidden_states.clone(memory_format=torch.contiguous_format)
 
@@ -726,37 +714,21 @@ class FastMambaLayer(ReferenceMambaLayer):
                     return self._prefill_kernels(static_in, static_mask, static_cache, False, packing)
 
             graph, static_out = capture_graph(step, step, device)
-        return _PrefillGraph(graph, static_in, static_mask, static_out, static_cache, packing, io, keep)
+        return _PrefillGraph(graph, static_in, static_mask, static_out, static_cache, packing, io)
 
-    def _mapped_prefill_step(self, hidden_states: torch.Tensor, packing: _Packing | None, static_cache: MambaCache):
-        """The "mapped" prefill graph's body and buffers. Packed: gather the real rows of the posted hidden states
+    def _mapped_prefill_step(self, hidden_states: torch.Tensor, packing: _Packing, static_cache: MambaCache):
+        """The "mapped" prefill graph's body and buffers: gather the real rows of the posted hidden states
         (``MappedIO.gather_in``), in_proj, the 5 kernels on the packed layout, out_proj, unpack into posted
-        output 0, copy conv_state / ssm_state to posted outputs 1 / 2 (the last acknowledges). Without packing (no
-        mask): the posted hidden states copied in (one slot copy), in_proj, the 5 kernels, out_proj into a static
-        output, the output and both cache tensors copied out (one slot copy, acknowledging). Returns (static
-        input, body, io, warm-up tensors, what the graph reads besides); the warm-up's addresses are posted here
-        (the caller's hidden states, read only, and scratch outputs: the returned tuple keeps them alive through
-        the capture)."""
-        device, dtype = hidden_states.device, hidden_states.dtype
-        io = MappedIO(device, n_out=3)
-        warm = (postable(hidden_states), torch.empty(hidden_states.shape, dtype=dtype, device=device),
+        output 0, copy conv_state / ssm_state to posted outputs 1 / 2 (the last acknowledges). Returns (static
+        rows, body, io, warm-up tensors); the warm-up's addresses are posted here (the caller's hidden states,
+        read only, and scratch outputs: the returned tuple keeps them alive through the capture)."""
+        rows = torch.empty(sum(packing.lengths), hidden_states.shape[-1], device=hidden_states.device,
+                           dtype=hidden_states.dtype)
+        io = MappedIO(hidden_states.device, n_out=3)
+        warm = (hidden_states.contiguous(),
+                torch.empty(hidden_states.shape, dtype=hidden_states.dtype, device=hidden_states.device),
                 torch.empty_like(static_cache.conv_state), torch.empty_like(static_cache.ssm_state))
         io.post(warm[0], warm[1:])
-        if packing is None:
-            static_in = torch.empty(hidden_states.shape, dtype=dtype, device=device)
-            static_out = torch.empty_like(static_in)
-            slots_in = SlotCopy([static_in])
-            slots_out = SlotCopy([static_out, static_cache.conv_state, static_cache.ssm_state])
-
-            def step():
-                io.copy_in_slots(slots_in)
-                zxbcdt = F.linear(static_in, self.in_proj.weight, self.in_proj.bias)
-                normed = self._prefill_kernels(zxbcdt, None, static_cache, False)
-                _linear_into(normed, self.out_proj.weight, self.out_proj.bias, static_out)
-                io.copy_out_slots(slots_out)
-                return static_out
-            return static_in, step, io, warm, (slots_in, slots_out)
-        rows = torch.empty(sum(packing.lengths), hidden_states.shape[-1], device=device, dtype=dtype)
 
         def step():
             io.gather_in(rows, packing.index)
@@ -766,7 +738,7 @@ class FastMambaLayer(ReferenceMambaLayer):
             io.copy_out(static_cache.conv_state, slot=1, ack=False)
             io.copy_out(static_cache.ssm_state, slot=2, ack=True)
             return out
-        return rows, step, io, warm, ()
+        return rows, step, io, warm
 
     # ----------------------------------------------------------------------------------------- decode
     def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor, ssm_state: torch.Tensor,
