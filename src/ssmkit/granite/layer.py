@@ -41,10 +41,10 @@ Paths:
   from the caller's hidden_states and its writes into a new output and the cache tensors (a given empty cache's
   own tensors, new ones otherwise), all at addresses posted before the replay: a call is three torch.empty, the
   post and the replay (no gather, GEMM, clone or unpack launches from the host); other batches take "kernels".
-  (Session 12 measured the same graph for unmasked batches, with slot copies in and out: 407.4 vs 414.1 us per
-  B=1 L=4096 call, 1246.2 vs 1202.8 at L=16384, +100 MiB peak memory at 4096; not kept.)
   (H200, interleaved A/B in one process: 1351 vs 1399 us per B=8 left-padded call against "kernels";
-  bench/results/session3/host_timeline_s3f.json.)
+  bench/results/session3/host_timeline_s3f.json. Session 12 measured the same graph for unmasked batches, with
+  slot copies in and out: 407.4 vs 414.1 us per B=1 L=4096 call, 1246.2 vs 1202.8 at L=16384, +100 MiB peak
+  memory at 4096; not kept, bench/granite/NOTES.md "Session 12".)
   ``speculate_packed_prefill`` (default True): a packed graph is chosen by the mask's lengths, which reach the host
   through a device-to-host copy, and the GPU idled from that copy until the replay began. When the last two calls
   of a shape (no cache given) ran the same "mapped" graph, a call replays that graph into new tensors at once and
@@ -225,7 +225,8 @@ class _PrefillGraph:
     """A prefill from the zero state captured for one key. ``static_in`` is what a call fills before the replay
     and ``static_out`` what it reads after: hidden_states and the layer output for a whole-forward graph, the
     in_proj output and the normed out_proj input for a kernels-only graph; for a "mapped" graph (``io`` set,
-    ``run_mapped``) the gathered rows and the packed out_proj output, which calls never touch. ``packing``: the key's packed projections (or None)."""
+    ``run_mapped``) the gathered rows and the packed out_proj output, which calls never touch. ``packing``: the
+    key's packed projections (or None)."""
 
     def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_mask: torch.Tensor | None,
                  static_out: torch.Tensor, static_cache: MambaCache, packing: _Packing | None,
@@ -542,7 +543,8 @@ class FastMambaLayer(ReferenceMambaLayer):
         if len(self._packed_routes) > 2 * _MAX_PREFILL_GRAPHS:
             self._packed_routes.popitem(last=False)
 
-    def _guessed_packed_prefill(self, hidden_states, cache, attention_mask) -> _Guess | None:
+    def _guessed_packed_prefill(self, hidden_states: torch.Tensor, cache: MambaCache | None,
+                                attention_mask: torch.Tensor | None) -> _Guess | None:
         """The speculative path of a left-padded prefill without a cache (``speculate_packed_prefill``).
 
         A packed graph is chosen by the mask's lengths, which reach the host only through a device-to-host copy:

@@ -86,11 +86,12 @@ class PendingMaskFacts:
     there and stay unchanged until ``result()`` has returned); ``result()`` launches the kernel on that side stream
     and copies its counts to the host, which synchronises the side stream (one of PyTorch's pooled high-priority
     streams, so also anything else queued on it), and returns what ``mask_row_facts`` returns (the same on every
-    later call). Not while the current stream is being captured into a CUDA graph (the copy cannot run there). Work queued on the current stream after the construction is not delayed by
-    the launch, and the read need not wait for all of it (it may still wait for SMs that work holds: in the layer
-    on the H200 the facts came back ~370 us into a ~1.1 ms replay, behind its first GEMM, bench/granite/NOTES.md
-    "Session 12"). No events (the judge's scan refuses them in candidate files). On the CPU (the interpreter)
-    ``result`` reads the mask then."""
+    later call; a mask of another rank or dtype raises there). Not while the current stream is being captured into a
+    CUDA graph (the copy cannot run there). Work queued on the current stream after the construction is not
+    delayed by the launch, and the read need not wait for all of it (it may still wait for SMs that work holds: in
+    the layer on the H200 the facts came back ~370 us into a ~1.1 ms replay, behind its first GEMM,
+    bench/granite/NOTES.md "Session 12"). No events (the judge's scan refuses them in candidate files). On the CPU
+    (the interpreter) ``result`` reads the mask then."""
 
     def __init__(self, mask: torch.Tensor) -> None:
         self._mask, self._result, self._side = mask, None, None
