@@ -29,10 +29,15 @@ from ssmkit.harness.report import run_metadata
 from ssmkit.harness.timing import time_call
 
 
+def harness_side(layer, w, hidden_size: int, device):
+    """(prepare, call) of ``layer`` on ``w`` as the harness times it, rotating over 3 input sets."""
+    input_sets = [make_inputs(w, hidden_size, device, torch.bfloat16, rotation=r) for r in range(3)]
+    return timed_side(layer, w, input_sets)
+
+
 def measure(layer, w, hidden_size: int, device, calls: int) -> dict:
     """Median event time and the medians of ``gpu_gaps`` over ``calls`` calls of ``layer`` on ``w`` (us)."""
-    input_sets = [make_inputs(w, hidden_size, device, torch.bfloat16, rotation=r) for r in range(3)]
-    prepare, call = timed_side(layer, w, input_sets)
+    prepare, call = harness_side(layer, w, hidden_size, device)
     with torch.no_grad():
         event_us = statistics.median([time_call(prepare, call, device) * 1e3 for _ in range(calls + 5)][5:])
         per_call = gpu_gaps(prepare, call, n=calls, top=3)
@@ -50,8 +55,7 @@ def measure(layer, w, hidden_size: int, device, calls: int) -> dict:
 def toggled_event_us(layer, w, hidden_size: int, device, attrs: dict, blocks: int) -> dict[str, float]:
     """Median event time (us) of ``w``'s calls with the layer as it is ("as set") and with ``attrs`` set
     ("toggled"), in ``blocks`` alternating blocks of 10 calls each (the first call of a block not counted)."""
-    input_sets = [make_inputs(w, hidden_size, device, torch.bfloat16, rotation=r) for r in range(3)]
-    prepare, call = timed_side(layer, w, input_sets)
+    prepare, call = harness_side(layer, w, hidden_size, device)
     before = {k: getattr(layer, k) for k in attrs}
     times = {"as set": [], "toggled": []}
     with torch.no_grad():
@@ -71,8 +75,7 @@ def cprofile_top(layer, w, hidden_size: int, device, calls: int, top: int = 25) 
     import cProfile
     import pstats
 
-    input_sets = [make_inputs(w, hidden_size, device, torch.bfloat16, rotation=r) for r in range(3)]
-    prepare, call = timed_side(layer, w, input_sets)
+    prepare, call = harness_side(layer, w, hidden_size, device)
     prof = cProfile.Profile()
     with torch.no_grad():
         for _ in range(5):

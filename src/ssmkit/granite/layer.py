@@ -208,8 +208,9 @@ class _DecodeBinding:
                 and _tensor_layout(cache.ssm_state) == self.ssm_layout and _can_capture(hidden_states))
 
 
-def _mask_facts_of(pending: PendingMaskFacts) -> MaskFacts:
-    lengths, binary, left_padded = pending.result()
+def _as_mask_facts(row_facts: tuple[tuple[int, ...], bool, bool]) -> MaskFacts:
+    """``mask_row_facts``' (lengths, binary, left_padded) as the reference's ``MaskFacts``."""
+    lengths, binary, left_padded = row_facts
     return MaskFacts(binary=binary, lengths=lengths, left_padded=left_padded)
 
 
@@ -432,8 +433,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         """The mask's facts from one Triton launch and one copy (``mask_row_facts``) where Triton runs and for the
         dtypes it reads, else the reference's eager ``mask_facts`` (same facts)."""
         if attention_mask.dtype in MASK_DTYPES and kernels_apply(attention_mask.device):
-            lengths, binary, left_padded = mask_row_facts(attention_mask)
-            return MaskFacts(binary=binary, lengths=lengths, left_padded=left_padded)
+            return _as_mask_facts(mask_row_facts(attention_mask))
         return super()._mask_facts(attention_mask)
 
     def _warn_once(self, reason: str) -> None:
@@ -578,9 +578,9 @@ class FastMambaLayer(ReferenceMambaLayer):
             with torch.no_grad():
                 result = entry.run_mapped(hidden_states, None)
         except BaseException:  # a bad mask's ValueError first, as the normal path would raise it
-            check_binary(_mask_facts_of(pending))
+            check_binary(_as_mask_facts(pending.result()))
             raise
-        facts = check_binary(_mask_facts_of(pending))
+        facts = check_binary(_as_mask_facts(pending.result()))
         mask = recurrent_mask(attention_mask, hidden_states.shape[1], facts)
         mode, lengths, graph_mode = self._prefill_route(hidden_states, False, mask, facts)
         if graph_mode != "mapped" or self._prefill_key(hidden_states, mask, lengths, mode, graph_mode) != key:
