@@ -38,7 +38,9 @@ class Mamba3FwdConfig(NamedTuple):
     c1, NOTES "Session 6": rotate 0.062 ms at 8 warps vs 0.090 at 4; scan 0.071 at 4 vs 0.101 at 8; chunk state
     0.055 at 8, 0.049 at 4 but 0.061 vs 0.055 at c4; the results do not depend on them); passing_block_p /
     passing_warps: value rows per program and warps of the state-passing kernel; input_precision: tl.dot precision
-    of the fp32 operands ("tf32", "tf32x3" or "ieee").
+    of the fp32 operands ("tf32", "tf32x3" or "ieee"); rotate_maxnreg: register cap of the rotate kernel (0: none;
+    CUDA only): 128 keeps two 8-warp programs per SM, which the build without a cap (152 registers since
+    ``_fwd_sincos``, 2 spill instructions with the cap: bench/sass_stats.py) would not.
     """
 
     chunk_warps: int = 8
@@ -47,6 +49,7 @@ class Mamba3FwdConfig(NamedTuple):
     passing_block_p: int = 16
     passing_warps: int = 4
     input_precision: str = "tf32"  # H200, v1 kernel: out 1.84e-3, final_ssm 7.1e-4 vs fp64 (tf32x3: 2.3x slower)
+    rotate_maxnreg: int = 128
 
 
 DEFAULT_FWD_CONFIG = Mamba3FwdConfig()
@@ -99,6 +102,40 @@ def posted_kwargs(posted: Posted | None, fallback: torch.Tensor, *names: str) ->
 def _fwd_wrap_angle(x):
     """x - 2pi * floor(x / 2pi), into [0, 2pi) (spec F2)."""
     return x - _FWD_TWO_PI * tl.floor(x / _FWD_TWO_PI)
+
+
+_FWD_TWO_OVER_PI = tl.constexpr(0.6366197466850281)
+
+
+@triton.jit
+def _fwd_sincos(x):
+    """(sin x, cos x) in fp32 for the rotation angles (F4), without libdevice's slow path: x = k pi/2 + r with
+    |r| <= pi/4, then two polynomials in r^2 and the quadrant k mod 4.
+
+    Reduction: pi/2 as three fp32 parts of 12, 12 and 24 significant bits, so k times either of the first two is
+    exact for |k| < 4096 and the result does not depend on whether the compiler fuses the multiply-adds (the
+    interpreter does not): within 1.2e-7 of float64 sin / cos of the fp32 argument for |x| < 6400, and within ~0.5
+    ulp of x beyond (measured to 1e6), the rounding an fp32 angle that large carries anyway. The angles here: Phi
+    and the carry in [0, 2 pi); in-chunk sums of at most 64 terms |theta dt| < pi dt. Polynomials: near-minimax fits
+    for relative error on [0, pi/4] of (sin r - r) / r^3 and (cos r - 1 + r^2 / 2) / r^4, made for this kernel
+    (Lawson-weighted least squares in float64; in fp32 at most 0.74 and 1.2 ulp on that range).
+    Why not tl.sin / tl.cos: libdevice's sinf / cosf are as accurate but carry a Payne-Hanek reduction for huge
+    arguments that never runs here, and it cost the instruction-latency-bound forward kernels registers, spills
+    and instructions (rotate kernel at 8 warps, sm_90 build by bench/sass_stats.py: 4032 -> 2616 SASS, 120 -> 0
+    spill instructions; state passing's chain loop 445 -> 162 per chunk). The official kernels use the PTX
+    approximations (spec §0 [UTIL]), less accurate than either. tests/mamba3/test_sincos.py checks the bounds."""
+    k = tl.floor(x * _FWD_TWO_OVER_PI + 0.5)
+    r = x - k * 1.57080078125
+    r = r - k * -4.453584551811218e-06
+    r = r - k * -8.705515752716053e-10
+    z = r * r
+    s = r + (r * z) * (-0.16666655242443085 + z * (0.00833216030150652 + z * -0.0001951528392964974))
+    c = (1.0 - 0.5 * z) + (z * z) * (0.04166664555668831 + z * (-0.0013887316454201937 + z * 2.44331567955669e-05))
+    q = k.to(tl.int32) & 3
+    odd = (q & 1) == 1
+    sin = tl.where(odd, c, s)
+    cos = tl.where(odd, s, c)
+    return tl.where((q & 2) == 2, -sin, sin), tl.where(((q + 1) & 2) == 2, -cos, cos)
 
 
 @triton.jit
@@ -192,7 +229,8 @@ def _mamba3_fwd_chunk_state_kernel(
         csum = _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H, NA)
         k_r = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 0, N)
         k_p = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 1, N)
-        ks_r = _fwd_rotate_pairs(k_r, tl.cos(csum), tl.sin(csum), CHUNK_, NA) * scale[:, None]
+        sin_c, cos_c = _fwd_sincos(csum)
+        ks_r = _fwd_rotate_pairs(k_r, cos_c, sin_c, CHUNK_, NA) * scale[:, None]
         pcols = tl.arange(0, P)
         v = tl.load(v_ptr + t[:, None] * (H * P) + h * P + pcols[None, :], mask=valid[:, None], other=0.0)
         vd = tl.trans(v.to(tl.float32) * tl.exp(ell_end - ell)[:, None])
@@ -226,7 +264,8 @@ def _mamba3_fwd_state_passing_kernel(
         dstate = tl.load(dstate_ptr + head_slot * (P * N) + tile)
         tl.store(states_ptr + head_slot * (P * N) + tile, state)
         tl.store(carry_ptr + head_slot * NA + pairs, carry, mask=(pairs < NA) & (pid % NPB == 0))
-        dstate = _fwd_rotate_pairs(dstate, tl.cos(carry)[None, :], tl.sin(carry)[None, :], BLOCK_P, N // 2)
+        sin_c, cos_c = _fwd_sincos(carry)
+        dstate = _fwd_rotate_pairs(dstate, cos_c[None, :], sin_c[None, :], BLOCK_P, N // 2)
         state = state * tl.exp(tl.load(decay_ptr + head_slot)) + dstate
         carry = _fwd_wrap_angle(carry + tl.load(angsum_ptr + head_slot * NA + pairs, mask=pairs < NA, other=0.0))
     tl.store(fssm_ptr + (seq * H + h) * (P * N) + tile, state)
@@ -259,8 +298,7 @@ def _mamba3_fwd_rotate_kernel(
         dt = tl.load(dt_ptr + t * H + h, mask=valid, other=0.0)
         carry = tl.load(carry_ptr + (slot * H + h) * NA + acols)
         phi = _fwd_wrap_angle(carry[None, :] + _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H, NA))
-        cos = tl.cos(phi)
-        sin = tl.sin(phi)
+        sin, cos = _fwd_sincos(phi)
         # one 64-wide half at a time (fewer live tiles): the rotated half, then the pass-through half
         t_n = t[:, None] * (H * HALF) + h * HALF + cols[None, :]
         q_r = _fwd_load_biased_half(q_ptr, qb_ptr, t, h, valid, 0, N)
@@ -424,6 +462,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         q, k, dt, q_bias, k_bias, angles, cu_seqlens, S, carry, final_angle, final_k, qk, save_bufs[1],
         save_bufs[2], q_rot, k_rot, H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s,
         SAVE=save_for_backward, num_warps=config.rotate_warps,
+        **({"maxnreg": config.rotate_maxnreg} if config.rotate_maxnreg and dev.type == "cuda" else {}),
     )
     if before_scan is not None:
         before_scan(q_rot)
