@@ -717,6 +717,58 @@ def test_guessed_packed_prefill_cuda(monkeypatch):
     _check_guessed_packed_prefill("cuda", monkeypatch)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA streams need a GPU")
+def test_guessed_packed_prefill_on_side_streams_cuda(monkeypatch):
+    """The guess on non-default streams, with each call's mask written in place on the calling stream behind a long
+    matmul: calls on a side stream, then alternating with the default stream, then a changed mask whose new values
+    are still queued when the call starts. A facts read that did not wait for the calling stream's work so far would
+    see the old mask, take the guess for right and return the old padding's result; a replay not ordered after the
+    previous one on another stream could mix two calls' buffers. Every output and cache must equal a layer's that
+    does not guess."""
+    import ssmkit.granite.layer as layer_module
+
+    guesses = []  # per call: did it replay before the facts were read
+
+    class SpyPending(layer_module.PendingMaskFacts):
+        def __init__(self, mask):
+            guesses[-1] = True
+            super().__init__(mask)
+
+    monkeypatch.setattr(layer_module, "PendingMaskFacts", SpyPending)
+    tiny = GraniteMambaConfig.tiny(chunk_size=16)
+    weights = synthetic_slice(tiny, 63).mamba
+    fast, plain = FastMambaLayer(tiny).to("cuda", BF16), FastMambaLayer(tiny).to("cuda", BF16)
+    fast.load_state_dict(weights)
+    plain.load_state_dict(weights)
+    plain.speculate_packed_prefill = False
+    g = torch.Generator().manual_seed(64)
+    length = 19
+    masks = {"A": left_pad_mask([length, 6, 1]).cuda(), "B": left_pad_mask([length, 7, 1]).cuda()}
+    side, other = torch.cuda.Stream(), torch.cuda.Stream()
+    big = torch.randn(4096, 4096, device="cuda")
+    mask = masks["A"].clone()  # one tensor, rewritten per call on the calling stream
+    plan = [(side, "A"), (side, "A"), (side, "A"), (None, "A"), (side, "A"), (other, "A"), (side, "A"),
+            (side, "B"), (side, "B"), (side, "B"), (other, "A")]
+    with torch.no_grad():
+        for i, (stream, name) in enumerate(plan):
+            h = torch.randn(3, length, tiny.hidden_size, generator=g).to("cuda", BF16)
+            want_out, want_cache = plain(h, attention_mask=masks[name])
+            torch.cuda.synchronize()
+            with torch.cuda.stream(stream if stream is not None else torch.cuda.default_stream()):
+                for _ in range(4):  # ~ms of queued work before the mask's new values land
+                    big = (big @ big).clamp_(-1, 1)
+                mask.copy_(masks[name])
+                h_s = h.clone()
+                guesses.append(False)
+                out, cache = fast(h_s, attention_mask=mask)
+            torch.cuda.synchronize()
+            assert torch.equal(out, want_out), (i, name)
+            assert torch.equal(cache.conv_state, want_cache.conv_state), (i, name)
+            assert torch.equal(cache.ssm_state, want_cache.ssm_state), (i, name)
+    # guessed from the third call on, across the stream changes; the changed mask (call 7) was a (wrong) guess
+    assert guesses[:8] == [False, False] + [True] * 6 and guesses[10], guesses
+
+
 def test_in_proj_into_given_buffer_equals_allocating_in_proj(tiny):
     """The "kernels" prefill graph writes in_proj into its static buffer (``out=``): same values as the allocating
     in_proj, with and without a projection bias, packed in each form or not (real rows only, where packed)."""
