@@ -121,25 +121,3 @@ def test_bwd_scan_form_matches_float64_oracle_and_writes_all(panel):
         ref = panel["oracle"][name]
         assert not torch.isnan(got).any(), f"{name}: elements left unwritten"
         assert_close_to_oracle(name, got, got.double() - ref, ref)
-
-
-@pytest.mark.parametrize("blocks", [4, 8])
-def test_bwd_narrower_side_blocks_match_float64_oracle_and_write_all(panel, blocks):
-    """The side kernels over 32- or 16-dim state blocks (Mamba3BwdConfig.side_blocks; more programs, more partial
-    planes for dl, dLambda and ds, the angles split between the rotated blocks): the gradients within the oracle
-    bounds, every element written (NaN-poisoned allocations), and within fp32 rounding of the halves' result."""
-    with poisoned_allocations():
-        grads = mamba3_siso_bwd(*panel["inputs"], panel["saved"], *panel["cotangents"],
-                                config=Mamba3BwdConfig(side_blocks=blocks))
-    for name, got, halves in zip(GRAD_NAMES, grads, panel["grads"]):
-        ref = panel["oracle"][name]
-        assert not torch.isnan(got).any(), f"{name}: elements left unwritten"
-        assert_close_to_oracle(name, got, got.double() - ref, ref)
-        if got.dtype == torch.float32:
-            diff = ((got - halves).norm() / halves.norm()).item()
-            assert diff <= FP32_NORM_RTOL, f"{name}: {diff:.3e} from the 64-dim halves' result"
-
-
-def test_bwd_rejects_other_side_blocks(panel):
-    with pytest.raises(ValueError, match="side_blocks"):
-        mamba3_siso_bwd(*panel["inputs"], panel["saved"], *panel["cotangents"], config=Mamba3BwdConfig(side_blocks=3))

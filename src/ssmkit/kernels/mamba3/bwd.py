@@ -35,7 +35,6 @@ from ssmkit.kernels.mamba3.fwd import (
     Posted,
     _fwd_chunk_scalars,
     _fwd_locate_chunk,
-    _fwd_tilde_block,
     _fwd_tilde_half,
     contiguous_each,
     posted_kwargs,
@@ -57,12 +56,12 @@ def _m3b_tanh(x):
 
 
 @triton.jit
-def _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, a0, H: tl.constexpr, NA: tl.constexpr, NP: tl.constexpr):
-    """cos and signed sin of Phi per rotated dim for the NP angles from a0, (C, 2 NP), read from the forward's saved
-    cos / sin (T, H, NA): x~ = x cos + x_partner sin_signed, the sine taken negative on even dims (spec F4); identity
-    (cos 1, sin 0) on invalid rows."""
-    cols = tl.arange(0, 2 * NP)
-    off = tok[:, None] * (H * NA) + h * NA + a0 + (cols // 2)[None, :]
+def _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, H: tl.constexpr, NA: tl.constexpr):
+    """cos and signed sin of Phi per rotated dim, (C, 2 NA), read from the forward's saved cos / sin (T, H, NA):
+    x~ = x cos + x_partner sin_signed, the sine taken negative on even dims (spec F4); identity (cos 1, sin 0) on
+    invalid rows."""
+    cols = tl.arange(0, 2 * NA)
+    off = tok[:, None] * (H * NA) + h * NA + (cols // 2)[None, :]
     cs = tl.load(cos_ptr + off, mask=vmask, other=1.0)
     sn = tl.load(sin_ptr + off, mask=vmask, other=0.0)
     return cs, sn * tl.where(cols % 2 == 0, -1.0, 1.0)[None, :]
@@ -263,42 +262,40 @@ def _m3b_intra_kernel(
 
 
 @triton.jit
-def _m3b_side_out(g, xr, tok, vmask, slot, h, blk, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dx_ptr, dxb_ptr,
-                  H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, W: tl.constexpr):
-    """Store one side kernel's gradient g of the rotated vector xr (C, W) on state block ``blk`` (dims blk * W ..
-    blk * W + W - 1): on a block of the rotated half its dPhi (C, W/2: the block's angles) and dPhi's column sum per
-    slot first, then R(Phi)^T g; the (T, H, N) per-head partial and its column sum per slot (the bias partial). The
-    other half is not rotated: g is stored as it is (a branch uniform over the program; until session 7 that half
-    ran the rotation as the identity through masked cos / sin loads, a third of its instructions spent on
-    nothing)."""
-    NP: tl.constexpr = W // 2
-    if blk * W < N // 2:
-        a0 = blk * NP
-        m = a0 + tl.arange(0, NP)
-        dphi = _m3b_dphi(g, xr, C, NP)
+def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dx_ptr, dxb_ptr,
+                  H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr):
+    """Store one side kernel's gradient g of the rotated vector xr (C, N/2) on state half ``half``: on the rotated
+    half (0) its dPhi (C, NA) and dPhi's column sum per slot first, then R(Phi)^T g; the (T, H, N) per-head
+    partial and its column sum per slot (the bias partial). Half 1 is not rotated: g is stored as it is (a branch
+    uniform over the program; until session 7 half 1 ran the rotation as the identity through masked cos / sin
+    loads, a third of its instructions spent on nothing)."""
+    if half == 0:
+        m = tl.arange(0, NA)
+        dphi = _m3b_dphi(g, xr, C, NA)
         tl.store(dphi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vmask)
         tl.store(dphis_ptr + (slot * H + h) * NA + m, tl.sum(tl.where(vmask, dphi, 0.0), axis=0))
-        cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, a0, H, NA, NP)
-        dx = _m3b_unrotate(g, cs, sn, C, NP)
+        cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, H, NA)
+        dx = _m3b_unrotate(g, cs, sn, C, NA)
     else:
         dx = g
-    cols = blk * W + tl.arange(0, W)
+    cols = half * (N // 2) + tl.arange(0, N // 2)
     tl.store(dx_ptr + tok[:, None] * (H * N) + h * N + cols[None, :], dx, mask=vmask)
     tl.store(dxb_ptr + (slot * H + h) * N + cols, tl.sum(dx, axis=0))
 
 
 @triton.jit
 def _m3b_qside(
-    slot, h, blk, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr,
+    slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr,
     sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr, W: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr,
 ):
-    """Chunk body part 2 (`_m3b_sides_kernel`), the q side of one state block (W dims) of one chunk and head:
+    """Chunk body part 2 (`_m3b_sides_kernel`), the q side of one state half of one chunk and head:
     dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e K~ (the q^.k^ diagonal path written as gamma e k~: rotating it back
     gives gamma e k^, and its dPhi parts from q and k cancel, q~.k~ being rotation-free). Stores dQ~ rotated back
-    (per-head dq partial), dPhi from the q side (rotated blocks), this block's terms of dl (e^l dY S_in . q~) and of
-    dLambda (e^Lambda S_in : dS_out)."""
+    (per-head dq partial), dPhi from the q side (half 0), this half's terms of dl (e^l dY S_in . q~) and of dLambda
+    (e^Lambda S_in : dS_out)."""
+    NH: tl.constexpr = N // 2
     s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h,
                                                                      S, H, C, SB)
     vmask = valid[:, None]
@@ -306,34 +303,35 @@ def _m3b_qside(
     pv = tl.arange(0, P)
     th_ = tok * H + h
     e_ell = tl.exp(ell)
-    st = (slot * H + h) * P * N + pv[:, None] * N + (blk * W + tl.arange(0, W))[None, :]
+    st = (slot * H + h) * P * N + pv[:, None] * N + (half * NH + tl.arange(0, NH))[None, :]
     s_in = tl.load(states_ptr + st, mask=active, other=0.0)  # state entering the chunk
     ds_out = tl.load(dstates_ptr + st, mask=active, other=0.0)  # gradient of the state leaving it
     dlam = tl.exp(lam) * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
     dy = tl.load(dy_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
     x = tl.dot(dy, s_in, input_precision=PREC)
-    qt = _fwd_tilde_block(qr_ptr, q_ptr, qb_ptr, tok, h, valid, blk, W, H, N)
-    kt = _fwd_tilde_block(kr_ptr, k_ptr, kb_ptr, tok, h, valid, blk, W, H, N)
+    qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
+    kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     mg = tl.load(mg_ptr + (slot * H + h) * C * C + i[:, None] * C + i[None, :])
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
     dqt = tl.dot(mg, kt * sc[:, None], input_precision=PREC) + e_ell[:, None] * x + ge[:, None] * kt
-    tl.store(dl_ptr + (1 + blk) * T * H + th_, e_ell * tl.sum(x * qt, axis=1), mask=valid)
-    tl.store(dlam_ptr + (blk * NSLOT + slot) * H + h, dlam)
-    _m3b_side_out(dqt, qt, tok, vmask, slot, h, blk, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
-                  H, N, NA, C, W)
+    tl.store(dl_ptr + (1 + half) * T * H + th_, e_ell * tl.sum(x * qt, axis=1), mask=valid)
+    tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
+    _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
+                  H, N, NA, C)
 
 
 @triton.jit
 def _m3b_kside(
-    slot, h, blk, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, cu_ptr, cos_ptr,
+    slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, cu_ptr, cos_ptr,
     sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr, W: tl.constexpr, NB: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr,
 ):
-    """Chunk body part 3 (`_m3b_sides_kernel`), the k side of one state block (W dims) of one chunk and head:
+    """Chunk body part 3 (`_m3b_sides_kernel`), the k side of one state half of one chunk and head:
     dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS_out, dk~ = s dKs + gamma e q~ (+ dfinal_k on a sequence's last token).
-    Stores dk~ rotated back (per-head dk partial), dPhi from the k side (rotated blocks), this block's part of
-    ds = dKs . k~ per token, of dl (-e^{L-l} V dS_out . ks) and of dLambda (their sum); NB blocks in all."""
+    Stores dk~ rotated back (per-head dk partial), dPhi from the k side (half 0), ds = dKs . k~ per token, this
+    half's terms of dl (-e^{L-l} V dS_out . ks) and of dLambda (their sum)."""
+    NH: tl.constexpr = N // 2
     s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h,
                                                                      S, H, C, SB)
     vmask = valid[:, None]
@@ -341,23 +339,23 @@ def _m3b_kside(
     pv = tl.arange(0, P)
     th_ = tok * H + h
     e_rev = tl.exp(lam - ell)
-    cols = blk * W + tl.arange(0, W)
+    cols = half * NH + tl.arange(0, NH)
     ds_out = tl.load(dstates_ptr + (slot * H + h) * P * N + pv[:, None] * N + cols[None, :], mask=active, other=0.0)
     vv = tl.load(v_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0).to(tl.float32)
     vds = tl.dot(vv, ds_out, input_precision=PREC)
-    qt = _fwd_tilde_block(qr_ptr, q_ptr, qb_ptr, tok, h, valid, blk, W, H, N)
-    kt = _fwd_tilde_block(kr_ptr, k_ptr, kb_ptr, tok, h, valid, blk, W, H, N)
+    qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
+    kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
     mgt = tl.load(mg_ptr + (slot * H + h) * C * C + i[None, :] * C + i[:, None])  # (M o G)^T
     dks = tl.dot(mgt, qt, input_precision=PREC) + e_rev[:, None] * vds
-    tl.store(ds_ptr + blk * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
+    tl.store(ds_ptr + half * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
     dkt = sc[:, None] * dks + ge[:, None] * qt + tl.where((tok == eos - 1)[:, None],
                                                           tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
-    tl.store(dl_ptr + (1 + NB + blk) * T * H + th_, -fwd_state, mask=valid)
-    tl.store(dlam_ptr + ((NB + blk) * NSLOT + slot) * H + h, tl.sum(fwd_state, axis=0))
-    _m3b_side_out(dkt, kt, tok, vmask, slot, h, blk, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dkp_ptr, dkbp_ptr,
-                  H, N, NA, C, W)
+    tl.store(dl_ptr + (3 + half) * T * H + th_, -fwd_state, mask=valid)
+    tl.store(dlam_ptr + ((2 + half) * NSLOT + slot) * H + h, tl.sum(fwd_state, axis=0))
+    _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dkp_ptr, dkbp_ptr,
+                  H, N, NA, C)
 
 
 @triton.jit
@@ -366,28 +364,26 @@ def _m3b_sides_kernel(
     states_ptr, dstates_ptr,
     dfk_ptr, mg_ptr, etok_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr,
     io_ptr, S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr, NB: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr,
 ):
-    """Grid (2 NB x chunk slots, H): the chunk body's q side (z < NB: state block z of NB, N / NB dims each) and k
-    side (z >= NB: block z - NB) in one launch (one host launch less than two kernels). z varies fastest, so the
-    2 NB programs of one chunk and head run side by side and share their loads of Q~, K~, dY, M o G and dS_out
-    through L2 (with z slowest, until session 8, each plane of 1184 programs at c1 had streamed ~150 MB through the
-    L2 before the next plane re-read the same tiles). dphi / dphis hold two planes, the q side's and the k side's;
-    each side gets its own (the blocks' angles are disjoint columns of them)."""
-    W: tl.constexpr = N // NB
+    """Grid (4 x chunk slots, H): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half z - 2)
+    in one launch (one host launch less than two kernels). z varies fastest, so the four programs of one chunk and
+    head run side by side and share their loads of Q~, K~, dY, M o G and dS_out through L2 (with z slowest, until
+    session 8, each plane of 1184 programs at c1 had streamed ~150 MB through the L2 before the next plane re-read
+    the same tiles). dphi / dphis hold two planes, the q side's and the k side's; each side gets its own."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
-    z = tl.program_id(0) % (2 * NB)
-    slot = tl.program_id(0) // (2 * NB)
+    z = tl.program_id(0) % 4
+    slot = tl.program_id(0) // 4
     h = tl.program_id(1)
-    if z < NB:
+    if z < 2:
         _m3b_qside(slot, h, z, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr,
                    cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr,
-                   dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC, W)
+                   dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
     else:
-        _m3b_kside(slot, h, z - NB, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr,
+        _m3b_kside(slot, h, z - 2, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr,
                    cu_ptr, cos_ptr, sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
                    dphis_ptr + NSLOT * H * NA, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB,
-                   PREC, W, NB)
+                   PREC)
 
 
 @triton.jit
@@ -395,12 +391,11 @@ def _m3b_angle(
     slot, h, dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, etok_ptr,
     qk_ptr, dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
     S, T, NSLOT, H: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, CB: tl.constexpr,
-    NB: tl.constexpr,
 ):
     """(`_m3b_finish_kernel`, per chunk slot and head) The chunk body's per-token results combined (fixed
-    order), then the terms that cross chunk edges, for one chunk. dl = its 1 + 2 NB parts (intra, q side and k side
-    per state block), dadt = the reverse in-chunk cumsum of dl + dLambda (its 2 NB parts); ds = the k side's NB
-    blocks, dgamma = ds + e q^.k^. The reverse cumsum of dPhi (q side + k side) plus dfinal_angle (-> dangles, the angle part
+    order), then the terms that cross chunk edges, for one chunk. dl = its five parts (intra, q side and k side per
+    state half), dadt = the reverse in-chunk cumsum of dl + dLambda (its four parts); ds = the k side's two halves,
+    dgamma = ds + e q^.k^. The reverse cumsum of dPhi (q side + k side) plus dfinal_angle (-> dangles, the angle part
     of ddt; F1, F2) starts from dfinal_angle plus the per-chunk dPhi sums of the sequence's later chunks (CB slots
     per tile, fixed order); the shifted-gamma term gamma'_{t-1} = dt_t (1 - p_t) (-> ddt, dtrap; F5) reads ds of
     the token before (none for the sequence's first token)."""
@@ -424,10 +419,10 @@ def _m3b_angle(
         th_ = tok * H + h
         TH = T * H
         dl = tl.load(dl_ptr + th_, mask=valid, other=0.0)
-        for part in tl.static_range(1, 1 + 2 * NB):
+        for part in tl.static_range(1, 5):
             dl += tl.load(dl_ptr + part * TH + th_, mask=valid, other=0.0)
         dlam = tl.load(dlam_ptr + slot * H + h)
-        for part in tl.static_range(1, 2 * NB):
+        for part in tl.static_range(1, 4):
             dlam += tl.load(dlam_ptr + (part * NSLOT + slot) * H + h)
         tl.store(dadt_ptr + th_, tl.sum(dl, axis=0) - tl.cumsum(dl, axis=0) + dl + dlam, mask=valid)
         hna = tok[:, None] * (H * NA) + h * NA + m[None, :]
@@ -439,13 +434,11 @@ def _m3b_angle(
         th = _m3b_tanh(tl.load(ang_ptr + hna, mask=valid[:, None], other=0.0).to(tl.float32))
         tl.store(dang_ptr + hna, (gphi * dt_c[:, None] * PI * (1.0 - th * th)).to(dang_ptr.dtype.element_ty),
                  mask=valid[:, None])
+        dgam = (tl.load(ds_ptr + th_, mask=valid, other=0.0) + tl.load(ds_ptr + TH + th_, mask=valid, other=0.0)
+                + tl.load(etok_ptr + th_, mask=valid, other=0.0) * tl.load(qk_ptr + th_, mask=valid, other=0.0))
         prev = valid & (tok > bos)
-        ds = tl.load(ds_ptr + th_, mask=valid, other=0.0)
-        ds_prev = tl.load(ds_ptr + th_ - H, mask=prev, other=0.0)
-        for part in tl.static_range(1, NB):
-            ds += tl.load(ds_ptr + part * TH + th_, mask=valid, other=0.0)
-            ds_prev += tl.load(ds_ptr + part * TH + th_ - H, mask=prev, other=0.0)
-        dgam = ds + tl.load(etok_ptr + th_, mask=valid, other=0.0) * tl.load(qk_ptr + th_, mask=valid, other=0.0)
+        ds_prev = (tl.load(ds_ptr + th_ - H, mask=prev, other=0.0)
+                   + tl.load(ds_ptr + TH + th_ - H, mask=prev, other=0.0))
         tl.store(ddt_ptr + th_, dgam * p_c + tl.sum(gphi * PI * th, axis=1) + ds_prev * (1.0 - p_c), mask=valid)
         tl.store(dtrap_ptr + th_, ((dt_c * dgam - dt_c * ds_prev) * p_c * (1.0 - p_c)).to(dtrap_ptr.dtype.element_ty),
                  mask=valid)
@@ -505,7 +498,7 @@ def _m3b_finish_kernel(
     dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
     dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
     S, T, NSLOT, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
-    CB: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr, NB: tl.constexpr,
+    CB: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr,
 ):
     """Grid (NSLOT * H + ceil(T/BT) + H,): the last step in one launch (one host launch less than two kernels):
     the first NSLOT * H programs are `_m3b_angle`'s (slot, head), the others `_m3b_reduce`'s."""
@@ -513,7 +506,7 @@ def _m3b_finish_kernel(
     if pid < NSLOT * H:
         _m3b_angle(pid // H, pid % H, dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dl_ptr,
                    dlam_ptr, ds_ptr, etok_ptr, qk_ptr, dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr, S, T, NSLOT, H, NA, C,
-                   SB, CB, NB)
+                   SB, CB)
     else:
         _m3b_reduce(pid - NSLOT * H, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr,
                     dd_ptr, T, NSLOT, H, N, BT, BS)
@@ -529,15 +522,12 @@ class Mamba3BwdConfig(NamedTuple):
     one serial kernel (measured), True as a chunk-parallel local-term kernel plus an elementwise reverse scan
     (measured slower: NOTES "Session 5", "Session 6"); dstate_warps, dstate_stages: warps of the chain kernel (or of
     the local-term kernel) and the chain loop's software-pipelining stages (H200 c1: 1 stage 0.060 ms, 2 0.069,
-    3 0.070; same bits); scan_block: state elements (of 64 x 128) per scan program, a power of two; side_blocks:
-    the state blocks per side in the side kernels (2: 64-wide halves; 4 or 8: narrower blocks, more programs with
-    fewer live registers each).
+    3 0.070; same bits); scan_block: state elements (of 64 x 128) per scan program, a power of two.
     """
 
     num_warps: int = 4
     side_warps: int = 4
     side_maxnreg: int = 0
-    side_blocks: int = 2
     input_precision: str = "tf32"
     dstate_scan: bool = False
     dstate_warps: int = 4  # H200, q~ loaded (3665772): c1 0.120 ms vs 0.121 at 8 warps, c3 0.113 vs 0.131, same bits
@@ -665,12 +655,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     # the chunk body in two launches (intra-chunk part; q side and k side per state half); their per-token and
     # per-slot partial results are combined in a fixed order by the finish kernel
     mg = torch.empty((nslot, H, CHUNK, CHUNK), device=dev, dtype=f32)  # M o G per slot and head
-    nb = config.side_blocks
-    if nb not in (2, 4, 8):
-        raise ValueError(f"config.side_blocks must be 2, 4 or 8 (state blocks of 64, 32 or 16 dims), got {nb}")
-    dl_parts = torch.empty((1 + 2 * nb, T, H), device=dev, dtype=f32)  # dl: intra, q side blocks, k side blocks
-    dlam_parts = torch.empty((2 * nb, nslot, H), device=dev, dtype=f32)  # dLambda: q side blocks, k side blocks
-    ds_parts = torch.empty((nb, T, H), device=dev, dtype=f32)  # ds per k-side block
+    dl_parts = torch.empty((5, T, H), device=dev, dtype=f32)  # dl: intra, q side halves, k side halves
+    dlam_parts = torch.empty((4, nslot, H), device=dev, dtype=f32)  # dLambda: q side halves, k side halves
+    ds_parts = torch.empty((2, T, H), device=dev, dtype=f32)  # ds per k-side half
     e_tok = torch.empty((T, H), device=dev, dtype=f32)  # dY . v
     qk = torch.empty((T, H), device=dev, dtype=f32)  # q^ . k^
     dq_part = torch.empty((T, H, N), device=dev, dtype=f32)
@@ -689,16 +676,16 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         e_tok, qk, dd_part,
         S=S, **sizes, num_warps=config.num_warps, **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
-    _m3b_sides_kernel[(2 * nb * nslot, H)](
+    _m3b_sides_kernel[(4 * nslot, H)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, adt, dt, trap, dy, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates,
         dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part, dkb_part,
-        S=S, T=T, NSLOT=nslot, NA=NA, **sizes, **side_launch, **posted_kwargs(posted, cu_seqlens, "v"), NB=nb,
+        S=S, T=T, NSLOT=nslot, NA=NA, **sizes, **side_launch, **posted_kwargs(posted, cu_seqlens, "v"),
     )
     dq, dk, _, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, _ = grads
     _m3b_finish_kernel[(nslot * H + triton.cdiv(T, _REDUCE_TOKENS) + H,)](
         dt, trap, angles, cu_seqlens, dfinal_angle, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, e_tok, qk,
         dadt, ddt, dtrap, dangles, dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd,
-        S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, CB=_ANGLE_SLOTS, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS, NB=nb,
+        S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, CB=_ANGLE_SLOTS, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS,
         num_warps=4,
     )
     return grads

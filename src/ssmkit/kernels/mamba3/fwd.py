@@ -189,38 +189,25 @@ def _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H: tl.constexpr, NA: tl.constexp
 
 
 @triton.jit
-def _fwd_load_biased(x_ptr, bias_ptr, t, h, valid, cols, N: tl.constexpr):
-    """Dims ``cols`` of q^ or k^ (F3) of one chunk for value head h: (CHUNK, len(cols)) fp32."""
+def _fwd_load_biased_half(x_ptr, bias_ptr, t, h, valid, half, N: tl.constexpr):
+    """Dims [half * N/2, half * N/2 + N/2) of q^ or k^ (F3) of one chunk for value head h: (CHUNK, N/2) fp32."""
+    cols = half * (N // 2) + tl.arange(0, N // 2)
     x = tl.load(x_ptr + t[:, None] * N + cols[None, :], mask=valid[:, None], other=0.0).to(tl.float32)
     return x + tl.load(bias_ptr + h * N + cols)[None, :]
 
 
 @triton.jit
-def _fwd_load_biased_half(x_ptr, bias_ptr, t, h, valid, half, N: tl.constexpr):
-    """Dims [half * N/2, half * N/2 + N/2) of q^ or k^ (F3) of one chunk for value head h: (CHUNK, N/2) fp32."""
-    return _fwd_load_biased(x_ptr, bias_ptr, t, h, valid, half * (N // 2) + tl.arange(0, N // 2), N)
-
-
-@triton.jit
-def _fwd_tilde_block(xr_ptr, x_ptr, bias_ptr, t, h, valid, blk, W: tl.constexpr, H: tl.constexpr,
-                     N: tl.constexpr):
-    """q~ or k~ of one chunk for value head h on the dims [blk * W, blk * W + W): (CHUNK, W) fp32, zero on invalid
-    rows; W divides N/2. A block of the rotated half (dims 0..N/2-1): the rotate kernel's stored tile (xr: (T, H, N/2)
-    fp32, ``Mamba3FwdSaved.q_rot`` / ``k_rot``); of the other half (biased only): formed from x (T, 1, N) and the
-    bias. ``blk`` may be a run-time value."""
-    cols = blk * W + tl.arange(0, W)
-    if blk * W < N // 2:
+def _fwd_tilde_half(xr_ptr, x_ptr, bias_ptr, t, h, valid, half, H: tl.constexpr, N: tl.constexpr):
+    """q~ or k~ of one chunk for value head h on the dims [half * N/2, half * N/2 + N/2): (CHUNK, N/2) fp32, zero on
+    invalid rows. Half 0 (rotated): the rotate kernel's stored tile (xr: (T, H, N/2) fp32, ``Mamba3FwdSaved.q_rot``
+    / ``k_rot``); half 1 (biased only): formed from x (T, 1, N) and the bias. ``half`` may be a run-time value."""
+    if half == 0:
+        cols = tl.arange(0, N // 2)
         tile = tl.load(xr_ptr + t[:, None] * (H * (N // 2)) + h * (N // 2) + cols[None, :], mask=valid[:, None],
                        other=0.0)
     else:
-        tile = tl.where(valid[:, None], _fwd_load_biased(x_ptr, bias_ptr, t, h, valid, cols, N), 0.0)
+        tile = tl.where(valid[:, None], _fwd_load_biased_half(x_ptr, bias_ptr, t, h, valid, 1, N), 0.0)
     return tile
-
-
-@triton.jit
-def _fwd_tilde_half(xr_ptr, x_ptr, bias_ptr, t, h, valid, half, H: tl.constexpr, N: tl.constexpr):
-    """``_fwd_tilde_block`` on state half ``half`` (0: the rotated dims, 1: the biased-only ones)."""
-    return _fwd_tilde_block(xr_ptr, x_ptr, bias_ptr, t, h, valid, half, N // 2, H, N)
 
 
 @triton.jit
