@@ -121,7 +121,7 @@ def _fwd_sincos(x):
     (Lawson-weighted least squares in float64; in fp32 at most 0.74 and 1.2 ulp on that range).
     Why not tl.sin / tl.cos: libdevice's sinf / cosf are as accurate but carry a Payne-Hanek reduction for huge
     arguments that never runs here, and it cost the instruction-latency-bound forward kernels registers, spills
-    and instructions (rotate kernel at 8 warps, sm_90 build by bench/sass_stats.py: 4032 -> 2616 SASS, 120 -> 0
+    and instructions (rotate kernel at 8 warps, sm_90 build by bench/sass_stats.py: 4032 -> 2528 SASS, 120 -> 0
     spill instructions; state passing's chain loop 445 -> 162 per chunk). The official kernels use the PTX
     approximations (spec §0 [UTIL]), less accurate than either. tests/mamba3/test_sincos.py checks the bounds."""
     k = tl.floor(x * _FWD_TWO_OVER_PI + 0.5)
