@@ -747,14 +747,15 @@ def test_guessed_packed_prefill_on_side_streams_cuda(monkeypatch):
     side, other = torch.cuda.Stream(), torch.cuda.Stream()
     big = torch.randn(4096, 4096, device="cuda")
     mask = masks["A"].clone()  # one tensor, rewritten per call on the calling stream
-    plan = [(side, "A"), (side, "A"), (side, "A"), (None, "A"), (side, "A"), (other, "A"), (side, "A"),
+    default = torch.cuda.default_stream()
+    plan = [(side, "A"), (side, "A"), (side, "A"), (default, "A"), (side, "A"), (other, "A"), (side, "A"),
             (side, "B"), (side, "B"), (side, "B"), (other, "A")]
     with torch.no_grad():
         for i, (stream, name) in enumerate(plan):
             h = torch.randn(3, length, tiny.hidden_size, generator=g).to("cuda", BF16)
             want_out, want_cache = plain(h, attention_mask=masks[name])
             torch.cuda.synchronize()
-            with torch.cuda.stream(stream if stream is not None else torch.cuda.default_stream()):
+            with torch.cuda.stream(stream):
                 for _ in range(4):  # ~ms of queued work before the mask's new values land
                     big = (big @ big).clamp_(-1, 1)
                 mask.copy_(masks[name])

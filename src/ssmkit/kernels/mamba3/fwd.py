@@ -29,6 +29,7 @@ from ssmkit.mamba3.validate import validate_inputs
 
 _FWD_TWO_PI = tl.constexpr(6.283185307179586)
 _FWD_PI = tl.constexpr(3.141592653589793)
+_FWD_TWO_OVER_PI = tl.constexpr(0.6366197466850281)
 
 
 class Mamba3FwdConfig(NamedTuple):
@@ -104,9 +105,6 @@ def _fwd_wrap_angle(x):
     return x - _FWD_TWO_PI * tl.floor(x / _FWD_TWO_PI)
 
 
-_FWD_TWO_OVER_PI = tl.constexpr(0.6366197466850281)
-
-
 @triton.jit
 def _fwd_sincos(x):
     """(sin x, cos x) in fp32 for the rotation angles (F4), without libdevice's slow path: x = k pi/2 + r with
@@ -122,7 +120,7 @@ def _fwd_sincos(x):
     Why not tl.sin / tl.cos: libdevice's sinf / cosf are as accurate but carry a Payne-Hanek reduction for huge
     arguments that never runs here, and it cost the instruction-latency-bound forward kernels registers, spills
     and instructions (rotate kernel at 8 warps, sm_90 build by bench/sass_stats.py: 4032 -> 2528 SASS, 120 -> 0
-    spill instructions; state passing's chain loop 445 -> 162 per chunk). The official kernels use the PTX
+    spill instructions; state passing's chain loop 445 -> 161 per chunk). The official kernels use the PTX
     approximations (spec §0 [UTIL]), less accurate than either. tests/mamba3/test_sincos.py checks the bounds."""
     k = tl.floor(x * _FWD_TWO_OVER_PI + 0.5)
     r = x - k * 1.57080078125
