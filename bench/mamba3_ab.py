@@ -13,10 +13,13 @@ Usage (CUDA): PYTHONPATH=src python bench/mamba3_ab.py --baseline DIR [--baselin
 captured-graph path (graph=True, "new"; ssmkit.mamba3.graph), at each scale of the sequence lengths.
 ``--graph-streams``: the graph path with every launch on one stream ("baseline") against its forked side streams
 ("new"; ssmkit.mamba3.graph.CONCURRENT_STREAMS).
+``--package DIR`` (repeatable): whole code versions, each a renamed package copy made by bench/ab_package.py (e.g.
+bench/_ab/pkgs/ssmkit_s13), its public entry through its graph (graph=True) against the working tree's.
 Every mode also reports ``queued_ms``: CUDA-event time of QUEUED calls issued back to back without a host sync,
 per call (the GPU's time per call wherever the host keeps ahead of it, as with one graph replay per call).
 """
 import argparse
+import importlib
 import importlib.util
 import json
 import statistics
@@ -83,6 +86,14 @@ def entry_call(graph: bool, concurrent: bool = True):
     return run
 
 
+def package_call(pkg: Path):
+    """args dict -> the 16 results of a renamed package copy's public entry through its graph."""
+    if str(pkg.parent) not in sys.path:
+        sys.path.insert(0, str(pkg.parent))
+    entry = importlib.import_module(f"{pkg.name}.mamba3.op").mamba3_siso_varlen_joint_states_full_vjp
+    return lambda args: entry(**args, graph=True)
+
+
 def queued_ms(fn, arg_sets):
     """CUDA-event ms per call over QUEUED calls of fn issued back to back (rotating the argument sets)."""
     torch.cuda.synchronize()
@@ -116,6 +127,7 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, action="append")
     ap.add_argument("--graph", action="store_true")
     ap.add_argument("--graph-streams", action="store_true")
+    ap.add_argument("--package", type=Path, action="append")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--cases", default="")
     ap.add_argument("--scales", default="1")
@@ -125,6 +137,9 @@ def main() -> None:
         sides = {"baseline": entry_call(False), "new": entry_call(True)}
     elif args.graph_streams:
         sides = {"baseline": entry_call(True, concurrent=False), "new": entry_call(True)}
+    elif args.package:
+        sides = {pkg.name: package_call(pkg) for pkg in args.package}
+        sides["new"] = entry_call(True)
     else:
         if args.baseline is None:
             ap.error("--baseline DIR is needed without --graph")

@@ -1,12 +1,15 @@
 """The full-VJP graph path on a GPU with the real kernels: captured replays on fresh inputs give the direct call's
-bits, across streams too, and the default (graph=None) path captures on a key's second call. CUDA only (the CPU
-tests run the interpreter's stand-in for a graph: tests/mamba3/test_graph.py)."""
+bits, across streams too, and the default (graph=None) path captures on a key's second call; the forward's rotate
+kernel on a side stream (as the graph launches it) gives the one-stream bits. CUDA only (the CPU tests run the
+interpreter's stand-in for a graph: tests/mamba3/test_graph.py)."""
 import pytest
 import torch
 
+from ssmkit.kernels.mamba3 import mamba3_siso_fwd
 from ssmkit.mamba3 import graph as graph_module
 from ssmkit.mamba3 import mamba3_siso_varlen_joint_states_full_vjp
 from ssmkit.mamba3.inputs import make_inputs
+from ssmkit.mamba3.shapes import INPUT_NAMES
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
 DEVICE = torch.device("cuda")
@@ -51,3 +54,16 @@ def test_default_path_captures_on_the_second_call_and_queues_without_syncs():
     _assert_bits(first, direct[0])
     for i, got in enumerate(outs, 1):
         _assert_bits(got, direct[i % 3])
+
+
+def test_rotate_kernel_on_a_side_stream_matches_one_stream():
+    args = make_inputs([900, 1, 64, 333], seed=21, device=DEVICE)  # up to 15 earlier chunks for the carry walk
+    inputs = [args[n] for n in INPUT_NAMES]
+    want = mamba3_siso_fwd(*inputs)
+    side = torch.cuda.Stream()
+    busy = torch.randn(4096, 4096, device=DEVICE)
+    for _ in range(3):
+        busy = busy @ busy / 64  # the side stream is free while the current one is still busy
+    got = mamba3_siso_fwd(*inputs, rotate_stream=side)
+    assert all(torch.equal(g, w) for g, w in zip(got[:5], want[:5]))
+    assert all(torch.equal(g, w) for g, w in zip(got[5], want[5]))

@@ -6,9 +6,11 @@
 #   2. state passing, grid (H * 64 / BLOCK_P, S): walks each sequence's chunks in order, rotates dS_loc into the global
 #      frame (R(carry) on every row: k~ = R(carry + csum) k^ = R(carry) R(csum) k^), stores the state ENTERING each
 #      chunk, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
-#   3. rotate, grid (chunk slots, H): Phi = wrap(carry + csum), rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by
+#   3. rotate, grid (chunk slots, H): the carry from launch 1's angle sums of the sequence's earlier chunks (as 2
+#      walks them, the same bits), Phi = wrap(carry + csum), rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by
 #      Phi[m], dims 64..127 pass through); stores q~/k~ (read by 4, saved for the backward), q^.k^, cos/sin of Phi
-#      (saved) and the final angle/k.
+#      (saved) and the final angle/k. It needs nothing from 2, so on a side stream it runs beside it
+#      (``mamba3_siso_fwd``'s ``rotate_stream``; until session 14 it read the carry that 2 stored).
 #   4. chunk scan, grid (chunk slots, H): strict-causal scores, readout from the entering state, gamma diagonal + D
 #      skip, silu(z) gate from q~/k~; the output, y (saved) and the final v.
 #   (3 and 4 were one kernel until session 6: 255 registers with spills at 8 warps; split, 0.190 -> 0.134 ms at c1,
@@ -17,6 +19,7 @@
 # unused slots exit. Tiles: 64 tokens x 128 state dims (as a rotated and a pass-through 64-wide half) x 64 values.
 # All arithmetic fp32; dots take fp32 operands with the configured input precision (rotated q/k and scaled k never
 # go to bf16). Deterministic: no atomics.
+import contextlib
 from typing import NamedTuple
 
 import torch
@@ -103,6 +106,14 @@ def posted_kwargs(posted: Posted | None, fallback: torch.Tensor, *names: str) ->
 def _fwd_wrap_angle(x):
     """x - 2pi * floor(x / 2pi), into [0, 2pi) (spec F2)."""
     return x - _FWD_TWO_PI * tl.floor(x / _FWD_TWO_PI)
+
+
+@triton.jit
+def _fwd_angle_carry_step(carry, angsum_row, m, NA: tl.constexpr):
+    """The angle carry past one more chunk, wrap(carry + the chunk's angle sum) (F2), on the pair indices m (those
+    >= NA read 0). The state-passing and rotate kernels both walk a sequence's chunks with it, the same operations
+    in the same order, so their carries are bit-identical."""
+    return _fwd_wrap_angle(carry + tl.load(angsum_row + m, mask=m < NA, other=0.0))
 
 
 @triton.jit
@@ -242,7 +253,7 @@ def _mamba3_fwd_chunk_state_kernel(
 
 @triton.jit
 def _mamba3_fwd_state_passing_kernel(
-    cu_ptr, dstate_ptr, decay_ptr, angsum_ptr, states_ptr, carry_ptr, fssm_ptr,
+    cu_ptr, dstate_ptr, decay_ptr, angsum_ptr, states_ptr, fssm_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
     BLOCK_P: tl.constexpr,
 ):
@@ -261,22 +272,23 @@ def _mamba3_fwd_state_passing_kernel(
         head_slot = slot * H + h
         dstate = tl.load(dstate_ptr + head_slot * (P * N) + tile)
         tl.store(states_ptr + head_slot * (P * N) + tile, state)
-        tl.store(carry_ptr + head_slot * NA + pairs, carry, mask=(pairs < NA) & (pid % NPB == 0))
         sin_c, cos_c = _fwd_sincos(carry)
         dstate = _fwd_rotate_pairs(dstate, cos_c[None, :], sin_c[None, :], BLOCK_P, N // 2)
         state = state * tl.exp(tl.load(decay_ptr + head_slot)) + dstate
-        carry = _fwd_wrap_angle(carry + tl.load(angsum_ptr + head_slot * NA + pairs, mask=pairs < NA, other=0.0))
+        carry = _fwd_angle_carry_step(carry, angsum_ptr + head_slot * NA, pairs, NA)
     tl.store(fssm_ptr + (seq * H + h) * (P * N) + tile, state)
 
 
 @triton.jit
 def _mamba3_fwd_rotate_kernel(
-    q_ptr, k_ptr, dt_ptr, qb_ptr, kb_ptr, ang_ptr, cu_ptr, S, carry_ptr, fangle_ptr, fk_ptr, qk_ptr,
+    q_ptr, k_ptr, dt_ptr, qb_ptr, kb_ptr, ang_ptr, cu_ptr, S, angsum_ptr, fangle_ptr, fk_ptr, qk_ptr,
     cos_ptr, sin_ptr, qrot_ptr, krot_ptr,
     H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
     SAVE: tl.constexpr,
 ):
-    """Grid (chunk slots, H): the elementwise half of the chunk scan. Phi = wrap(carry + csum) (F2), the biased
+    """Grid (chunk slots, H): the elementwise half of the chunk scan. The carry (the wrapped angle sum of the
+    sequence's earlier chunks, ``_fwd_angle_carry_step`` over their ``angsum`` rows from the chunk-state kernel, so
+    this kernel does not wait for the state passing), Phi = wrap(carry + csum) (F2), the biased
     q^, k^ (F3) and their rotation (F4, pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through):
     stores dims 0..63 of q~ and k~ (fp32, (T, H, N/2); read by the scan kernel, and kept for the backward; the
     pass-through dims are formed where they are needed, ``_fwd_tilde_half``), the unrotated q^.k^
@@ -294,7 +306,9 @@ def _mamba3_fwd_rotate_kernel(
         valid = t < end
         vmask = valid[:, None]
         dt = tl.load(dt_ptr + t * H + h, mask=valid, other=0.0)
-        carry = tl.load(carry_ptr + (slot * H + h) * NA + acols)
+        carry = tl.zeros((NA,), dtype=tl.float32)
+        for prev in range(slot - c, slot):  # the sequence's earlier chunks, in order (as the passing kernel)
+            carry = _fwd_angle_carry_step(carry, angsum_ptr + (prev * H + h) * NA, acols, NA)
         phi = _fwd_wrap_angle(carry[None, :] + _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H, NA))
         sin, cos = _fwd_sincos(phi)
         # one 64-wide half at a time (fewer live tiles): the rotated half, then the pass-through half
@@ -391,7 +405,7 @@ def allocate_fwd_outputs(T: int, S: int, device) -> tuple:
 
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None,
-                    before_scan=None, posted: Posted | None = None):
+                    before_scan=None, rotate_stream: torch.cuda.Stream | None = None, posted: Posted | None = None):
     """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -408,7 +422,9 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (contiguous; not checked), which are then returned (a graph-backed call writes its static buffers so).
     ``before_scan``: None, or a function called with q_rot (T, 32, 64) fp32 once the rotate kernel is launched and
     before the chunk-scan launch (a graph forks the backward's state-gradient chain there, which needs q~ but not
-    the scan's results). ``posted``: None,
+    the scan's results). ``rotate_stream``: None (every launch on the current stream), or a CUDA stream of the
+    device on which the rotate kernel runs beside the state passing (it needs only the chunk-state kernel's
+    results); the current stream waits for it before the scan (same bits either way). ``posted``: None,
     or a Posted whose "v" and "z" the kernels read and whose "out" they write instead of those tensors (a graph).
     """
     if validate:
@@ -450,18 +466,24 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     else:
         saved = None
         save_bufs = (out,) * 3  # never written: SAVE is False
-    carry = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # wrapped Phi before the chunk
     qk = torch.empty((T, NHEADS), dtype=f32, device=dev)  # unrotated q^.k^
+    main = None
+    if rotate_stream is not None:  # the rotate kernel after the chunk state only, beside the passing
+        main = torch.cuda.current_stream(dev)
+        rotate_stream.wait_stream(main)
+    with contextlib.nullcontext() if main is None else torch.cuda.stream(rotate_stream):
+        _mamba3_fwd_rotate_kernel[(slots, NHEADS)](
+            q, k, dt, q_bias, k_bias, angles, cu_seqlens, S, angsum, final_angle, final_k, qk, save_bufs[1],
+            save_bufs[2], q_rot, k_rot, H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s,
+            SAVE=save_for_backward, num_warps=config.rotate_warps,
+            **({"maxnreg": config.rotate_maxnreg} if config.rotate_maxnreg and dev.type == "cuda" else {}),
+        )
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
-        cu_seqlens, dstate, decay, angsum, chunk_states, carry, final_ssm,
+        cu_seqlens, dstate, decay, angsum, chunk_states, final_ssm,
         **sizes, BLOCK_P=config.passing_block_p, num_warps=config.passing_warps,
     )
-    _mamba3_fwd_rotate_kernel[(slots, NHEADS)](
-        q, k, dt, q_bias, k_bias, angles, cu_seqlens, S, carry, final_angle, final_k, qk, save_bufs[1],
-        save_bufs[2], q_rot, k_rot, H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s,
-        SAVE=save_for_backward, num_warps=config.rotate_warps,
-        **({"maxnreg": config.rotate_maxnreg} if config.rotate_maxnreg and dev.type == "cuda" else {}),
-    )
+    if main is not None:
+        main.wait_stream(rotate_stream)
     if before_scan is not None:
         before_scan(q_rot)
     _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
