@@ -121,14 +121,3 @@ def test_bwd_scan_form_matches_float64_oracle_and_writes_all(panel):
         ref = panel["oracle"][name]
         assert not torch.isnan(got).any(), f"{name}: elements left unwritten"
         assert_close_to_oracle(name, got, got.double() - ref, ref)
-
-
-def test_bwd_with_dv_apart_gives_the_same_bits_and_writes_all(panel):
-    """dv's state term in its own launch (``dv_apart``, as the graph runs it): every gradient bit-identical to the
-    one-launch form, every element written (NaN-poisoned allocations, the fp32 part of dv included)."""
-    with poisoned_allocations():
-        grads = mamba3_siso_bwd(*panel["inputs"], panel["saved"], *panel["cotangents"], dv_apart=True)
-    for name, got, want in zip(GRAD_NAMES, grads, panel["grads"]):
-        assert torch.equal(got, want), f"{name} differs with dv_apart"
-    with pytest.raises(ValueError, match="state_stream needs"):
-        mamba3_siso_bwd(*panel["inputs"], panel["saved"], *panel["cotangents"], state_stream=object())

@@ -35,12 +35,9 @@ def build(fn, consts, num_warps=4, posted=False, **options):
 # kernels under a register cap (Mamba3BwdConfig.side_maxnreg)
 for prec in ("tf32", "tf32x3"):
     for warps in (4, 8):
-        build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, STATE_TERM=True), warps)
+        build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec), warps)
         build(bwd._m3b_sides_kernel, dict(SB=4, PREC=prec), warps)
-    for state_term in (True, False):  # (False: a graph's dv_apart, with the dv launch below)
-        build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, STATE_TERM=state_term), 4, posted=True)
-    for posted in (False, True):
-        build(bwd._m3b_dv_state_kernel, dict(SB=4, PREC=prec), 4, posted=posted)
+    build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec), 4, posted=True)
     build(bwd._m3b_sides_kernel, dict(SB=4, PREC=prec), 4, posted=True)
     build(bwd._m3b_sides_kernel, dict(SB=4, PREC=prec), 4, maxnreg=128)
     for warps in (4, 8):

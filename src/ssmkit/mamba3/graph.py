@@ -8,11 +8,11 @@ for the next call's post) and one copy of the small posted arguments into the st
 forward and backward kernels as the direct call launches them, one copy of the small static results to the
 posted new tensors. The six (T, 32, 64) tensors (v, z, dout in; out, dv, dz out: ~70 % of the bytes) are not
 copied: the kernels that use them read their posted addresses from the stash (``Posted``). Inside, the
-forward's rotate kernel and chunk scan, the backward's state-gradient chain, dv's state term and the gate run on
-two forked streams beside the forward's state passing and the backward's chunk kernels (``_launch_into``). A call allocates the 16 results, posts the 33 addresses to pinned host memory and
-replays; the results of the next call are allocated right after the replay, while the GPU runs it (host time off
-the call's critical path: the GPU idles until the replay is launched), and used by the next call on the same
-stream. Results are bit-identical to the direct call (same kernels, same launch configurations, on the same
+forward's rotate kernel, the backward's state-gradient chain and the gate run on two forked streams beside the
+forward's state passing and chunk scan and the chunk kernels (``_launch_into``). A call allocates the 16 results,
+posts the 33 addresses to pinned host memory and replays; the results of the next call are allocated right after
+the replay, while the GPU runs it (host time off the call's critical path: the GPU idles until the replay is
+launched), and used by the next call on the same stream. Results are bit-identical to the direct call (same kernels, same launch configurations, on the same
 values).
 When: ``graph_applies`` (the entry's ``graph=None``: CUDA, at most GRAPH_MAX_COPY_BYTES copied per call, the caller
 not capturing). A key's first call launches directly; its second runs the body eagerly (Triton compiles there; its
@@ -89,12 +89,10 @@ def _allocate_results(args) -> tuple:
 def _launch_into(args, results, fwd_config, bwd_config, side, posted=None) -> None:
     """The direct call's kernels on ``args`` (17 contiguous tensors), writing ``results`` (16 tensors), on three
     streams: ``side`` holds two more CUDA streams of the device; on the first, the backward's dY half of the gate
-    (beside the forward's chunk-state kernel), the forward's rotate kernel (beside the state passing), the
-    state-gradient chain (beside the chunk scan and the intra-chunk kernel: they need q~ but no dS) and dv's state
-    term (beside the side kernels; ``mamba3_siso_bwd``'s ``dv_apart``); on the second the forward's chunk scan and
-    the dz half of the gate (which needs the scan's y), beside the backward's chunk kernels (they need no scan
-    result); the current stream waits for both before it returns. (Off CUDA, (None, None): the same launches in
-    that order on one stream, for the interpreter tests.)
+    (beside the forward's chunk-state kernel), the forward's rotate kernel (beside the state passing) and the
+    state-gradient chain (beside the chunk scan: it needs q~ but no scan result); on the second the dz half of the
+    gate, beside the chunk kernels; the current stream waits for both before it returns. (Off CUDA, (None, None):
+    the same launches in that order on one stream, for the interpreter tests.)
     ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses. The kernels and
     their inputs are those of the direct call, so are the bits."""
     inputs, cotangents = args[:12], args[12:]
@@ -113,11 +111,12 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None) -> No
             bwd_state_grads(q_rot, inputs[0], inputs[6], adt, dy, cu_seqlens, dfinal_ssm, dstates, config=bwd_config)
 
     *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5], before_scan=fork_chain,
-                                rotate_stream=side[0], scan_stream=side[1], posted=posted)
-    with _forked(side[1], main):  # (after the scan, on its stream)
+                                rotate_stream=side[0], posted=posted)
+    with _forked(side[1], main):
         bwd_gate(dout, z, saved.y, dz=grads.dz, posted=posted)
+    _join(main, side[0])
     mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads, state_grads=(dy, dstates),
-                    dv_apart=True, state_stream=side[0], posted=posted)
+                    posted=posted)
     _join(main, side[1])
 
 

@@ -1,4 +1,4 @@
-# Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), five to seven launches:
+# Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), five or six launches:
 # 1. `_m3b_gate_kernel`, elementwise over (T, H, P): dz and dY = dout * silu(z) (fp32, read by launches 2 and 3).
 # 2. the state-gradient chain dS <- e^Lambda dS + (diag(e^l) dY)^T Q~ over each sequence's 64-token chunks in
 #    reverse, from dfinal_ssm; stores the gradient of the state leaving every chunk (fp32, the forward's chunk-state
@@ -7,10 +7,8 @@
 #    scan: `_m3b_dstate_local_kernel`, grid (chunk slots, H), the per-chunk term (one 64x64x128 dot) in parallel,
 #    then `_m3b_dstate_scan_kernel`, grid (64*128 / BLOCK, H, S), an elementwise reverse scan in place.
 # 3. the chunk body, everything that stays inside one chunk of one head (fp32 dots, tf32 by
-#    default; the 128 state dims as two 64-wide halves), two launches (three with ``dv_apart``):
-#    `_m3b_intra_kernel`, grid (chunk slots, H): the (C, C) matrices, M o G (stored), the intra-chunk part of dl, dv
-#    (with ``dv_apart`` all of dv but its state term, which `_m3b_dv_state_kernel` adds after the chain: a graph
-#    runs the intra kernel beside the chain and the dv launch beside the side kernels);
+#    default; the 128 state dims as two 64-wide halves), two launches:
+#    `_m3b_intra_kernel`, grid (chunk slots, H): the (C, C) matrices, M o G (stored), the intra-chunk part of dl, dv;
 #    `_m3b_sides_kernel`, grid (4 x chunk slots, H): the q side (`_m3b_qside`) and the k side (`_m3b_kside`) of
 #    each state half, one launch: dQ~ and dK~ of one state half, rotated back (per-head dq_hat / dk_hat rows),
 #    dPhi, ds, and their parts of dl and dLambda; per-slot partial sums for q_bias, k_bias, D.
@@ -26,7 +24,6 @@
 # 64..127, biased only, formed from q, k and the biases by ``_fwd_tilde_half``) instead of being rebuilt from q, k,
 # the biases and cos / sin in each kernel; cos / sin are still read to rotate dQ~, dK~ back.
 # No atomics: every sum has a fixed order, so repeated calls are bit-identical.
-import contextlib
 from typing import NamedTuple
 
 import torch
@@ -210,60 +207,23 @@ def _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h, S, H: tl.conste
 
 
 @triton.jit
-def _m3b_add_dv_state(dvv, kr_ptr, k_ptr, kb_ptr, dstates_ptr, tok, valid, active, ell, lam, sc, slot, h,
-                      H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, PREC: tl.constexpr):
-    """dvv (C, P) plus dv's state term diag(e^{L-l}) Ks dS_out^T of one chunk and head, one state half at a time
-    (the intra kernel's last step, or ``_m3b_dv_state_kernel``'s whole work: the same operations either way)."""
-    NH: tl.constexpr = N // 2
-    e_rev = tl.exp(lam - ell)
-    st_row = (slot * H + h) * P * N + tl.arange(0, P)[:, None] * N
-    for half in tl.static_range(2):
-        ks = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N) * sc[:, None]
-        ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
-        dvv += e_rev[:, None] * tl.dot(ks, tl.trans(ds_out), input_precision=PREC)
-    return dvv
-
-
-@triton.jit
-def _m3b_dv_state_kernel(
-    kr_ptr, k_ptr, kb_ptr, adt_ptr, dt_ptr, trap_ptr, cu_ptr, dstates_ptr, dvp_ptr, dv_ptr, io_ptr,
-    S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
-    DV_WORD: tl.constexpr,
-):
-    """Grid (chunk slots, H): dv = the intra kernel's fp32 part (``dvp``, STATE_TERM off) plus the state term
-    (``_m3b_add_dv_state``), stored in dv's dtype: the same bits as the intra kernel with STATE_TERM. Needs the
-    state-gradient chain's dS_out, nothing of the side kernels (a graph runs it beside them)."""
-    dv_ptr = posted_pointer(dv_ptr, io_ptr, DV_WORD)
-    slot = tl.program_id(0)
-    h = tl.program_id(1)
-    s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h,
-                                                                     S, H, C, SB)
-    hp = tok[:, None] * (H * P) + h * P + tl.arange(0, P)[None, :]
-    dvv = tl.load(dvp_ptr + hp, mask=valid[:, None], other=0.0)
-    dvv = _m3b_add_dv_state(dvv, kr_ptr, k_ptr, kb_ptr, dstates_ptr, tok, valid, active, ell, lam, sc, slot, h,
-                            H, P, N, PREC)
-    tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=valid[:, None])
-
-
-@triton.jit
 def _m3b_intra_kernel(
     qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, dy_ptr, cu_ptr,
     dstates_ptr, dfv_ptr,
-    mg_ptr, dv_ptr, dvp_ptr, dl_ptr, etok_ptr, qk_ptr, ddp_ptr, io_ptr,
+    mg_ptr, dv_ptr, dl_ptr, etok_ptr, qk_ptr, ddp_ptr, io_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
-    STATE_TERM: tl.constexpr, V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
+    V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
 ):
     """Grid (chunk slots, H), chunk body part 1: what needs the (C, C) matrices of one chunk. Scores
     A = Q~ Ks^T (Ks = diag(s) K~), q^.k^ (= q~.k~, F7), G = dY V^T, M o G (stored for the two side kernels: fp32
-    (C, C) per slot and head), the intra-chunk part of dl (row minus column sums of M o A o G), and dv:
-    (M o A)^T dY + (D + gamma q^.k^) dY (+ dfinal_v on a sequence's last token), with STATE_TERM its state term
-    diag(e^{L-l}) Ks dS_out^T too (``_m3b_add_dv_state``) and stored as dv; without, stored in fp32 to ``dvp``
-    for ``_m3b_dv_state_kernel`` (this kernel then needs no dS_out: a graph runs it beside the state-gradient chain).
+    (C, C) per slot and head), the intra-chunk part of dl (row minus column sums of M o A o G), and all of dv:
+    (M o A)^T dY + (D + gamma q^.k^) dY + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
     Per token it stores e = dY.v and q^.k^; per slot sum(e) (the D partial)."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     dv_ptr = posted_pointer(dv_ptr, io_ptr, DV_WORD)
     slot = tl.program_id(0)
     h = tl.program_id(1)
+    NH: tl.constexpr = N // 2
     s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h,
                                                                      S, H, C, SB)
     vmask = valid[:, None]
@@ -289,12 +249,13 @@ def _m3b_intra_kernel(
     is_last = tok == eos - 1
     dvv = (tl.dot(tl.trans(decay * am), dy, input_precision=PREC) + (tl.load(d_ptr + h) + gam * qk)[:, None] * dy
            + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
-    if STATE_TERM:
-        dvv = _m3b_add_dv_state(dvv, kr_ptr, k_ptr, kb_ptr, dstates_ptr, tok, valid, active, ell, lam, sc, slot, h,
-                                H, P, N, PREC)
-        tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
-    else:
-        tl.store(dvp_ptr + hp, dvv, mask=vmask)
+    e_rev = tl.exp(lam - ell)
+    st_row = (slot * H + h) * P * N + pv[:, None] * N
+    for half in tl.static_range(2):
+        ks = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N) * sc[:, None]
+        ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
+        dvv += e_rev[:, None] * tl.dot(ks, tl.trans(ds_out), input_precision=PREC)
+    tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
     tl.store(etok_ptr + th_, e_tok, mask=valid)
     tl.store(qk_ptr + th_, qk, mask=valid)
     tl.store(ddp_ptr + slot * H + h, tl.sum(e_tok, axis=0))
@@ -652,8 +613,7 @@ def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, 
 
 def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, saved,
                     dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, config=DEFAULT_BWD_CONFIG, grads=None,
-                    state_grads=None, dv_apart: bool = False, state_stream: torch.cuda.Stream | None = None,
-                    posted: Posted | None = None):
+                    state_grads=None, posted: Posted | None = None):
     """Full VJP of the Mamba-3 SISO varlen operator (spec §7.1) from the forward's saved tensors.
 
     Inputs in the project layout (spec "Decisions"): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -668,13 +628,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     `config`: a Mamba3BwdConfig (warps, dot precision). `grads`: None (new tensors) or a `Mamba3BwdGrads` of
     tensors to write, as `allocate_grads` makes them (not checked), which is then returned. `state_grads`: None, or
     (dY, dstates) already computed by `bwd_gate` (with dz into grads.dz) and `bwd_state_grads` (a graph runs those
-    beside the forward's last kernel): then only the chunk kernels are launched. `dv_apart`: dv's state term in its
-    own launch (`_m3b_dv_state_kernel`, after the intra kernel, which then needs no dstates; same bits, one launch
-    and a (T, 32, 64) fp32 round trip more). `state_stream` (with `state_grads` and `dv_apart`): the CUDA stream on
-    which the state-gradient chain is still running: the intra kernel runs on the current stream beside it, the
-    current stream then waits for it, and the dv launch runs on it beside the side kernels (the current stream
-    waits for it again before returning). `posted`: a Posted whose "v" (read) and "dv" (written) the chunk kernels
-    use instead of those tensors, and "dout", "z", "dz" the gate (a graph).
+    beside the forward's last kernel): then only the chunk kernels are launched. `posted`: a Posted whose "v" (read)
+    and "dv" (written) the chunk kernels use instead of those tensors, and "dout", "z", "dz" the gate (a graph).
     Returns `Mamba3BwdGrads` (dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz); no host sync.
     """
     T, H, P = v.shape
@@ -716,26 +671,11 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     side_launch = dict(num_warps=config.side_warps)
     if config.side_maxnreg and dev.type == "cuda":  # (a register cap is a GPU compile option)
         side_launch["maxnreg"] = config.side_maxnreg
-    if state_stream is not None and not (dv_apart and state_grads is not None):
-        raise ValueError("state_stream needs state_grads and dv_apart")
-    dv_part = torch.empty((T, H, P), device=dev, dtype=f32) if dv_apart else dv  # (intra's fp32 part of dv)
     _m3b_intra_kernel[(nslot, H)](
-        q_rot, k_rot, q, k, q_bias, k_bias, v, adt, dt, trap, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dv_part,
-        dl_parts, e_tok, qk, dd_part,
-        S=S, **sizes, STATE_TERM=not dv_apart, num_warps=config.num_warps,
-        **posted_kwargs(posted, cu_seqlens, "v", "dv"),
+        q_rot, k_rot, q, k, q_bias, k_bias, v, adt, dt, trap, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
+        e_tok, qk, dd_part,
+        S=S, **sizes, num_warps=config.num_warps, **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
-    main = None
-    if state_stream is not None:  # the chain done: the dv launch beside the side kernels, on the chain's stream
-        main = torch.cuda.current_stream(dev)
-        main.wait_stream(state_stream)
-        state_stream.wait_stream(main)
-    if dv_apart:
-        with contextlib.nullcontext() if main is None else torch.cuda.stream(state_stream):
-            _m3b_dv_state_kernel[(nslot, H)](
-                k_rot, k, k_bias, adt, dt, trap, cu_seqlens, dstates, dv_part, dv,
-                S=S, **sizes, num_warps=config.num_warps, **posted_kwargs(posted, cu_seqlens, "dv"),
-            )
     _m3b_sides_kernel[(4 * nslot, H)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, adt, dt, trap, dy, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates,
         dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part, dkb_part,
@@ -748,6 +688,4 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, CB=_ANGLE_SLOTS, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS,
         num_warps=4,
     )
-    if main is not None:
-        main.wait_stream(state_stream)
     return grads

@@ -405,8 +405,7 @@ def allocate_fwd_outputs(T: int, S: int, device) -> tuple:
 
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None,
-                    before_scan=None, rotate_stream: torch.cuda.Stream | None = None,
-                    scan_stream: torch.cuda.Stream | None = None, posted: Posted | None = None):
+                    before_scan=None, rotate_stream: torch.cuda.Stream | None = None, posted: Posted | None = None):
     """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -425,10 +424,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     before the chunk-scan launch (a graph forks the backward's state-gradient chain there, which needs q~ but not
     the scan's results). ``rotate_stream``: None (every launch on the current stream), or a CUDA stream of the
     device on which the rotate kernel runs beside the state passing (it needs only the chunk-state kernel's
-    results); the current stream waits for it before the scan (same bits either way). ``scan_stream``: None, or a
-    CUDA stream on which the chunk scan runs, after everything before it on the current stream, which does NOT
-    wait for it: the caller must make it wait before it uses out, final_v or saved.y (a graph runs the backward's
-    intra-chunk kernel beside the scan, which needs neither). ``posted``: None,
+    results); the current stream waits for it before the scan (same bits either way). ``posted``: None,
     or a Posted whose "v" and "z" the kernels read and whose "out" they write instead of those tensors (a graph).
     """
     if validate:
@@ -490,16 +486,11 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         main.wait_stream(rotate_stream)
     if before_scan is not None:
         before_scan(q_rot)
-    if scan_stream is not None:
-        scan_stream.wait_stream(torch.cuda.current_stream(dev))
-        for x in (chunk_states, q_rot, k_rot, qk, save_bufs[0]):  # (allocated here: not reused before the scan ends)
-            x.record_stream(scan_stream)
-    with contextlib.nullcontext() if scan_stream is None else torch.cuda.stream(scan_stream):
-        _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
-            q_rot, k_rot, q, k, q_bias, k_bias, v, adt, dt, trap, d, z, cu_seqlens, S, chunk_states, qk, out, final_v,
-            save_bufs[0],
-            H=NHEADS, N=DSTATE, P=HEADDIM, CHUNK_=CHUNK, BLOCK_S=block_s, SAVE=save_for_backward,
-            PRECISION=config.input_precision, num_warps=config.scan_warps,
-            **posted_kwargs(posted, cu_seqlens, "v", "z", "out"),
-        )
+    _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
+        q_rot, k_rot, q, k, q_bias, k_bias, v, adt, dt, trap, d, z, cu_seqlens, S, chunk_states, qk, out, final_v,
+        save_bufs[0],
+        H=NHEADS, N=DSTATE, P=HEADDIM, CHUNK_=CHUNK, BLOCK_S=block_s, SAVE=save_for_backward,
+        PRECISION=config.input_precision, num_warps=config.scan_warps,
+        **posted_kwargs(posted, cu_seqlens, "v", "z", "out"),
+    )
     return out, final_angle, final_ssm, final_k, final_v, saved
