@@ -12,8 +12,8 @@ forward's rotate kernel, the backward's state-gradient chain and the gate run on
 forward's state passing and chunk scan and the chunk kernels (``_launch_into``). A call allocates the 16 results,
 posts the 33 addresses to pinned host memory and replays; the results of the next call are allocated right after
 the replay, while the GPU runs it (host time off the call's critical path: the GPU idles until the replay is
-launched), and used by the next call on the same stream. Results are bit-identical to the direct call (same kernels, same launch configurations, on the same
-values).
+launched), and used by the next call on the same stream. Results are bit-identical to the direct call (same
+kernels, same launch configurations, on the same values).
 When: ``graph_applies`` (the entry's ``graph=None``: CUDA, at most GRAPH_MAX_COPY_BYTES copied per call, the caller
 not capturing). A key's first call launches directly; its second runs the body eagerly (Triton compiles there; its
 results are that call's) and captures it; later calls replay. So keys that never repeat (packed batches whose
