@@ -105,6 +105,18 @@ def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, io_ptr, NUMEL, BLOC
 
 
 @triton.jit
+def _m3b_dstate_chunk_loads(qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, bos, eos, c, h, half, H: tl.constexpr,
+                            P: tl.constexpr, N: tl.constexpr, C: tl.constexpr):
+    """The chain's inputs for local chunk c of the sequence [bos, eos) (zeros for c < 0): adt (C,), dY (C, P) and
+    this program's state half of q~ (C, N/2)."""
+    tok = bos + c * C + tl.arange(0, C)
+    valid = (tok < eos) & (c >= 0)
+    adt = tl.load(adt_ptr + tok * H + h, mask=valid, other=0.0)
+    dy = tl.load(dy_ptr + tok[:, None] * (H * P) + h * P + tl.arange(0, P)[None, :], mask=valid[:, None], other=0.0)
+    return adt, dy, _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
+
+
+@triton.jit
 def _m3b_dstate_kernel(
     qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr, dfs_ptr, dstates_ptr,
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr,
@@ -119,23 +131,22 @@ def _m3b_dstate_kernel(
     eos = tl.load(cu_ptr + s + 1)
     nchunks = tl.cdiv(eos - bos, C)
     base = bos // C + s
-    i = tl.arange(0, C)
-    pv = tl.arange(0, P)
     cols = half * NH + tl.arange(0, NH)
-    tile = pv[:, None] * N + cols[None, :]
+    tile = tl.arange(0, P)[:, None] * N + cols[None, :]
     ds = tl.load(dfs_ptr + (s * H + h) * P * N + tile)
-    for ci in range(0, nchunks):  # (a run-time bound: Triton software-pipelines the next chunk's loads)
+    adt, dy, qt = _m3b_dstate_chunk_loads(qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, bos, eos, nchunks - 1, h, half,
+                                          H, P, N, C)
+    for ci in range(0, nchunks):
         c = nchunks - 1 - ci
-        tok = bos + c * C + i
-        valid = tok < eos
-        vmask = valid[:, None]
         tl.store(dstates_ptr + ((base + c) * H + h) * P * N + tile, ds)
-        adt = tl.load(adt_ptr + tok * H + h, mask=valid, other=0.0)
+        # the chunk before's loads issued here, so that their latency hides behind this chunk's dot (a hand-made
+        # one-stage pipeline: Triton's own, num_stages 2-3, measured slower, Mamba3BwdConfig.dstate_stages)
+        adt_n, dy_n, qt_n = _m3b_dstate_chunk_loads(qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, bos, eos, c - 1, h, half,
+                                                    H, P, N, C)
         ell = tl.cumsum(adt, axis=0)
         lam = tl.sum(adt, axis=0)
-        dy = tl.load(dy_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
-        qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
         ds = tl.exp(lam) * ds + tl.dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, input_precision=PREC)
+        adt, dy, qt = adt_n, dy_n, qt_n
 
 
 @triton.jit
