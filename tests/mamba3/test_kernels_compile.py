@@ -17,7 +17,8 @@ BF16 = {"q_ptr", "k_ptr", "v_ptr", "z_ptr", "trap_ptr", "ang_ptr", "dout_ptr", "
 SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64)
 
 
-WORDS = ("V_WORD", "Z_WORD", "OUT_WORD", "DOUT_WORD", "DZ_WORD", "DV_WORD")
+WORDS = ("V_WORD", "Z_WORD", "OUT_WORD", "DOUT_WORD", "DZ_WORD", "DV_WORD", "ANGLES_WORD", "DANGLES_WORD",
+         "FINAL_SSM_WORD", "DFINAL_SSM_WORD")
 
 
 def build(fn, consts, num_warps=4, posted=False, **options):
@@ -42,12 +43,15 @@ for prec in ("tf32", "tf32x3"):
     build(bwd._m3b_sides_kernel, dict(SB=4, PREC=prec), 4, maxnreg=128)
     for warps in (4, 8):
         build(bwd._m3b_dstate_kernel, dict(PREC=prec), warps)
+    build(bwd._m3b_dstate_kernel, dict(PREC=prec), 4, posted=True)
     for warps in (4, 8):
         build(bwd._m3b_dstate_local_kernel, dict(SB=8, PREC=prec), warps)
-build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024))
+for posted in (False, True):
+    build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024), posted=posted)
 for dz, dy, posted in ((True, True, False), (False, True, True), (True, False, True)):  # direct; a graph's halves
     build(bwd._m3b_gate_kernel, dict(BLOCK=bwd._GATE_BLOCK, DZ=dz, DY=dy), posted=posted)
-build(bwd._m3b_finish_kernel, dict(SB=8, CB=16, BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS))
+for posted in (False, True):
+    build(bwd._m3b_finish_kernel, dict(SB=8, CB=16, BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS), posted=posted)
 for prec in ("tf32", "tf32x3"):
     for posted in (False, True):
         build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, PRECISION=prec), 8, posted=posted)
@@ -58,7 +62,9 @@ for prec in ("tf32", "tf32x3"):
 for save in (False, True):
     for warps in (4, 8):
         build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save), warps)
-build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=16))
+build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=True), 8, posted=True, maxnreg=128)
+for posted in (False, True):
+    build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=16), posted=posted)
 """
 
 

@@ -6,8 +6,9 @@ host-bound. The graph holds static copies of the 17 arguments and the 16 results
 private memory pool. Its nodes: the ``MappedIO`` table fetch (which acknowledges the replay: the table is then free
 for the next call's post) and one copy of the small posted arguments into the static ones (``SlotCopy``), the
 forward and backward kernels as the direct call launches them, one copy of the small static results to the
-posted new tensors. The six (T, 32, 64) tensors (v, z, dout in; out, dv, dz out: ~70 % of the bytes) are not
-copied: the kernels that use them read their posted addresses from the stash (``Posted``). Inside, the
+posted new tensors. Ten tensors are not copied (~95 % of the bytes at the visible panels): the six (T, 32, 64) ones
+(v, z, dout in; out, dv, dz out), angles and dangles, dfinal_ssm and final_ssm; the kernels that use them read
+their posted addresses from the stash (``Posted``). Inside, the
 forward's rotate kernel, the backward's state-gradient chain and the gate run on two forked streams beside the
 forward's state passing and chunk scan and the chunk kernels (``_launch_into``). A call allocates the 16 results,
 posts the 33 addresses to pinned host memory and replays; the results of the next call are allocated right after
@@ -44,16 +45,18 @@ from ssmkit.kernels.mamba3.fwd import Posted, allocate_fwd_outputs, mamba3_siso_
 from ssmkit.mamba3.shapes import DSTATE, HEADDIM, NANGLES, NHEADS, NHEADS_QK
 
 _N_ARGS, _N_RESULTS = 17, 16
-#: Arguments and results the kernels read or write at their posted addresses (the six (T, 32, 64) tensors; the
-#: slot copies move the rest): name -> position among the 17 arguments / the 16 results.
-_POSTED_ARGS = {"v": 2, "z": 10, "dout": 12}
-_POSTED_RESULTS = {"out": 0, "dv": 7, "dz": 15}
+#: Arguments and results the kernels read or write at their posted addresses (the six (T, 32, 64) tensors, the
+#: angles and their gradient, the final state and its cotangent; the slot copies move the rest): name -> position
+#: among the 17 arguments / the 16 results.
+_POSTED_ARGS = {"v": 2, "angles": 8, "z": 10, "dout": 12, "dfinal_ssm": 14}
+_POSTED_RESULTS = {"out": 0, "final_ssm": 2, "dv": 7, "dangles": 13, "dz": 15}
 
 
 def copied_bytes(tokens: int, sequences: int) -> int:
     """The size of a call for T tokens and S sequences, the threshold's measure: bytes of the 17 arguments and the
     16 results (each gradient the size of its input; the cu_seqlens and the 32-head vectors left out), read and
-    written once each. Run 1's graph copied all of them; since the posted tensors (b70983a) ~30 % are copied."""
+    written once each. Run 1's graph copied all of them; since the posted tensors (b70983a) ~30 % were copied,
+    since session 14 (four more posted) ~5 %."""
     per_token = (2 * NHEADS_QK * DSTATE * 2 + 3 * NHEADS * HEADDIM * 2 + 2 * NHEADS * 4 + NHEADS * 2
                  + NHEADS * NANGLES * 2)  # q, k; v, z, dout; adt, dt; trap; angles (and as many results)
     per_sequence = NHEADS * (NANGLES * 4 + HEADDIM * DSTATE * 4 + DSTATE * 4 + HEADDIM * 2)  # final states
@@ -108,7 +111,8 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None) -> No
 
     def fork_chain(q_rot):
         with _forked(side[0], main):
-            bwd_state_grads(q_rot, inputs[0], inputs[6], adt, dy, cu_seqlens, dfinal_ssm, dstates, config=bwd_config)
+            bwd_state_grads(q_rot, inputs[0], inputs[6], adt, dy, cu_seqlens, dfinal_ssm, dstates, config=bwd_config,
+                            posted=posted)
 
     *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5], before_scan=fork_chain,
                                 rotate_stream=side[0], posted=posted)

@@ -118,8 +118,9 @@ def _m3b_dstate_chunk_loads(qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, bos, eos, c,
 
 @triton.jit
 def _m3b_dstate_kernel(
-    qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr, dfs_ptr, dstates_ptr,
+    qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr, dfs_ptr, dstates_ptr, io_ptr,
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr,
+    DFINAL_SSM_WORD: tl.constexpr,
 ):
     """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns, from the gate
     kernel's dY; stores the gradient of the state leaving each chunk (dS_acc of that chunk)."""
@@ -133,7 +134,7 @@ def _m3b_dstate_kernel(
     base = bos // C + s
     cols = half * NH + tl.arange(0, NH)
     tile = tl.arange(0, P)[:, None] * N + cols[None, :]
-    ds = tl.load(dfs_ptr + (s * H + h) * P * N + tile)
+    ds = tl.load(posted_pointer(dfs_ptr, io_ptr, DFINAL_SSM_WORD) + (s * H + h) * P * N + tile)
     adt, dy, qt = _m3b_dstate_chunk_loads(qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, bos, eos, nchunks - 1, h, half,
                                           H, P, N, C)
     for ci in range(0, nchunks):
@@ -177,8 +178,9 @@ def _m3b_dstate_local_kernel(
 
 
 @triton.jit
-def _m3b_dstate_scan_kernel(adt_ptr, cu_ptr, dfs_ptr, dstates_ptr,
-                            H: tl.constexpr, PN: tl.constexpr, C: tl.constexpr, BLOCK: tl.constexpr):
+def _m3b_dstate_scan_kernel(adt_ptr, cu_ptr, dfs_ptr, dstates_ptr, io_ptr,
+                            H: tl.constexpr, PN: tl.constexpr, C: tl.constexpr, BLOCK: tl.constexpr,
+                            DFINAL_SSM_WORD: tl.constexpr):
     """Grid (PN / BLOCK, H, S): in place, in reverse over the sequence's chunk slots. On entry slot c holds chunk c's
     local term L_c; on exit the gradient G_c of the state leaving chunk c: G_last = dfinal_ssm,
     G_{c-1} = e^{Lambda_c} G_c + L_c (Lambda_c = sum of the chunk's adt)."""
@@ -191,7 +193,7 @@ def _m3b_dstate_scan_kernel(adt_ptr, cu_ptr, dfs_ptr, dstates_ptr,
     base = bos // C + s
     e = b * BLOCK + tl.arange(0, BLOCK)
     i = tl.arange(0, C)
-    g = tl.load(dfs_ptr + (s * H + h) * PN + e)
+    g = tl.load(posted_pointer(dfs_ptr, io_ptr, DFINAL_SSM_WORD) + (s * H + h) * PN + e)
     for ci in range(0, nchunks):
         c = nchunks - 1 - ci
         tok = bos + c * C + i
@@ -508,11 +510,13 @@ def _m3b_finish_kernel(
     dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, etok_ptr, qk_ptr,
     dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
     dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
-    S, T, NSLOT, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
-    CB: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr,
+    S, T, NSLOT, io_ptr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
+    CB: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr, ANGLES_WORD: tl.constexpr, DANGLES_WORD: tl.constexpr,
 ):
     """Grid (NSLOT * H + ceil(T/BT) + H,): the last step in one launch (one host launch less than two kernels):
     the first NSLOT * H programs are `_m3b_angle`'s (slot, head), the others `_m3b_reduce`'s."""
+    ang_ptr = posted_pointer(ang_ptr, io_ptr, ANGLES_WORD)
+    dang_ptr = posted_pointer(dang_ptr, io_ptr, DANGLES_WORD)
     pid = tl.program_id(0)
     if pid < NSLOT * H:
         _m3b_angle(pid // H, pid % H, dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dl_ptr,
@@ -593,11 +597,12 @@ def allocate_state_grads(v, q, cu_seqlens) -> tuple:
 
 
 def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, *,
-                    config=DEFAULT_BWD_CONFIG) -> None:
+                    config=DEFAULT_BWD_CONFIG, posted: Posted | None = None) -> None:
     """Launch the state-gradient chain (spec §7.2): the gradient of the state leaving every chunk, (T // 64 + S, 32,
     64, 128) fp32 in the forward's chunk-state layout, into ``dstates`` (``allocate_state_grads``), from the
     forward's rotated half of q~ (T, 32, 64) fp32 with q (T, 1, 128) bf16 and q_bias (32, 128) fp32 (the other
-    half), adt (T, 32) fp32, dY (T, 32, 64) fp32 and dfinal_ssm (S, 32, 64, 128) fp32."""
+    half), adt (T, 32) fp32, dY (T, 32, 64) fp32 and dfinal_ssm (S, 32, 64, 128) fp32 (or, with ``posted``, the
+    Posted's "dfinal_ssm": a graph)."""
     T, H = q_rot.shape[:2]
     N = q.shape[-1]
     P = dy.shape[-1]
@@ -613,12 +618,13 @@ def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, 
         )
         _m3b_dstate_scan_kernel[(P * N // config.scan_block, H, S)](
             adt, cu_seqlens, dfinal_ssm, dstates, H=H, PN=P * N, C=CHUNK, BLOCK=config.scan_block, num_warps=4,
+            **posted_kwargs(posted, cu_seqlens, "dfinal_ssm"),
         )
     else:
         _m3b_dstate_kernel[(H, S, 2)](
             q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates,
             H=H, P=P, N=N, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
-            num_stages=config.dstate_stages,
+            num_stages=config.dstate_stages, **posted_kwargs(posted, cu_seqlens, "dfinal_ssm"),
         )
 
 
@@ -640,7 +646,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     tensors to write, as `allocate_grads` makes them (not checked), which is then returned. `state_grads`: None, or
     (dY, dstates) already computed by `bwd_gate` (with dz into grads.dz) and `bwd_state_grads` (a graph runs those
     beside the forward's last kernel): then only the chunk kernels are launched. `posted`: a Posted whose "v" (read)
-    and "dv" (written) the chunk kernels use instead of those tensors, and "dout", "z", "dz" the gate (a graph).
+    and "dv" (written) the chunk kernels use instead of those tensors, "angles" (read) and "dangles" (written) the
+    finish kernel, "dfinal_ssm" the state-gradient chain and "dout", "z", "dz" the gate (a graph).
     Returns `Mamba3BwdGrads` (dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz); no host sync.
     """
     T, H, P = v.shape
@@ -660,7 +667,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     if state_grads is None:
         dy, dstates = allocate_state_grads(v, q, cu_seqlens)  # dY = dout * silu(z)
         bwd_gate(dout, z, y, grads.dz, dy, posted=posted)
-        bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, config=config)
+        bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, config=config, posted=posted)
     else:
         dy, dstates = state_grads
     # the chunk body in two launches (intra-chunk part; q side and k side per state half); their per-token and
@@ -697,6 +704,6 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         dt, trap, angles, cu_seqlens, dfinal_angle, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, e_tok, qk,
         dadt, ddt, dtrap, dangles, dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd,
         S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, CB=_ANGLE_SLOTS, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS,
-        num_warps=4,
+        num_warps=4, **posted_kwargs(posted, cu_seqlens, "angles", "dangles"),
     )
     return grads

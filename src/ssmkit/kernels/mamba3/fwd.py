@@ -87,7 +87,8 @@ class Mamba3FwdSaved(NamedTuple):
 class Posted(NamedTuple):
     """Tensors a graph's kernels read or write at addresses posted per replay instead of in static buffers (no copy
     launch for them; ssmkit.mamba3.graph): ``stash`` the MappedIO stash (device int64), ``words`` the stash word of
-    each such tensor by name ("v", "z", "dout" read; "out", "dv", "dz" written)."""
+    each such tensor by name ("v", "z", "dout", "angles", "dfinal_ssm" read; "out", "dv", "dz", "dangles",
+    "final_ssm" written)."""
 
     stash: torch.Tensor
     words: dict
@@ -223,9 +224,10 @@ def _fwd_tilde_half(xr_ptr, x_ptr, bias_ptr, t, h, valid, half, H: tl.constexpr,
 def _mamba3_fwd_chunk_state_kernel(
     k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, kb_ptr, ang_ptr, cu_ptr, S, dstate_ptr, decay_ptr, angsum_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
-    BLOCK_S: tl.constexpr, PRECISION: tl.constexpr, V_WORD: tl.constexpr,
+    BLOCK_S: tl.constexpr, PRECISION: tl.constexpr, V_WORD: tl.constexpr, ANGLES_WORD: tl.constexpr,
 ):
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
+    ang_ptr = posted_pointer(ang_ptr, io_ptr, ANGLES_WORD)
     slot = tl.program_id(0)
     h = tl.program_id(1)
     seq, start, end, c = _fwd_locate_chunk(cu_ptr, slot, S, BLOCK_S, CHUNK_)
@@ -253,10 +255,11 @@ def _mamba3_fwd_chunk_state_kernel(
 
 @triton.jit
 def _mamba3_fwd_state_passing_kernel(
-    cu_ptr, dstate_ptr, decay_ptr, angsum_ptr, states_ptr, fssm_ptr,
+    cu_ptr, dstate_ptr, decay_ptr, angsum_ptr, states_ptr, fssm_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
-    BLOCK_P: tl.constexpr,
+    BLOCK_P: tl.constexpr, FINAL_SSM_WORD: tl.constexpr,
 ):
+    fssm_ptr = posted_pointer(fssm_ptr, io_ptr, FINAL_SSM_WORD)
     NPB: tl.constexpr = P // BLOCK_P
     pid = tl.program_id(0)
     seq = tl.program_id(1)
@@ -282,9 +285,9 @@ def _mamba3_fwd_state_passing_kernel(
 @triton.jit
 def _mamba3_fwd_rotate_kernel(
     q_ptr, k_ptr, dt_ptr, qb_ptr, kb_ptr, ang_ptr, cu_ptr, S, angsum_ptr, fangle_ptr, fk_ptr, qk_ptr,
-    cos_ptr, sin_ptr, qrot_ptr, krot_ptr,
+    cos_ptr, sin_ptr, qrot_ptr, krot_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
-    SAVE: tl.constexpr,
+    SAVE: tl.constexpr, ANGLES_WORD: tl.constexpr,
 ):
     """Grid (chunk slots, H): the elementwise half of the chunk scan. The carry (the wrapped angle sum of the
     sequence's earlier chunks, ``_fwd_angle_carry_step`` over their ``angsum`` rows from the chunk-state kernel, so
@@ -294,6 +297,7 @@ def _mamba3_fwd_rotate_kernel(
     pass-through dims are formed where they are needed, ``_fwd_tilde_half``), the unrotated q^.k^
     (spec §9.2, fp32 (T, H)), cos / sin of Phi when SAVE, and the final angle and final k (the sequence's last
     token, in its last chunk)."""
+    ang_ptr = posted_pointer(ang_ptr, io_ptr, ANGLES_WORD)
     HALF: tl.constexpr = N // 2
     slot = tl.program_id(0)
     h = tl.program_id(1)
@@ -425,7 +429,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     the scan's results). ``rotate_stream``: None (every launch on the current stream), or a CUDA stream of the
     device on which the rotate kernel runs beside the state passing (it needs only the chunk-state kernel's
     results); the current stream waits for it before the scan (same bits either way). ``posted``: None,
-    or a Posted whose "v" and "z" the kernels read and whose "out" they write instead of those tensors (a graph).
+    or a Posted whose "v", "z" and "angles" the kernels read and whose "out" and "final_ssm" they write instead of
+    those tensors (a graph).
     """
     if validate:
         validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
@@ -449,7 +454,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     _mamba3_fwd_chunk_state_kernel[(slots, NHEADS)](
         k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, angsum,
         **sizes, BLOCK_S=block_s, PRECISION=config.input_precision, num_warps=config.chunk_warps,
-        **posted_kwargs(posted, cu_seqlens, "v"),
+        **posted_kwargs(posted, cu_seqlens, "v", "angles"),
     )
     out, final_angle, final_ssm, final_k, final_v = allocate_fwd_outputs(T, S, dev) if out is None else out
     chunk_states = torch.empty((slots, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev)
@@ -475,12 +480,13 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         _mamba3_fwd_rotate_kernel[(slots, NHEADS)](
             q, k, dt, q_bias, k_bias, angles, cu_seqlens, S, angsum, final_angle, final_k, qk, save_bufs[1],
             save_bufs[2], q_rot, k_rot, H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s,
-            SAVE=save_for_backward, num_warps=config.rotate_warps,
+            SAVE=save_for_backward, num_warps=config.rotate_warps, **posted_kwargs(posted, cu_seqlens, "angles"),
             **({"maxnreg": config.rotate_maxnreg} if config.rotate_maxnreg and dev.type == "cuda" else {}),
         )
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
         cu_seqlens, dstate, decay, angsum, chunk_states, final_ssm,
         **sizes, BLOCK_P=config.passing_block_p, num_warps=config.passing_warps,
+        **posted_kwargs(posted, cu_seqlens, "final_ssm"),
     )
     if main is not None:
         main.wait_stream(rotate_stream)
