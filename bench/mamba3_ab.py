@@ -19,7 +19,6 @@ Every mode also reports ``queued_ms``: CUDA-event time of QUEUED calls issued ba
 per call (the GPU's time per call wherever the host keeps ahead of it, as with one graph replay per call).
 """
 import argparse
-import importlib
 import importlib.util
 import json
 import statistics
@@ -133,6 +132,8 @@ def main() -> None:
     ap.add_argument("--scales", default="1")
     args = ap.parse_args()
     device = torch.device("cuda")
+    if sum(map(bool, (args.baseline, args.package, args.graph, args.graph_streams))) > 1:
+        ap.error("--baseline, --package, --graph and --graph-streams are exclusive")
     if args.graph:
         sides = {"baseline": entry_call(False), "new": entry_call(True)}
     elif args.graph_streams:
@@ -142,7 +143,7 @@ def main() -> None:
         sides["new"] = entry_call(True)
     else:
         if args.baseline is None:
-            ap.error("--baseline DIR is needed without --graph")
+            ap.error("one of --baseline DIR, --package DIR, --graph or --graph-streams is needed")
         sides = {}
         for i, base in enumerate(args.baseline):
             sides[base.name if base.name not in sides else f"{base.name}{i}"] = full_call(*load_baseline(base, i))

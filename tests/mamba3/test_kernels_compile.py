@@ -59,10 +59,11 @@ for prec in ("tf32", "tf32x3"):
         for warps in (4, 8):
             build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec), warps)
     build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=True, PRECISION=prec), 4, posted=True)
-for save in (False, True):
-    for warps in (4, 8):
-        build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save), warps)
-build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=True), 8, posted=True, maxnreg=128)
+for walk in (False, True):
+    for save in (False, True):
+        for warps in (4, 8):
+            build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save, WALK=walk), warps)
+    build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=True, WALK=walk), 8, posted=True, maxnreg=128)
 for posted in (False, True):
     build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=16), posted=posted)
 """

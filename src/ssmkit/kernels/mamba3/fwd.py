@@ -5,12 +5,12 @@
 #      in-chunk cumsum of theta*dt; plus Lambda and the chunk's angle sum.
 #   2. state passing, grid (H * 64 / BLOCK_P, S): walks each sequence's chunks in order, rotates dS_loc into the global
 #      frame (R(carry) on every row: k~ = R(carry + csum) k^ = R(carry) R(csum) k^), stores the state ENTERING each
-#      chunk, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
-#   3. rotate, grid (chunk slots, H): the carry from launch 1's angle sums of the sequence's earlier chunks (as 2
-#      walks them, the same bits), Phi = wrap(carry + csum), rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by
-#      Phi[m], dims 64..127 pass through); stores q~/k~ (read by 4, saved for the backward), q^.k^, cos/sin of Phi
-#      (saved) and the final angle/k. It needs nothing from 2, so on a side stream it runs beside it
-#      (``mamba3_siso_fwd``'s ``rotate_stream``; until session 14 it read the carry that 2 stored).
+#      chunk and the carry entering it, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
+#   3. rotate, grid (chunk slots, H): the carry (stored by 2, or walked here from launch 1's angle sums of the
+#      sequence's earlier chunks as 2 walks them: the same bits, and then it needs nothing from 2, so on a side
+#      stream it runs beside it: ``mamba3_siso_fwd``'s ``rotate_stream``), Phi = wrap(carry + csum), rotation of q/k
+#      (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through); stores q~/k~ (read by 4, saved for the
+#      backward), q^.k^, cos/sin of Phi (saved) and the final angle/k.
 #   4. chunk scan, grid (chunk slots, H): strict-causal scores, readout from the entering state, gamma diagonal + D
 #      skip, silu(z) gate from q~/k~; the output, y (saved) and the final v.
 #   (3 and 4 were one kernel until session 6: 255 registers with spills at 8 warps; split, 0.190 -> 0.134 ms at c1,
@@ -33,6 +33,12 @@ from ssmkit.mamba3.validate import validate_inputs
 _FWD_TWO_PI = tl.constexpr(6.283185307179586)
 _FWD_PI = tl.constexpr(3.141592653589793)
 _FWD_TWO_OVER_PI = tl.constexpr(0.6366197466850281)
+#: The rotate kernel walks the carry itself (so that it can run beside the state passing, ``rotate_stream``) only up
+#: to this many tokens: chunk c walks c angle-sum rows, so the kernel's work grows with the square of a sequence's
+#: chunk count (H200, one sequence, rotate kernel alone, reading the carry -> walking it: 8192 tokens 0.155 -> 0.245
+#: ms, 32768 0.70 -> 1.70, 131072 2.76 -> 20.2; the visible panels, at most 15 chunks: 0.048 -> 0.051; session 14's
+#: review). 3072 is the full-VJP graph's default size limit (ssmkit.mamba3.graph.GRAPH_MAX_COPY_BYTES).
+ROTATE_WALK_MAX_TOKENS = 3072
 
 
 class Mamba3FwdConfig(NamedTuple):
@@ -43,8 +49,9 @@ class Mamba3FwdConfig(NamedTuple):
     0.055 at 8, 0.049 at 4 but 0.061 vs 0.055 at c4; the results do not depend on them); passing_block_p /
     passing_warps: value rows per program and warps of the state-passing kernel; input_precision: tl.dot precision
     of the fp32 operands ("tf32", "tf32x3" or "ieee"); rotate_maxnreg: register cap of the rotate kernel (0: none;
-    CUDA only): 128 keeps two 8-warp programs per SM, which the build without a cap (152 registers since
-    ``_fwd_sincos``, 2 spill instructions with the cap: bench/sass_stats.py) would not.
+    CUDA only): 128 keeps two 8-warp programs per SM, which the build without a cap (147 registers reading the
+    carry, 150 walking it, since ``_fwd_sincos``; at most 2 spill instructions with the cap: bench/sass_stats.py)
+    would not.
     """
 
     chunk_warps: int = 8
@@ -131,9 +138,9 @@ def _fwd_sincos(x):
     (Lawson-weighted least squares in float64; in fp32 at most 0.74 and 1.2 ulp on that range).
     Why not tl.sin / tl.cos: libdevice's sinf / cosf are as accurate but carry a Payne-Hanek reduction for huge
     arguments that never runs here, and it cost the instruction-latency-bound forward kernels registers, spills
-    and instructions (rotate kernel at 8 warps, sm_90 build by bench/sass_stats.py: 4032 -> 2528 SASS, 120 -> 0
-    spill instructions; state passing's chain loop 445 -> 161 per chunk). The official kernels use the PTX
-    approximations (spec §0 [UTIL]), less accurate than either. tests/mamba3/test_sincos.py checks the bounds."""
+    and instructions (rotate kernel reading the carry, 8 warps, sm_90 build by bench/sass_stats.py: 4032 -> 2528
+    SASS, 120 -> 0 spill instructions; state passing's chain loop 445 -> 161 per chunk). The official kernels use
+    the PTX approximations (spec §0 [UTIL]), less accurate than either. tests/mamba3/test_sincos.py checks the bounds."""
     k = tl.floor(x * _FWD_TWO_OVER_PI + 0.5)
     r = x - k * 1.57080078125
     r = r - k * -4.453584551811218e-06
@@ -255,7 +262,7 @@ def _mamba3_fwd_chunk_state_kernel(
 
 @triton.jit
 def _mamba3_fwd_state_passing_kernel(
-    cu_ptr, dstate_ptr, decay_ptr, angsum_ptr, states_ptr, fssm_ptr, io_ptr,
+    cu_ptr, dstate_ptr, decay_ptr, angsum_ptr, states_ptr, carry_ptr, fssm_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
     BLOCK_P: tl.constexpr, FINAL_SSM_WORD: tl.constexpr,
 ):
@@ -275,6 +282,7 @@ def _mamba3_fwd_state_passing_kernel(
         head_slot = slot * H + h
         dstate = tl.load(dstate_ptr + head_slot * (P * N) + tile)
         tl.store(states_ptr + head_slot * (P * N) + tile, state)
+        tl.store(carry_ptr + head_slot * NA + pairs, carry, mask=(pairs < NA) & (pid % NPB == 0))
         sin_c, cos_c = _fwd_sincos(carry)
         dstate = _fwd_rotate_pairs(dstate, cos_c[None, :], sin_c[None, :], BLOCK_P, N // 2)
         state = state * tl.exp(tl.load(decay_ptr + head_slot)) + dstate
@@ -284,14 +292,15 @@ def _mamba3_fwd_state_passing_kernel(
 
 @triton.jit
 def _mamba3_fwd_rotate_kernel(
-    q_ptr, k_ptr, dt_ptr, qb_ptr, kb_ptr, ang_ptr, cu_ptr, S, angsum_ptr, fangle_ptr, fk_ptr, qk_ptr,
+    q_ptr, k_ptr, dt_ptr, qb_ptr, kb_ptr, ang_ptr, cu_ptr, S, carry_ptr, angsum_ptr, fangle_ptr, fk_ptr, qk_ptr,
     cos_ptr, sin_ptr, qrot_ptr, krot_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
-    SAVE: tl.constexpr, ANGLES_WORD: tl.constexpr,
+    SAVE: tl.constexpr, WALK: tl.constexpr, ANGLES_WORD: tl.constexpr,
 ):
     """Grid (chunk slots, H): the elementwise half of the chunk scan. The carry (the wrapped angle sum of the
-    sequence's earlier chunks, ``_fwd_angle_carry_step`` over their ``angsum`` rows from the chunk-state kernel, so
-    this kernel does not wait for the state passing), Phi = wrap(carry + csum) (F2), the biased
+    sequence's earlier chunks): read from the state passing's ``carry``, or with WALK computed here from their
+    ``angsum`` rows (the chunk-state kernel's) by ``_fwd_angle_carry_step`` as the passing does (same bits; this
+    kernel then does not wait for the passing, but chunk c walks c rows). Phi = wrap(carry + csum) (F2), the biased
     q^, k^ (F3) and their rotation (F4, pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through):
     stores dims 0..63 of q~ and k~ (fp32, (T, H, N/2); read by the scan kernel, and kept for the backward; the
     pass-through dims are formed where they are needed, ``_fwd_tilde_half``), the unrotated q^.k^
@@ -310,9 +319,12 @@ def _mamba3_fwd_rotate_kernel(
         valid = t < end
         vmask = valid[:, None]
         dt = tl.load(dt_ptr + t * H + h, mask=valid, other=0.0)
-        carry = tl.zeros((NA,), dtype=tl.float32)
-        for prev in range(slot - c, slot):  # the sequence's earlier chunks, in order (as the passing kernel)
-            carry = _fwd_angle_carry_step(carry, angsum_ptr + (prev * H + h) * NA, acols, NA)
+        if WALK:
+            carry = tl.zeros((NA,), dtype=tl.float32)
+            for prev in range(slot - c, slot):  # the sequence's earlier chunks, in order (as the passing kernel)
+                carry = _fwd_angle_carry_step(carry, angsum_ptr + (prev * H + h) * NA, acols, NA)
+        else:
+            carry = tl.load(carry_ptr + (slot * H + h) * NA + acols)
         phi = _fwd_wrap_angle(carry[None, :] + _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H, NA))
         sin, cos = _fwd_sincos(phi)
         # one 64-wide half at a time (fewer live tiles): the rotated half, then the pass-through half
@@ -409,7 +421,8 @@ def allocate_fwd_outputs(T: int, S: int, device) -> tuple:
 
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None,
-                    before_scan=None, rotate_stream: torch.cuda.Stream | None = None, posted: Posted | None = None):
+                    before_scan=None, rotate_stream: torch.cuda.Stream | None = None, walk_carry: bool | None = None,
+                    posted: Posted | None = None):
     """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -427,8 +440,10 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     ``before_scan``: None, or a function called with q_rot (T, 32, 64) fp32 once the rotate kernel is launched and
     before the chunk-scan launch (a graph forks the backward's state-gradient chain there, which needs q~ but not
     the scan's results). ``rotate_stream``: None (every launch on the current stream), or a CUDA stream of the
-    device on which the rotate kernel runs beside the state passing (it needs only the chunk-state kernel's
-    results); the current stream waits for it before the scan (same bits either way). ``posted``: None,
+    device on which the rotate kernel runs beside the state passing, walking the carry itself (it then needs only
+    the chunk-state kernel's results), for T <= ROTATE_WALK_MAX_TOKENS; the current stream waits for it before the
+    scan. ``walk_carry``: None (walk exactly then), or True / False to force the form (tests; same bits either
+    way). ``posted``: None,
     or a Posted whose "v", "z" and "angles" the kernels read and whose "out" and "final_ssm" they write instead of
     those tensors (a graph).
     """
@@ -472,23 +487,31 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         saved = None
         save_bufs = (out,) * 3  # never written: SAVE is False
     qk = torch.empty((T, NHEADS), dtype=f32, device=dev)  # unrotated q^.k^
-    main = None
-    if rotate_stream is not None:  # the rotate kernel after the chunk state only, beside the passing
-        main = torch.cuda.current_stream(dev)
-        rotate_stream.wait_stream(main)
-    with contextlib.nullcontext() if main is None else torch.cuda.stream(rotate_stream):
+    carry = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # wrapped Phi before the chunk
+    walk = (rotate_stream is not None and T <= ROTATE_WALK_MAX_TOKENS) if walk_carry is None else walk_carry
+
+    def launch_rotate():
         _mamba3_fwd_rotate_kernel[(slots, NHEADS)](
-            q, k, dt, q_bias, k_bias, angles, cu_seqlens, S, angsum, final_angle, final_k, qk, save_bufs[1],
+            q, k, dt, q_bias, k_bias, angles, cu_seqlens, S, carry, angsum, final_angle, final_k, qk, save_bufs[1],
             save_bufs[2], q_rot, k_rot, H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s,
-            SAVE=save_for_backward, num_warps=config.rotate_warps, **posted_kwargs(posted, cu_seqlens, "angles"),
+            SAVE=save_for_backward, WALK=walk, num_warps=config.rotate_warps,
+            **posted_kwargs(posted, cu_seqlens, "angles"),
             **({"maxnreg": config.rotate_maxnreg} if config.rotate_maxnreg and dev.type == "cuda" else {}),
         )
+    main = torch.cuda.current_stream(dev) if walk and rotate_stream is not None else None
+    if walk:  # (needs only the chunk-state kernel's results: beside the passing on rotate_stream)
+        if main is not None:
+            rotate_stream.wait_stream(main)
+        with contextlib.nullcontext() if main is None else torch.cuda.stream(rotate_stream):
+            launch_rotate()
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
-        cu_seqlens, dstate, decay, angsum, chunk_states, final_ssm,
+        cu_seqlens, dstate, decay, angsum, chunk_states, carry, final_ssm,
         **sizes, BLOCK_P=config.passing_block_p, num_warps=config.passing_warps,
         **posted_kwargs(posted, cu_seqlens, "final_ssm"),
     )
-    if main is not None:
+    if not walk:
+        launch_rotate()
+    elif main is not None:
         main.wait_stream(rotate_stream)
     if before_scan is not None:
         before_scan(q_rot)
