@@ -197,11 +197,16 @@ def test_rotate_kernel_walking_the_carry_gives_the_same_bits(panel_run, monkeypa
         assert torch.equal(got, want)
     for name in ("y", "cos_phi", "sin_phi", "q_rot", "k_rot"):
         assert torch.equal(getattr(walked[5], name), getattr(saved, name)), name
-    calls = []
-    real = fwd_module._mamba3_fwd_rotate_kernel
-    monkeypatch.setattr(fwd_module, "_mamba3_fwd_rotate_kernel",
-                        type("Spy", (), {"__getitem__": lambda self, grid: lambda *a, **kw: calls.append(kw["WALK"])
-                                         or real[grid](*a, **kw)})())
+    calls, real = [], fwd_module._mamba3_fwd_rotate_kernel
+
+    class Spy:  # records each launch's WALK, then launches
+        def __getitem__(self, grid):
+            def launch(*a, **kw):
+                calls.append(kw["WALK"])
+                return real[grid](*a, **kw)
+            return launch
+
+    monkeypatch.setattr(fwd_module, "_mamba3_fwd_rotate_kernel", Spy())
     mamba3_siso_fwd(**args)  # (no rotate_stream off CUDA: the walk is chosen only with one)
     mamba3_siso_fwd(**args, walk_carry=True)
     assert calls == [False, True]

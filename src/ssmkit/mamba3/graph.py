@@ -8,13 +8,13 @@ for the next call's post) and one copy of the small posted arguments into the st
 forward and backward kernels as the direct call launches them, one copy of the small static results to the
 posted new tensors. Ten tensors are not copied (~95 % of the bytes at the visible panels): the six (T, 32, 64) ones
 (v, z, dout in; out, dv, dz out), angles and dangles, dfinal_ssm and final_ssm; the kernels that use them read
-their posted addresses from the stash (``Posted``). Inside, the
-forward's rotate kernel, the backward's state-gradient chain and the gate run on two forked streams beside the
-forward's state passing and chunk scan and the chunk kernels (``_launch_into``). A call allocates the 16 results,
-posts the 33 addresses to pinned host memory and replays; the results of the next call are allocated right after
-the replay, while the GPU runs it (host time off the call's critical path: the GPU idles until the replay is
-launched), and used by the next call on the same stream. Results are bit-identical to the direct call (same
-kernels, same launch configurations, on the same values).
+their posted addresses from the stash (``Posted``). Inside, the forward's rotate kernel (walking the angle carry
+itself), the backward's state-gradient chain and the gate run on two forked streams beside the forward's state
+passing and chunk scan and the chunk kernels (``_launch_into``). A call allocates the 16 results, posts the 33
+addresses to pinned host memory and replays; the results of the next call are allocated right after the replay,
+while the GPU runs it (host time off the call's critical path: the GPU idles until the replay is launched), and
+used by the next call on the same stream. Results are bit-identical to the direct call (the same kernels and
+launch configurations on the same values; the walked carry is the one the direct call's state passing stores).
 When: ``graph_applies`` (the entry's ``graph=None``: CUDA, at most GRAPH_MAX_COPY_BYTES copied per call, the caller
 not capturing). A key's first call launches directly; its second runs the body eagerly (Triton compiles there; its
 results are that call's) and captures it; later calls replay. So keys that never repeat (packed batches whose

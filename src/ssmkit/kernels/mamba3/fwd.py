@@ -140,7 +140,8 @@ def _fwd_sincos(x):
     arguments that never runs here, and it cost the instruction-latency-bound forward kernels registers, spills
     and instructions (rotate kernel reading the carry, 8 warps, sm_90 build by bench/sass_stats.py: 4032 -> 2528
     SASS, 120 -> 0 spill instructions; state passing's chain loop 445 -> 161 per chunk). The official kernels use
-    the PTX approximations (spec §0 [UTIL]), less accurate than either. tests/mamba3/test_sincos.py checks the bounds."""
+    the PTX approximations (spec §0 [UTIL]), less accurate than either. tests/mamba3/test_sincos.py checks the
+    bounds."""
     k = tl.floor(x * _FWD_TWO_OVER_PI + 0.5)
     r = x - k * 1.57080078125
     r = r - k * -4.453584551811218e-06
