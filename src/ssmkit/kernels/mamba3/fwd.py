@@ -499,11 +499,11 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
             **posted_kwargs(posted, cu_seqlens, "angles"),
             **({"maxnreg": config.rotate_maxnreg} if config.rotate_maxnreg and dev.type == "cuda" else {}),
         )
-    main = torch.cuda.current_stream(dev) if walk and rotate_stream is not None else None
-    if walk:  # (needs only the chunk-state kernel's results: beside the passing on rotate_stream)
-        if main is not None:
-            rotate_stream.wait_stream(main)
-        with contextlib.nullcontext() if main is None else torch.cuda.stream(rotate_stream):
+    forked = walk and rotate_stream is not None  # (walking, it needs only the chunk state: beside the passing)
+    if forked:
+        rotate_stream.wait_stream(torch.cuda.current_stream(dev))
+    if walk:
+        with torch.cuda.stream(rotate_stream) if forked else contextlib.nullcontext():
             launch_rotate()
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
         cu_seqlens, dstate, decay, angsum, chunk_states, carry, final_ssm,
@@ -512,8 +512,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     )
     if not walk:
         launch_rotate()
-    elif main is not None:
-        main.wait_stream(rotate_stream)
+    if forked:
+        torch.cuda.current_stream(dev).wait_stream(rotate_stream)
     if before_scan is not None:
         before_scan(q_rot)
     _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
