@@ -9,6 +9,7 @@
 # 3. the chunk body, everything that stays inside one chunk of one head (fp32 dots, tf32 by
 #    default; the 128 state dims as two 64-wide halves), two launches:
 #    `_m3b_intra_kernel`, grid (chunk slots, H): the (C, C) matrices, M o G (stored), the intra-chunk part of dl, dv;
+#    and the chunk's per-token scalars (e^l, e^{L-l}, gamma, s; stored for the side kernels);
 #    `_m3b_sides_kernel`, grid (4 x chunk slots, H): the q side (`_m3b_qside`) and the k side (`_m3b_kside`) of
 #    each state half, one launch: dQ~ and dK~ of one state half, rotated back (per-head dq_hat / dk_hat rows),
 #    dPhi, ds, and their parts of dl and dLambda; per-slot partial sums for q_bias, k_bias, D.
@@ -56,22 +57,16 @@ def _m3b_tanh(x):
 
 
 @triton.jit
-def _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, H: tl.constexpr, NA: tl.constexpr):
-    """cos and signed sin of Phi per rotated dim, (C, 2 NA), read from the forward's saved cos / sin (T, H, NA):
-    x~ = x cos + x_partner sin_signed, the sine taken negative on even dims (spec F4); identity (cos 1, sin 0) on
-    invalid rows."""
-    cols = tl.arange(0, 2 * NA)
-    off = tok[:, None] * (H * NA) + h * NA + (cols // 2)[None, :]
+def _m3b_unrotate(g, cos_ptr, sin_ptr, tok, vmask, h, H: tl.constexpr, C: tl.constexpr, NA: tl.constexpr):
+    """R(Phi)^T g on the rotated half, (C, 2 NA), with cos / sin of Phi read from the forward's saved (T, H, NA)
+    tiles (identity on invalid rows). The rotation (spec F4) takes the pair (x_2j, x_2j+1) to (x_2j c - x_2j+1 s,
+    x_2j+1 c + x_2j s), so dx_2j = g_2j c + g_2j+1 s and dx_2j+1 = g_2j+1 c - g_2j s. (Until session 15 cos / sin
+    were read once per dim, each value twice, with a sign tile: ~450 of the side kernel's SASS instructions.)"""
+    off = tok[:, None] * (H * NA) + h * NA + tl.arange(0, NA)[None, :]
     cs = tl.load(cos_ptr + off, mask=vmask, other=1.0)
     sn = tl.load(sin_ptr + off, mask=vmask, other=0.0)
-    return cs, sn * tl.where(cols % 2 == 0, -1.0, 1.0)[None, :]
-
-
-@triton.jit
-def _m3b_unrotate(g, cs, sn, C: tl.constexpr, NA: tl.constexpr):
-    """R(Phi)^T g on the rotated half, (C, 2 NA): dx = g cs - g_partner sn (cs, sn from _m3b_pair_angles)."""
     g0, g1 = tl.split(tl.reshape(g, (C, NA, 2)))
-    return g * cs - tl.reshape(tl.join(g1, g0), (C, 2 * NA)) * sn
+    return tl.reshape(tl.join(g0 * cs + g1 * sn, g1 * cs - g0 * sn), (C, 2 * NA))
 
 
 @triton.jit
@@ -220,10 +215,24 @@ def _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h, S, H: tl.conste
 
 
 @triton.jit
+def _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H: tl.constexpr, C: tl.constexpr, SB: tl.constexpr):
+    """`_m3b_chunk_setup` for the side kernels: where the slot's chunk lies and its per-token scalars as the intra
+    kernel stored them (the same values, not recomputed: the cumsum, two sigmoids and the exps were 640 of the side
+    kernel's 5.5 k SASS instructions, session 15): (sequence, end, tok (C,), valid (C,), active, e^l, e^{L-l},
+    gamma, s)."""
+    s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
+    t0 = bos + c * C
+    tok = t0 + tl.arange(0, C)
+    row = scal_ptr + (slot * H + h) * 4 * C + tl.arange(0, C)
+    return (s, eos, tok, tok < eos, t0 < eos, tl.load(row), tl.load(row + C), tl.load(row + 2 * C),
+            tl.load(row + 3 * C))
+
+
+@triton.jit
 def _m3b_intra_kernel(
     qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, dy_ptr, cu_ptr,
     dstates_ptr, dfv_ptr,
-    mg_ptr, dv_ptr, dl_ptr, etok_ptr, qk_ptr, ddp_ptr, io_ptr,
+    mg_ptr, dv_ptr, dl_ptr, etok_ptr, qk_ptr, ddp_ptr, scal_ptr, elam_ptr, io_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
     V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
 ):
@@ -231,7 +240,9 @@ def _m3b_intra_kernel(
     A = Q~ Ks^T (Ks = diag(s) K~), q^.k^ (= q~.k~, F7), G = dY V^T, M o G (stored for the two side kernels: fp32
     (C, C) per slot and head), the intra-chunk part of dl (row minus column sums of M o A o G), and all of dv:
     (M o A)^T dY + (D + gamma q^.k^) dY + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
-    Per token it stores e = dY.v and q^.k^; per slot sum(e) (the D partial)."""
+    Per token it stores e = dY.v and q^.k^; per slot sum(e) (the D partial); per slot and head the chunk scalars
+    the side kernels read instead of recomputing them (`_m3b_side_setup`): rows e^l, e^{L-l}, gamma, s of
+    ``scal`` (nslot, H, 4, C) and e^L in ``elam`` (nslot, H)."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     dv_ptr = posted_pointer(dv_ptr, io_ptr, DV_WORD)
     slot = tl.program_id(0)
@@ -263,6 +274,12 @@ def _m3b_intra_kernel(
     dvv = (tl.dot(tl.trans(decay * am), dy, input_precision=PREC) + (tl.load(d_ptr + h) + gam * qk)[:, None] * dy
            + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
     e_rev = tl.exp(lam - ell)
+    row = scal_ptr + (slot * H + h) * 4 * C + i
+    tl.store(row, tl.exp(ell))
+    tl.store(row + C, e_rev)
+    tl.store(row + 2 * C, gam)
+    tl.store(row + 3 * C, sc)
+    tl.store(elam_ptr + slot * H + h, tl.exp(lam))
     st_row = (slot * H + h) * P * N + pv[:, None] * N
     for half in tl.static_range(2):
         ks = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N) * sc[:, None]
@@ -287,8 +304,7 @@ def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, 
         dphi = _m3b_dphi(g, xr, C, NA)
         tl.store(dphi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vmask)
         tl.store(dphis_ptr + (slot * H + h) * NA + m, tl.sum(tl.where(vmask, dphi, 0.0), axis=0))
-        cs, sn = _m3b_pair_angles(cos_ptr, sin_ptr, tok, vmask, h, H, NA)
-        dx = _m3b_unrotate(g, cs, sn, C, NA)
+        dx = _m3b_unrotate(g, cos_ptr, sin_ptr, tok, vmask, h, H, C, NA)
     else:
         dx = g
     cols = half * (N // 2) + tl.arange(0, N // 2)
@@ -298,7 +314,7 @@ def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, 
 
 @triton.jit
 def _m3b_qside(
-    slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr,
+    slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr,
     sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
@@ -309,17 +325,15 @@ def _m3b_qside(
     (per-head dq partial), dPhi from the q side (half 0), this half's terms of dl (e^l dY S_in . q~) and of dLambda
     (e^Lambda S_in : dS_out)."""
     NH: tl.constexpr = N // 2
-    s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h,
-                                                                     S, H, C, SB)
+    s, eos, tok, valid, active, e_ell, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
     vmask = valid[:, None]
     i = tl.arange(0, C)
     pv = tl.arange(0, P)
     th_ = tok * H + h
-    e_ell = tl.exp(ell)
     st = (slot * H + h) * P * N + pv[:, None] * N + (half * NH + tl.arange(0, NH))[None, :]
     s_in = tl.load(states_ptr + st, mask=active, other=0.0)  # state entering the chunk
     ds_out = tl.load(dstates_ptr + st, mask=active, other=0.0)  # gradient of the state leaving it
-    dlam = tl.exp(lam) * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
+    dlam = tl.load(elam_ptr + slot * H + h) * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
     dy = tl.load(dy_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
     x = tl.dot(dy, s_in, input_precision=PREC)
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
@@ -335,8 +349,8 @@ def _m3b_qside(
 
 @triton.jit
 def _m3b_kside(
-    slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, cu_ptr, cos_ptr,
-    sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
+    slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr, sin_ptr,
+    dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
 ):
@@ -345,13 +359,11 @@ def _m3b_kside(
     Stores dk~ rotated back (per-head dk partial), dPhi from the k side (half 0), ds = dKs . k~ per token, this
     half's terms of dl (-e^{L-l} V dS_out . ks) and of dLambda (their sum)."""
     NH: tl.constexpr = N // 2
-    s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h,
-                                                                     S, H, C, SB)
+    s, eos, tok, valid, active, _, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
     vmask = valid[:, None]
     i = tl.arange(0, C)
     pv = tl.arange(0, P)
     th_ = tok * H + h
-    e_rev = tl.exp(lam - ell)
     cols = half * NH + tl.arange(0, NH)
     ds_out = tl.load(dstates_ptr + (slot * H + h) * P * N + pv[:, None] * N + cols[None, :], mask=active, other=0.0)
     vv = tl.load(v_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0).to(tl.float32)
@@ -373,7 +385,7 @@ def _m3b_kside(
 
 @triton.jit
 def _m3b_sides_kernel(
-    qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr,
+    qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr,
     states_ptr, dstates_ptr,
     dfk_ptr, mg_ptr, etok_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr,
     io_ptr, S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
@@ -389,12 +401,12 @@ def _m3b_sides_kernel(
     slot = tl.program_id(0) // 4
     h = tl.program_id(1)
     if z < 2:
-        _m3b_qside(slot, h, z, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, adt_ptr, dt_ptr, trap_ptr, dy_ptr,
+        _m3b_qside(slot, h, z, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr,
                    cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr,
                    dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
     else:
-        _m3b_kside(slot, h, z - 2, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr,
-                   cu_ptr, cos_ptr, sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
+        _m3b_kside(slot, h, z - 2, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr,
+                   sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
                    dphis_ptr + NSLOT * H * NA, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB,
                    PREC)
 
@@ -685,18 +697,20 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dqb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
     dkb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
     dd_part = torch.empty((nslot, H), device=dev, dtype=f32)
+    chunk_scalars = torch.empty((nslot, H, 4, CHUNK), device=dev, dtype=f32)  # e^l, e^{L-l}, gamma, s
+    exp_lam = torch.empty((nslot, H), device=dev, dtype=f32)  # e^L
     sizes = dict(H=H, P=P, N=N, C=CHUNK, SB=sb, PREC=config.input_precision)
     side_launch = dict(num_warps=config.side_warps)
     if config.side_maxnreg and dev.type == "cuda":  # (a register cap is a GPU compile option)
         side_launch["maxnreg"] = config.side_maxnreg
     _m3b_intra_kernel[(nslot, H)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, adt, dt, trap, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
-        e_tok, qk, dd_part,
+        e_tok, qk, dd_part, chunk_scalars, exp_lam,
         S=S, **sizes, num_warps=config.num_warps, **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
     _m3b_sides_kernel[(4 * nslot, H)](
-        q_rot, k_rot, q, k, q_bias, k_bias, v, adt, dt, trap, dy, cu_seqlens, cos_phi, sin_phi, chunk_states, dstates,
-        dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part, dkb_part,
+        q_rot, k_rot, q, k, q_bias, k_bias, v, chunk_scalars, exp_lam, dy, cu_seqlens, cos_phi, sin_phi, chunk_states,
+        dstates, dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part, dkb_part,
         S=S, T=T, NSLOT=nslot, NA=NA, **sizes, **side_launch, **posted_kwargs(posted, cu_seqlens, "v"),
     )
     dq, dk, _, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, _ = grads
