@@ -544,17 +544,18 @@ class Mamba3BwdConfig(NamedTuple):
 
     num_warps: warps of the chunk body's intra-chunk kernel; side_warps, side_maxnreg: warps and register cap (0:
     none; applied on CUDA only) of its q-side and k-side kernel (H200, c1, NOTES "Session 6": 4 warps uncapped
-    0.608 ms bwd; 8 warps 0.724; caps 168 / 128 0.621 / 0.703; intra at 8 warps 0.644); input_precision: tl.dot
-    precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); dstate_scan: False runs the state-gradient chain as
-    one serial kernel (measured), True as a chunk-parallel local-term kernel plus an elementwise reverse scan
-    (measured slower: NOTES "Session 5", "Session 6"); dstate_warps, dstate_stages: warps of the chain kernel (or of
+    0.608 ms bwd; 8 warps 0.724; caps 168 / 128 0.621 / 0.703; intra at 8 warps 0.644. Session 15, the leaner side
+    kernel: sides 0.211 ms uncapped, 0.202 at 168 (three programs per SM), 0.231 at 128; same bits);
+    input_precision: tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); dstate_scan: False runs the
+    state-gradient chain as one serial kernel (measured), True as a chunk-parallel local-term kernel plus an
+    elementwise reverse scan (measured slower: NOTES "Session 5", "Session 6"); dstate_warps, dstate_stages: warps of the chain kernel (or of
     the local-term kernel) and the chain loop's software-pipelining stages (H200 c1: 1 stage 0.060 ms, 2 0.069,
     3 0.070; same bits); scan_block: state elements (of 64 x 128) per scan program, a power of two.
     """
 
     num_warps: int = 4
     side_warps: int = 4
-    side_maxnreg: int = 0
+    side_maxnreg: int = 168
     input_precision: str = "tf32"
     dstate_scan: bool = False
     dstate_warps: int = 4  # H200, q~ loaded (3665772): c1 0.120 ms vs 0.121 at 8 warps, c3 0.113 vs 0.131, same bits
