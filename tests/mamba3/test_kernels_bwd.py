@@ -121,3 +121,33 @@ def test_bwd_scan_form_matches_float64_oracle_and_writes_all(panel):
         ref = panel["oracle"][name]
         assert not torch.isnan(got).any(), f"{name}: elements left unwritten"
         assert_close_to_oracle(name, got, got.double() - ref, ref)
+
+
+def test_dphi_carry_kernel_sums_every_later_chunk_across_tiles():
+    """The angle-gradient carry entering each chunk (dfinal_angle + both planes' dPhi sums of the sequence's later
+    chunks) against a float64 reverse cumsum, on sequences of 40, 16, 17, 1 and 3 chunks (several CB = 16 tiles,
+    exactly one, one and a chunk, a single chunk): every slot that holds a chunk written (NaN-poisoned), the slots
+    that hold none left alone."""
+    from ssmkit.kernels.mamba3.bwd import _ANGLE_SLOTS, _m3b_dphi_carry_kernel
+    from ssmkit.mamba3.shapes import CHUNK, NANGLES, NHEADS
+
+    chunks = [40, 16, 17, 1, 3]
+    lengths = [64 * n - (n % 3) * 7 for n in chunks]  # (some sequences end inside their last chunk)
+    cu = torch.tensor([0] + lengths).cumsum(0).to(torch.int32)
+    nslot = int(cu[-1]) // CHUNK + len(lengths)
+    gen = torch.Generator().manual_seed(5)
+    dphis = torch.randn(2, nslot, NHEADS, NANGLES, generator=gen)
+    dfa = torch.randn(len(lengths), NHEADS, NANGLES, generator=gen)
+    carry = torch.full((nslot, NHEADS, NANGLES), math.nan)
+    _m3b_dphi_carry_kernel[(len(lengths), NHEADS)](cu, dfa, dphis, carry, nslot, H=NHEADS, NA=NANGLES, C=CHUNK,
+                                                   CB=_ANGLE_SLOTS, num_warps=1)
+    held = torch.zeros(nslot, dtype=torch.bool)
+    for s, n in enumerate(chunks):
+        first = int(cu[s]) // CHUNK + s
+        sums = dphis[:, first:first + n].double().sum(0)  # (n, H, NA)
+        later = sums.flip(0).cumsum(0).flip(0) - sums  # chunks after each
+        want = dfa[s].double() + later
+        got = carry[first:first + n].double()
+        assert ((got - want).abs() <= 1e-5 * want.abs().max()).all(), f"sequence {s}: carry off"
+        held[first:first + n] = True
+    assert torch.isnan(carry[~held]).all(), "a slot holding no chunk was written"

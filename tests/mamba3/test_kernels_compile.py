@@ -52,7 +52,8 @@ for posted in (False, True):
 for dz, dy, posted in ((True, True, False), (False, True, True), (True, False, True)):  # direct; a graph's halves
     build(bwd._m3b_gate_kernel, dict(BLOCK=bwd._GATE_BLOCK, DZ=dz, DY=dy), posted=posted)
 for posted in (False, True):
-    build(bwd._m3b_finish_kernel, dict(SB=8, CB=16, BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS), posted=posted)
+    build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS), posted=posted)
+build(bwd._m3b_dphi_carry_kernel, dict(CB=bwd._ANGLE_SLOTS), 1)
 for prec in ("tf32", "tf32x3"):
     for posted in (False, True):
         build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, PRECISION=prec), 8, posted=posted)

@@ -1,6 +1,6 @@
 """The full-VJP call as one captured CUDA graph per (T, S, device, launch configs): host time per call ~ one replay.
 
-Why: a direct call is 9 Triton launches and ~40 allocations, 0.6-1.5 ms of host time on the H200 machines against
+Why: a direct call is 10 Triton launches and ~40 allocations, 0.6-1.5 ms of host time on the H200 machines against
 0.23-0.75 ms of GPU work at the visible panels (bench/mamba3/NOTES.md "Session 6", host time), so the call was
 host-bound. The graph holds static copies of the 17 arguments and the 16 results, and the kernels' workspace in its
 private memory pool. Its nodes: the ``MappedIO`` table fetch (which acknowledges the replay: the table is then free

@@ -8,7 +8,7 @@ values (start 0, strictly increasing, end T) need a device-to-host copy, so ``ch
 (default) checks them on CPU and skips them on CUDA (the hot path stays free of host syncs; wrong values there give
 wrong results, not an error); True or False forces the choice.
 Graphs: on CUDA the full-VJP entry runs as one captured CUDA graph per (T, S, device, configs) (``graph=None``,
-the default; ssmkit.mamba3.graph: a call is ~one replay of host time instead of 9 launches and ~40 allocations)
+the default; ssmkit.mamba3.graph: a call is ~one replay of host time instead of 10 launches and ~40 allocations)
 while a call copies at most GRAPH_MAX_COPY_BYTES (~3072 tokens; beyond, the direct call's host time hides behind
 its GPU work and the graph's copies would cost more than they save), from a key's second call on, except while
 the caller itself is capturing a graph; ``graph=False`` launches the kernels directly, ``graph=True`` takes the

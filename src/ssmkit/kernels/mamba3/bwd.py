@@ -1,4 +1,4 @@
-# Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), five or six launches:
+# Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), six or seven launches:
 # 1. `_m3b_gate_kernel`, elementwise over (T, H, P): dz and dY = dout * silu(z) (fp32, read by launches 2 and 3).
 # 2. the state-gradient chain dS <- e^Lambda dS + (diag(e^l) dY)^T Q~ over each sequence's 64-token chunks in
 #    reverse, from dfinal_ssm; stores the gradient of the state leaving every chunk (fp32, the forward's chunk-state
@@ -15,11 +15,12 @@
 #    dPhi, ds, and their parts of dl and dLambda; per-slot partial sums for q_bias, k_bias, D.
 #    (One kernel did all of it until session 6: 255 registers with 2 KB of spills; split, 0.58 -> 0.42 ms at c1,
 #    bench/mamba3/NOTES.md "Session 6".)
-# 4. `_m3b_finish_kernel`, grid (chunk slots x H + ceil(T/8) + H,), two roles in one launch:
+# 4. `_m3b_dphi_carry_kernel`, grid (S, H): the dPhi carry entering each chunk from the sequence's end
+#    (dfinal_angle + the later chunks' dPhi sums), one backward pass over each sequence's chunks.
+# 5. `_m3b_finish_kernel`, grid (chunk slots x H + ceil(T/8) + H,), two roles in one launch:
 #    `_m3b_angle`, per (chunk slot, head): the chunk body's per-token parts combined in a fixed order (dadt,
-#    ds, dgamma, dPhi), then the terms that cross chunk edges, per chunk: reverse cumsum of dPhi (+ dfinal_angle +
-#    the later chunks' dPhi sums) -> dangles and the angle part of ddt; the shifted-gamma term (ds of the token
-#    before) -> ddt, dtrap.
+#    ds, dgamma, dPhi), then the terms that cross chunk edges, per chunk: reverse cumsum of dPhi (+ the carry)
+#    -> dangles and the angle part of ddt; the shifted-gamma term (ds of the token before) -> ddt, dtrap.
 #    `_m3b_reduce`: GQA sum of dq_hat/dk_hat over the 32 heads per 8 tokens; bias/D sums per head.
 # Q~ and K~ (biased, rotated) come from the forward (Mamba3FwdSaved.q_rot / k_rot: the rotated dims 0..63; dims
 # 64..127, biased only, formed from q, k and the biases by ``_fwd_tilde_half``) instead of being rebuilt from q, k,
@@ -44,7 +45,7 @@ from ssmkit.mamba3.shapes import CHUNK
 
 _REDUCE_TOKENS = 8  # (8, 128) fp32 accumulator per tensor: 8 registers a thread at 4 warps
 _REDUCE_SLOTS = 64
-_ANGLE_SLOTS = 16  # later chunks' dPhi sums per tile in the angle kernel
+_ANGLE_SLOTS = 16  # chunks per tile of the dPhi carry kernel
 _GATE_BLOCK = 1024
 
 
@@ -412,33 +413,57 @@ def _m3b_sides_kernel(
 
 
 @triton.jit
+def _m3b_dphi_carry_kernel(cu_ptr, dfa_ptr, dphis_ptr, carry_ptr, NSLOT, H: tl.constexpr, NA: tl.constexpr,
+                           C: tl.constexpr, CB: tl.constexpr):
+    """Grid (S, H): the angle-gradient carry entering each chunk of sequence s from its end, (slots, H, NA) fp32:
+    dfinal_angle plus the dPhi sums (q side + k side, `_m3b_side_out`) of the sequence's later chunks. Tiles of CB
+    chunks from the last chunk backwards: within a tile an exclusive cumsum (the tile loaded once more, shifted by
+    one chunk), between tiles a running sum (fixed orders: bit-identical repeats). O(chunks) per sequence: until
+    session 15 each chunk's program summed all later chunks itself, quadratic in a sequence's chunk count (the
+    finish kernel 0.985 ms at 32768 tokens in one sequence, 6.87 ms at 131072; bench/mamba3/NOTES.md)."""
+    s = tl.program_id(0)
+    h = tl.program_id(1)
+    bos = tl.load(cu_ptr + s)
+    nchunks = tl.cdiv(tl.load(cu_ptr + s + 1) - bos, C)
+    first = bos // C + s  # the slot of chunk 0
+    m = tl.arange(0, NA)
+    r = tl.arange(0, CB)
+    g = tl.load(dfa_ptr + (s * H + h) * NA + m)
+    for tile in range(0, tl.cdiv(nchunks, CB)):
+        cc = nchunks - 1 - tile * CB - r  # chunks, descending
+        nxt = cc + 1  # the chunk after each (none after the last)
+        ok = (cc >= 0)[:, None]
+        okn = ((r > 0) & (nxt >= 0))[:, None]
+        blk = ((first + cc) * H + h)[:, None] * NA + m[None, :]
+        blkn = ((first + nxt) * H + h)[:, None] * NA + m[None, :]
+        d = tl.load(dphis_ptr + blk, mask=ok, other=0.0) + tl.load(dphis_ptr + NSLOT * H * NA + blk, mask=ok,
+                                                                   other=0.0)
+        dn = tl.load(dphis_ptr + blkn, mask=okn, other=0.0) + tl.load(dphis_ptr + NSLOT * H * NA + blkn, mask=okn,
+                                                                      other=0.0)
+        tl.store(carry_ptr + blk, g[None, :] + tl.cumsum(dn, axis=0), mask=ok)
+        g += tl.sum(d, axis=0)
+
+
+@triton.jit
 def _m3b_angle(
-    slot, h, dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, etok_ptr,
+    slot, h, dt_ptr, trap_ptr, ang_ptr, cu_ptr, carry_ptr, dphi_ptr, dl_ptr, dlam_ptr, ds_ptr, etok_ptr,
     qk_ptr, dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
-    S, T, NSLOT, H: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, CB: tl.constexpr,
+    S, T, NSLOT, H: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
 ):
     """(`_m3b_finish_kernel`, per chunk slot and head) The chunk body's per-token results combined (fixed
     order), then the terms that cross chunk edges, for one chunk. dl = its five parts (intra, q side and k side per
     state half), dadt = the reverse in-chunk cumsum of dl + dLambda (its four parts); ds = the k side's two halves,
     dgamma = ds + e q^.k^. The reverse cumsum of dPhi (q side + k side) plus dfinal_angle (-> dangles, the angle part
-    of ddt; F1, F2) starts from dfinal_angle plus the per-chunk dPhi sums of the sequence's later chunks (CB slots
-    per tile, fixed order); the shifted-gamma term gamma'_{t-1} = dt_t (1 - p_t) (-> ddt, dtrap; F5) reads ds of
+    of ddt; F1, F2) starts from the carry `_m3b_dphi_carry_kernel` stored (dfinal_angle plus the per-chunk dPhi
+    sums of the sequence's later chunks); the shifted-gamma term gamma'_{t-1} = dt_t (1 - p_t) (-> ddt, dtrap; F5) reads ds of
     the token before (none for the sequence's first token)."""
     PI: tl.constexpr = 3.141592653589793
     s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
     t0 = bos + c * C
     if t0 < eos:
-        nchunks = tl.cdiv(eos - bos, C)
         i = tl.arange(0, C)
         m = tl.arange(0, NA)
-        g_carry = tl.load(dfa_ptr + (s * H + h) * NA + m)
-        later = tl.arange(0, CB)
-        for c0 in range(c + 1, nchunks, CB):
-            cc = c0 + later
-            blk = ((slot - c + cc) * H + h)[:, None] * NA + m[None, :]
-            bmask = (cc < nchunks)[:, None]
-            g_carry += tl.sum(tl.load(dphis_ptr + blk, mask=bmask, other=0.0)
-                              + tl.load(dphis_ptr + NSLOT * H * NA + blk, mask=bmask, other=0.0), axis=0)
+        g_carry = tl.load(carry_ptr + (slot * H + h) * NA + m)
         tok = t0 + i
         valid = tok < eos
         th_ = tok * H + h
@@ -519,11 +544,11 @@ def _m3b_reduce(
 
 @triton.jit
 def _m3b_finish_kernel(
-    dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, etok_ptr, qk_ptr,
+    dt_ptr, trap_ptr, ang_ptr, cu_ptr, carry_ptr, dphi_ptr, dl_ptr, dlam_ptr, ds_ptr, etok_ptr, qk_ptr,
     dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
     dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
     S, T, NSLOT, io_ptr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
-    CB: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr, ANGLES_WORD: tl.constexpr, DANGLES_WORD: tl.constexpr,
+    BT: tl.constexpr, BS: tl.constexpr, ANGLES_WORD: tl.constexpr, DANGLES_WORD: tl.constexpr,
 ):
     """Grid (NSLOT * H + ceil(T/BT) + H,): the last step in one launch (one host launch less than two kernels):
     the first NSLOT * H programs are `_m3b_angle`'s (slot, head), the others `_m3b_reduce`'s."""
@@ -531,9 +556,8 @@ def _m3b_finish_kernel(
     dang_ptr = posted_pointer(dang_ptr, io_ptr, DANGLES_WORD)
     pid = tl.program_id(0)
     if pid < NSLOT * H:
-        _m3b_angle(pid // H, pid % H, dt_ptr, trap_ptr, ang_ptr, cu_ptr, dfa_ptr, dphi_ptr, dphis_ptr, dl_ptr,
-                   dlam_ptr, ds_ptr, etok_ptr, qk_ptr, dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr, S, T, NSLOT, H, NA, C,
-                   SB, CB)
+        _m3b_angle(pid // H, pid % H, dt_ptr, trap_ptr, ang_ptr, cu_ptr, carry_ptr, dphi_ptr, dl_ptr, dlam_ptr,
+                   ds_ptr, etok_ptr, qk_ptr, dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr, S, T, NSLOT, H, NA, C, SB)
     else:
         _m3b_reduce(pid - NSLOT * H, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr,
                     dd_ptr, T, NSLOT, H, N, BT, BS)
@@ -714,11 +738,15 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         dstates, dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part, dkb_part,
         S=S, T=T, NSLOT=nslot, NA=NA, **sizes, **side_launch, **posted_kwargs(posted, cu_seqlens, "v"),
     )
+    angle_carry = torch.empty((nslot, H, NA), device=dev, dtype=f32)  # entering each chunk from its end
+    _m3b_dphi_carry_kernel[(S, H)](
+        cu_seqlens, dfinal_angle, dphi_sums, angle_carry, nslot, H=H, NA=NA, C=CHUNK, CB=_ANGLE_SLOTS, num_warps=1,
+    )
     dq, dk, _, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, _ = grads
     _m3b_finish_kernel[(nslot * H + triton.cdiv(T, _REDUCE_TOKENS) + H,)](
-        dt, trap, angles, cu_seqlens, dfinal_angle, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, e_tok, qk,
+        dt, trap, angles, cu_seqlens, angle_carry, dphi, dl_parts, dlam_parts, ds_parts, e_tok, qk,
         dadt, ddt, dtrap, dangles, dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd,
-        S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, CB=_ANGLE_SLOTS, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS,
+        S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS,
         num_warps=4, **posted_kwargs(posted, cu_seqlens, "angles", "dangles"),
     )
     return grads
