@@ -35,10 +35,10 @@ import triton.language as tl
 from ssmkit.kernels.common.mapped_io import posted_pointer
 from ssmkit.kernels.mamba3.fwd import (
     Posted,
-    _fwd_chunk_scalars,
     _fwd_locate_chunk,
     _fwd_tilde_half,
     contiguous_each,
+    maxnreg_option,
     posted_kwargs,
 )
 from ssmkit.mamba3.shapes import CHUNK
@@ -201,18 +201,20 @@ def _m3b_dstate_scan_kernel(adt_ptr, cu_ptr, dfs_ptr, dstates_ptr, io_ptr,
 
 
 @triton.jit
-def _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h, S, H: tl.constexpr, C: tl.constexpr,
-                     SB: tl.constexpr):
-    """Where a chunk slot's chunk lies and its per-token scalars (F5, F6), for the three chunk-body kernels:
-    (sequence, end, tok (C,), valid (C,), active (the slot holds a chunk), ell = in-chunk cumsum of adt,
-    Lambda = its sum, gamma, scale s). A slot no chunk maps to has no valid token."""
+def _m3b_chunk_setup(cu_ptr, fscal_ptr, slot, h, S, H: tl.constexpr, C: tl.constexpr, SB: tl.constexpr):
+    """Where a chunk slot's chunk lies and its per-token scalars (F5, F6) as the forward's chunk-state kernel stored
+    them (``Mamba3FwdSaved.chunk_scalars``), for the intra kernel: (sequence, end, tok (C,), valid (C,), active (the
+    slot holds a chunk), ell = in-chunk cumsum of adt, Lambda = its last element, gamma, scale s). A slot no chunk
+    maps to has no valid token and zero scalars (its stored row was never written)."""
     s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
     t0 = bos + c * C
     tok = t0 + tl.arange(0, C)
-    valid = tok < eos
-    ell, gam, sc, _ = _fwd_chunk_scalars(adt_ptr, dt_ptr, trap_ptr, tok, h, eos, H)
-    lam = tl.sum(tl.load(adt_ptr + tok * H + h, mask=valid, other=0.0), axis=0)
-    return s, eos, tok, valid, t0 < eos, ell, lam, gam, sc
+    active = t0 < eos
+    row = fscal_ptr + (slot * H + h) * 3 * C + tl.arange(0, C)
+    ell = tl.load(row, mask=active, other=0.0)
+    lam = tl.load(fscal_ptr + (slot * H + h) * 3 * C + C - 1, mask=active, other=0.0)
+    return (s, eos, tok, tok < eos, active, ell, lam, tl.load(row + C, mask=active, other=0.0),
+            tl.load(row + 2 * C, mask=active, other=0.0))
 
 
 @triton.jit
@@ -231,7 +233,7 @@ def _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H: tl.constexpr, C: tl.constex
 
 @triton.jit
 def _m3b_intra_kernel(
-    qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, dy_ptr, cu_ptr,
+    qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, fscal_ptr, d_ptr, dy_ptr, cu_ptr,
     dstates_ptr, dfv_ptr,
     mg_ptr, dv_ptr, dl_ptr, etok_ptr, qk_ptr, ddp_ptr, scal_ptr, elam_ptr, io_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
@@ -249,8 +251,7 @@ def _m3b_intra_kernel(
     slot = tl.program_id(0)
     h = tl.program_id(1)
     NH: tl.constexpr = N // 2
-    s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, adt_ptr, dt_ptr, trap_ptr, slot, h,
-                                                                     S, H, C, SB)
+    s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, fscal_ptr, slot, h, S, H, C, SB)
     vmask = valid[:, None]
     i = tl.arange(0, C)
     pv = tl.arange(0, P)
@@ -676,7 +677,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     sin_phi fp32 (T, 32, 32) of the wrapped cumulative angle, chunk_states fp32 (T//64 + S, 32, 64, 128) state
     entering each chunk (sequence s, chunk c at cu_seqlens[s]//64 + s + c), q_rot and k_rot fp32 (T, 32, 64), the
     biased and rotated dims 0..63 of q~ and k~ per head (the kernels load them and form dims 64..127 from q, k and
-    the biases; nothing is validated: the public entries do that). Cotangents: dout
+    the biases), chunk_scalars fp32 (T//64 + S, 32, 3, 64) per-token ell, gamma, s per chunk slot (nothing is
+    validated: the public entries do that). Cotangents: dout
     (T, 32, 64), dfinal_angle (S, 32, 32), dfinal_ssm (S, 32, 64, 128), dfinal_k (S, 32, 128), dfinal_v
     (S, 32, 64).
     `config`: a Mamba3BwdConfig (warps, dot precision). `grads`: None (new tensors) or a `Mamba3BwdGrads` of
@@ -695,7 +697,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dev = v.device
     f32 = torch.float32
     (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, y, cos_phi, sin_phi, chunk_states, q_rot,
-     k_rot, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = contiguous_each(
+     k_rot, chunk_scalars, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = contiguous_each(
         (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *saved, dout, dfinal_angle, dfinal_ssm,
          dfinal_k, dfinal_v))
     grads = allocate_grads(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z) if grads is None else grads
@@ -722,19 +724,17 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dqb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
     dkb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
     dd_part = torch.empty((nslot, H), device=dev, dtype=f32)
-    chunk_scalars = torch.empty((nslot, H, 4, CHUNK), device=dev, dtype=f32)  # e^l, e^{L-l}, gamma, s
+    side_scalars = torch.empty((nslot, H, 4, CHUNK), device=dev, dtype=f32)  # e^l, e^{L-l}, gamma, s
     exp_lam = torch.empty((nslot, H), device=dev, dtype=f32)  # e^L
     sizes = dict(H=H, P=P, N=N, C=CHUNK, SB=sb, PREC=config.input_precision)
-    side_launch = dict(num_warps=config.side_warps)
-    if config.side_maxnreg and dev.type == "cuda":  # (a register cap is a GPU compile option)
-        side_launch["maxnreg"] = config.side_maxnreg
+    side_launch = dict(num_warps=config.side_warps, **maxnreg_option(config.side_maxnreg, dev))
     _m3b_intra_kernel[(nslot, H)](
-        q_rot, k_rot, q, k, q_bias, k_bias, v, adt, dt, trap, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
-        e_tok, qk, dd_part, chunk_scalars, exp_lam,
+        q_rot, k_rot, q, k, q_bias, k_bias, v, chunk_scalars, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
+        e_tok, qk, dd_part, side_scalars, exp_lam,
         S=S, **sizes, num_warps=config.num_warps, **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
     _m3b_sides_kernel[(4 * nslot, H)](
-        q_rot, k_rot, q, k, q_bias, k_bias, v, chunk_scalars, exp_lam, dy, cu_seqlens, cos_phi, sin_phi, chunk_states,
+        q_rot, k_rot, q, k, q_bias, k_bias, v, side_scalars, exp_lam, dy, cu_seqlens, cos_phi, sin_phi, chunk_states,
         dstates, dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part, dkb_part,
         S=S, T=T, NSLOT=nslot, NA=NA, **sizes, **side_launch, **posted_kwargs(posted, cu_seqlens, "v"),
     )

@@ -2,7 +2,8 @@
 # elementwise pass is sequential over chunks:
 #   1. chunk state, grid (chunk slots, H): per 64-token chunk and head, the chunk's own state contribution in the
 #      chunk's angle frame, dS_loc = (diag(e^{Lambda - ell}) V)^T (s * R(csum) k^) (64 x 128), where csum is the
-#      in-chunk cumsum of theta*dt; plus Lambda and the chunk's angle sum.
+#      in-chunk cumsum of theta*dt; plus Lambda, the chunk's angle sum and its per-token scalars (ell, gamma, s:
+#      read by 4 and by the backward's chunk kernels instead of recomputed).
 #   2. state passing, grid (H * 64 / BLOCK_P, S): walks each sequence's chunks in order, rotates dS_loc into the global
 #      frame (R(carry) on every row: k~ = R(carry + csum) k^ = R(carry) R(csum) k^), stores the state ENTERING each
 #      chunk and the carry entering it, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
@@ -52,7 +53,8 @@ class Mamba3FwdConfig(NamedTuple):
     of the fp32 operands ("tf32", "tf32x3" or "ieee"); rotate_maxnreg: register cap of the rotate kernel (0: none;
     CUDA only): 128 keeps two 8-warp programs per SM, which the build without a cap (147 registers reading the
     carry, 150 walking it, since ``_fwd_sincos``; at most 2 spill instructions with the cap: bench/sass_stats.py)
-    would not.
+    would not; scan_maxnreg: the chunk scan's (168: three 4-warp programs per SM, no spills, where the build
+    without a cap takes 172 registers since it reads the chunk scalars, session 15).
     """
 
     chunk_warps: int = 8
@@ -62,6 +64,7 @@ class Mamba3FwdConfig(NamedTuple):
     passing_warps: int = 4
     input_precision: str = "tf32"  # H200, v1 kernel: out 1.84e-3, final_ssm 7.1e-4 vs fp64 (tf32x3: 2.3x slower)
     rotate_maxnreg: int = 128
+    scan_maxnreg: int = 168
 
 
 DEFAULT_FWD_CONFIG = Mamba3FwdConfig()
@@ -82,6 +85,11 @@ class Mamba3FwdSaved(NamedTuple):
         cos / sin in every kernel: bench/mamba3/NOTES.md "Session 5"). Dims 64..127 are only biased: every kernel
         forms them from q, k (one head, in L2) and the bias (``_fwd_tilde_half``), the same bits as stored ones
         (until session 8 they were stored too: 36 MB more written and read per pass at T = 2184).
+    chunk_scalars: (T // 64 + S, 32, 3, 64) fp32, per chunk slot and head the chunk's per-token ell (in-chunk cumsum
+        of adt, F6), gamma and scale s (F5) as ``_fwd_chunk_scalars`` gives them (zero gamma and s past the
+        sequence end), slots as chunk_states (unwritten where no chunk maps): the chunk scan and the backward's
+        intra kernel read them instead of recomputing them (the cumsum and the sigmoids were ~11 % of the scan's
+        SASS instructions, bench/mamba3/NOTES.md "Session 15").
     """
 
     y: torch.Tensor
@@ -90,6 +98,7 @@ class Mamba3FwdSaved(NamedTuple):
     chunk_states: torch.Tensor
     q_rot: torch.Tensor
     k_rot: torch.Tensor
+    chunk_scalars: torch.Tensor
 
 
 class Posted(NamedTuple):
@@ -231,7 +240,8 @@ def _fwd_tilde_half(xr_ptr, x_ptr, bias_ptr, t, h, valid, half, H: tl.constexpr,
 
 @triton.jit
 def _mamba3_fwd_chunk_state_kernel(
-    k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, kb_ptr, ang_ptr, cu_ptr, S, dstate_ptr, decay_ptr, angsum_ptr, io_ptr,
+    k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, kb_ptr, ang_ptr, cu_ptr, S, dstate_ptr, decay_ptr, angsum_ptr, scal_ptr,
+    io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
     BLOCK_S: tl.constexpr, PRECISION: tl.constexpr, V_WORD: tl.constexpr, ANGLES_WORD: tl.constexpr,
 ):
@@ -245,6 +255,10 @@ def _mamba3_fwd_chunk_state_kernel(
         t = start + c * CHUNK_ + rows
         valid = t < end
         ell, gamma, scale, dt = _fwd_chunk_scalars(adt_ptr, dt_ptr, trap_ptr, t, h, end, H)
+        srow = scal_ptr + (slot * H + h) * 3 * CHUNK_ + rows
+        tl.store(srow, ell)
+        tl.store(srow + CHUNK_, gamma)
+        tl.store(srow + 2 * CHUNK_, scale)
         ell_end = tl.sum(tl.where(rows == CHUNK_ - 1, ell, 0.0), axis=0)
         csum = _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H, NA)
         k_r = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 0, N)
@@ -354,7 +368,7 @@ def _mamba3_fwd_rotate_kernel(
 
 @triton.jit
 def _mamba3_fwd_chunk_scan_kernel(
-    qrot_ptr, krot_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, d_ptr, z_ptr, cu_ptr, S,
+    qrot_ptr, krot_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, d_ptr, z_ptr, cu_ptr, S,
     states_ptr, qk_ptr,
     out_ptr, fv_ptr, y_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
@@ -379,7 +393,10 @@ def _mamba3_fwd_chunk_scan_kernel(
         t = start + c * CHUNK_ + rows
         valid = t < end
         vmask = valid[:, None]
-        ell, gamma, scale, dt = _fwd_chunk_scalars(adt_ptr, dt_ptr, trap_ptr, t, h, end, H)
+        srow = scal_ptr + (slot * H + h) * 3 * CHUNK_ + rows  # ell, gamma, s (the chunk-state kernel's)
+        ell = tl.load(srow)
+        gamma = tl.load(srow + CHUNK_)
+        scale = tl.load(srow + 2 * CHUNK_)
         state = states_ptr + (slot * H + h) * (P * N) + pcols[:, None] * N + cols[None, :]
         scores = tl.zeros((CHUNK_, CHUNK_), dtype=tl.float32)
         readout = tl.zeros((CHUNK_, P), dtype=tl.float32)
@@ -402,6 +419,12 @@ def _mamba3_fwd_chunk_scan_kernel(
             tl.store(y_ptr + tv_off, y, mask=vmask)
         last = (t == end - 1)[:, None]
         tl.store(fv_ptr + (seq * H + h) * P + pcols[None, :] + rows[:, None] * 0, vals, mask=last)
+
+
+def maxnreg_option(cap: int, device: torch.device) -> dict:
+    """Launch options for a register cap: {"maxnreg": cap} on CUDA, none for cap 0 or off CUDA (a GPU compile
+    option; the interpreter takes none)."""
+    return {"maxnreg": cap} if cap and device.type == "cuda" else {}
 
 
 def contiguous_each(tensors):
@@ -468,8 +491,9 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     angsum = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # sum of theta * dt over the chunk
     sizes = dict(H=NHEADS, N=DSTATE, P=HEADDIM, NA=NANGLES, CHUNK_=CHUNK)
     block_s = triton.next_power_of_2(S + 1)
+    chunk_scalars = torch.empty((slots, NHEADS, 3, CHUNK), dtype=f32, device=dev)  # ell, gamma, s
     _mamba3_fwd_chunk_state_kernel[(slots, NHEADS)](
-        k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, angsum,
+        k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, angsum, chunk_scalars,
         **sizes, BLOCK_S=block_s, PRECISION=config.input_precision, num_warps=config.chunk_warps,
         **posted_kwargs(posted, cu_seqlens, "v", "angles"),
     )
@@ -482,7 +506,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
             y=torch.empty((T, NHEADS, HEADDIM), dtype=f32, device=dev),
             cos_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
             sin_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
-            chunk_states=chunk_states, q_rot=q_rot, k_rot=k_rot,
+            chunk_states=chunk_states, q_rot=q_rot, k_rot=k_rot, chunk_scalars=chunk_scalars,
         )
         save_bufs = (saved.y, saved.cos_phi, saved.sin_phi)
     else:
@@ -498,7 +522,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
             save_bufs[2], q_rot, k_rot, H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s,
             SAVE=save_for_backward, WALK=walk, num_warps=config.rotate_warps,
             **posted_kwargs(posted, cu_seqlens, "angles"),
-            **({"maxnreg": config.rotate_maxnreg} if config.rotate_maxnreg and dev.type == "cuda" else {}),
+            **maxnreg_option(config.rotate_maxnreg, dev),
         )
     forked = walk and rotate_stream is not None  # (walking, it needs only the chunk state: beside the passing)
     if forked:
@@ -518,10 +542,11 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     if before_scan is not None:
         before_scan(q_rot)
     _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
-        q_rot, k_rot, q, k, q_bias, k_bias, v, adt, dt, trap, d, z, cu_seqlens, S, chunk_states, qk, out, final_v,
+        q_rot, k_rot, q, k, q_bias, k_bias, v, chunk_scalars, d, z, cu_seqlens, S, chunk_states, qk, out, final_v,
         save_bufs[0],
         H=NHEADS, N=DSTATE, P=HEADDIM, CHUNK_=CHUNK, BLOCK_S=block_s, SAVE=save_for_backward,
         PRECISION=config.input_precision, num_warps=config.scan_warps,
         **posted_kwargs(posted, cu_seqlens, "v", "z", "out"),
+        **maxnreg_option(config.scan_maxnreg, dev),
     )
     return out, final_angle, final_ssm, final_k, final_v, saved
