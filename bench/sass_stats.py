@@ -10,7 +10,8 @@ loads per token block and spills in its loop, marked with 12 16-byte loads and n
 (bench/granite/NOTES.md "Session 10"). Use it to compare two forms of a kernel before spending device time
 (instruction count and spills predict the latency-bound kernels' time; bench/mamba3/NOTES.md "Session 4"); the
 ``loop_bodies`` (instructions between each backward branch and its target) give the per-iteration cost, which the
-static total hides.
+static total hides; ``--lines N`` lists the N source lines with the most SASS instructions (where a kernel's
+instructions go: bench/mamba3/NOTES.md "Session 15").
 
   python bench/sass_stats.py ssmkit.kernels.mamba3.bwd _m3b_sides_kernel --warps 4 --types io_ptr='*i64' \\
       --const H=32 P=64 N=128 NA=32 C=64 SB=4 PREC='"tf32"' V_WORD=-1
@@ -64,6 +65,8 @@ def build_stats(fn, consts: dict, num_warps: int, bf16=MAMBA3_BF16, types=None, 
                               text=True, check=True).stdout
         usage = subprocess.run([os.path.join(bin_dir, "cuobjdump"), "--dump-resource-usage", f.name],
                                capture_output=True, text=True, check=True).stdout
+        lines = subprocess.run([os.path.join(bin_dir, "nvdisasm"), "--print-line-info", "--print-code", f.name],
+                               capture_output=True, text=True, check=True).stdout
     ptx = kernel.asm["ptx"]
     instructions = _sass_instructions(sass)
     opcodes = [text.split()[1 if text.startswith("@") else 0] for _, text in instructions]
@@ -78,7 +81,25 @@ def build_stats(fn, consts: dict, num_warps: int, bf16=MAMBA3_BF16, types=None, 
         "global_loads": dict(collections.Counter(op for op in opcodes if op.startswith("LDG"))),
         "wgmma": ptx.count("wgmma.mma_async"),
         "mma_sync": ptx.count("mma.sync"),
+        "by_line": _instructions_by_line(lines),
     }
+
+
+def _instructions_by_line(listing: str) -> list[tuple[str, int, dict]]:
+    """SASS instructions per source line, most first, from nvdisasm's --print-line-info listing: ("file:line",
+    count, {opcode: count} of its five commonest opcodes). Inlined helpers count at their own lines (tl.sum's
+    combine at triton/language/standard.py, for instance), summed over every call site."""
+    counts, ops, where = collections.Counter(), collections.defaultdict(collections.Counter), "?"
+    for line in listing.splitlines():
+        loc = re.search(r'//## File "([^"]+)", line (\d+)', line)
+        if loc:
+            where = f"{os.path.basename(loc.group(1))}:{loc.group(2)}"
+            continue
+        op = re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", line)
+        if op:
+            counts[where] += 1
+            ops[where][op.group(1)] += 1
+    return [(w, n, dict(ops[w].most_common(5))) for w, n in counts.most_common()]
 
 
 def _sass_instructions(sass: str) -> list[tuple[int, str]]:
@@ -109,6 +130,7 @@ def main() -> None:
     ap.add_argument("--bf16", nargs="*", default=None, help="bf16 pointer arguments (default: the Mamba-3 set)")
     ap.add_argument("--types", nargs="*", default=[], help="NAME=TYPE argument types, e.g. rows_ptr='*i64'")
     ap.add_argument("--aligned", nargs="*", default=[], help="i32 arguments a launch sees divisible by 16")
+    ap.add_argument("--lines", type=int, default=0, help="also print the N source lines with the most SASS")
     args = ap.parse_args()
     fn = getattr(importlib.import_module(args.module), args.kernel)
     consts = {k: ast.literal_eval(v) for k, v in (c.split("=", 1) for c in args.const)}
@@ -116,7 +138,10 @@ def main() -> None:
     stats = build_stats(fn, consts, args.warps, bf16=MAMBA3_BF16 if args.bf16 is None else args.bf16,
                         types=dict(t.split("=", 1) for t in args.types), options=options,
                         aligned=tuple(args.aligned))
+    by_line = stats.pop("by_line")
     print(args.kernel, args.warps, "warps", stats)
+    for where, count, ops in by_line[:args.lines]:
+        print(f"{count:6d}  {where:24s} {ops}")
 
 
 if __name__ == "__main__":
