@@ -15,10 +15,10 @@ timeout 200 python bench/mamba3_ab.py --package bench/_ab/pkgs/ssmkit_s14 --out 
 echo "rc=$?"; grep -vi "warn" "$OUT/mamba3_graph_ab.log" | grep -E "^c[0-9]|: _"
 echo "== bwd sweep ($SECONDS s)"
 timeout 120 python bench/mamba3_config_sweep.py --out "$OUT/bwd" --cases c1_four_mixed,c4_short_and_longest \
-  --configs '[{"num_warps": 8}]' > "$OUT/bwd_sweep.log" 2>&1; echo "rc=$?"; grep -E "^c[0-9]" "$OUT/bwd_sweep.log" | cut -c1-60,200-400
+  --configs '[{"num_warps": 8}]' > "$OUT/bwd_sweep.log" 2>&1; echo "rc=$?"; grep -E "^c[0-9]" "$OUT/bwd_sweep.log"
 echo "== fwd sweep ($SECONDS s)"
 timeout 120 python bench/mamba3_config_sweep.py --fwd --out "$OUT/fwd" --cases c1_four_mixed,c4_short_and_longest \
-  --configs '[{"scan_maxnreg": 0}]' > "$OUT/fwd_sweep.log" 2>&1; echo "rc=$?"; grep -E "^c[0-9]" "$OUT/fwd_sweep.log" | cut -c1-60,200-420
+  --configs '[{"scan_maxnreg": 0}]' > "$OUT/fwd_sweep.log" 2>&1; echo "rc=$?"; grep -E "^c[0-9]" "$OUT/fwd_sweep.log"
 echo "== long backward ($SECONDS s)"
 timeout 200 python bench/mamba3_long_fwd.py --bwd --out "$OUT" > "$OUT/long.log" 2>&1; echo "rc=$?"; grep "^T=.*backward" "$OUT/long.log"
 tar czf "$OUT/logs.tgz" -C "$OUT" pytest_cuda.log mamba3_graph_ab.log bwd_sweep.log fwd_sweep.log long.log
