@@ -157,6 +157,28 @@ def _check_against_oracle(args, result, oracle):
     for index, ref in expected_states.items():
         scale = max(ref.norm().item(), 1.0)  # chunk 0 enters with the zero state
         assert (states[index].double() - ref).norm().item() <= FP32_REL_TOL * scale, index
+    _check_chunk_scalars(args, saved.chunk_scalars, written)
+
+
+def _check_chunk_scalars(args, scalars, written):
+    """Mamba3FwdSaved.chunk_scalars (slots, 32, 3, 64) against float64: per chunk slot that holds a chunk, ell =
+    in-chunk cumsum of adt (the running total past the sequence end), gamma = dt sigmoid(trap) and s = gamma +
+    dt' (1 - sigmoid(trap')) of the next token within the sequence (both zero past its end); the same slots written
+    as chunk_states."""
+    assert scalars.shape == (written.shape[0], 32, 3, CHUNK) and scalars.dtype == torch.float32
+    assert torch.equal(~torch.isnan(scalars).flatten(1).any(dim=1), written), "chunk scalars written elsewhere"
+    bounds = args["cu_seqlens"].tolist()
+    adt, dt, p = args["adt"].double(), args["dt"].double(), torch.sigmoid(args["trap"].double())
+    for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        for c in range(math.ceil((b - a) / CHUNK)):
+            tok = torch.arange(a + c * CHUNK, a + (c + 1) * CHUNK)
+            valid = (tok < b)[:, None]
+            t, t_next = tok.clamp(max=b - 1), (tok + 1).clamp(max=b - 1)
+            gamma = torch.where(valid, dt[t] * p[t], 0.0)
+            nxt = torch.where((tok + 1 < b)[:, None], dt[t_next] * (1 - p[t_next]), 0.0)
+            want = torch.stack([torch.where(valid, adt[t], 0.0).cumsum(0), gamma, gamma + nxt]).permute(2, 0, 1)
+            got = scalars[a // CHUNK + s + c].double()  # (32, 3, 64)
+            assert (got - want).abs().max() <= FP32_REL_TOL * want.abs().max(), (s, c)
 
 
 def test_forward_matches_float64_oracle_on_ragged_panel(panel_run):
@@ -185,6 +207,7 @@ def test_sequences_are_independent_bitwise(panel_run):
         n_chunks = math.ceil((b - a) / CHUNK)
         first = a // CHUNK + s
         assert torch.equal(one_saved.chunk_states[:n_chunks], saved.chunk_states[first : first + n_chunks])
+        assert torch.equal(one_saved.chunk_scalars[:n_chunks], saved.chunk_scalars[first : first + n_chunks])
 
 
 def test_rotate_kernel_walking_the_carry_gives_the_same_bits(panel_run, monkeypatch):
@@ -195,7 +218,7 @@ def test_rotate_kernel_walking_the_carry_gives_the_same_bits(panel_run, monkeypa
     walked = _run_poisoned(monkeypatch, args, walk_carry=True)
     for got, want in zip(walked[:5], (out, final_angle, final_ssm, final_k, final_v)):
         assert torch.equal(got, want)
-    for name in ("y", "cos_phi", "sin_phi", "q_rot", "k_rot"):
+    for name in ("y", "cos_phi", "sin_phi", "q_rot", "k_rot", "chunk_scalars"):
         assert torch.equal(getattr(walked[5], name), getattr(saved, name)), name
     calls, real = [], fwd_module._mamba3_fwd_rotate_kernel
 

@@ -456,8 +456,8 @@ def _m3b_angle(
     state half), dadt = the reverse in-chunk cumsum of dl + dLambda (its four parts); ds = the k side's two halves,
     dgamma = ds + e q^.k^. The reverse cumsum of dPhi (q side + k side) plus dfinal_angle (-> dangles, the angle part
     of ddt; F1, F2) starts from the carry `_m3b_dphi_carry_kernel` stored (dfinal_angle plus the per-chunk dPhi
-    sums of the sequence's later chunks); the shifted-gamma term gamma'_{t-1} = dt_t (1 - p_t) (-> ddt, dtrap; F5) reads ds of
-    the token before (none for the sequence's first token)."""
+    sums of the sequence's later chunks); the shifted-gamma term gamma'_{t-1} = dt_t (1 - p_t) (-> ddt, dtrap; F5)
+    reads ds of the token before (none for the sequence's first token)."""
     PI: tl.constexpr = 3.141592653589793
     s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
     t0 = bos + c * C
@@ -573,9 +573,10 @@ class Mamba3BwdConfig(NamedTuple):
     kernel: sides 0.211 ms uncapped, 0.202 at 168 (three programs per SM), 0.231 at 128; same bits);
     input_precision: tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); dstate_scan: False runs the
     state-gradient chain as one serial kernel (measured), True as a chunk-parallel local-term kernel plus an
-    elementwise reverse scan (measured slower: NOTES "Session 5", "Session 6"); dstate_warps, dstate_stages: warps of the chain kernel (or of
-    the local-term kernel) and the chain loop's software-pipelining stages (H200 c1: 1 stage 0.060 ms, 2 0.069,
-    3 0.070; same bits); scan_block: state elements (of 64 x 128) per scan program, a power of two.
+    elementwise reverse scan (measured slower: NOTES "Session 5", "Session 6"); dstate_warps, dstate_stages: warps
+    of the chain kernel (or of the local-term kernel) and the chain loop's software-pipelining stages (H200 c1: 1
+    stage 0.060 ms, 2 0.069, 3 0.070; same bits); scan_block: state elements (of 64 x 128) per scan program, a
+    power of two.
     """
 
     num_warps: int = 4
@@ -735,7 +736,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     )
     _m3b_sides_kernel[(4 * nslot, H)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, side_scalars, exp_lam, dy, cu_seqlens, cos_phi, sin_phi, chunk_states,
-        dstates, dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part, dkb_part,
+        dstates, dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part,
+        dkb_part,
         S=S, T=T, NSLOT=nslot, NA=NA, **sizes, **side_launch, **posted_kwargs(posted, cu_seqlens, "v"),
     )
     angle_carry = torch.empty((nslot, H, NA), device=dev, dtype=f32)  # entering each chunk from its end

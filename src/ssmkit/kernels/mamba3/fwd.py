@@ -2,16 +2,16 @@
 # elementwise pass is sequential over chunks:
 #   1. chunk state, grid (chunk slots, H): per 64-token chunk and head, the chunk's own state contribution in the
 #      chunk's angle frame, dS_loc = (diag(e^{Lambda - ell}) V)^T (s * R(csum) k^) (64 x 128), where csum is the
-#      in-chunk cumsum of theta*dt; plus Lambda, the chunk's angle sum and its per-token scalars (ell, gamma, s:
-#      read by 4 and by the backward's chunk kernels instead of recomputed).
+#      in-chunk cumsum of theta*dt; plus Lambda, the chunk's angle sum, csum itself (read by 3) and its per-token
+#      scalars (ell, gamma, s: read by 4 and by the backward's chunk kernels instead of recomputed).
 #   2. state passing, grid (H * 64 / BLOCK_P, S): walks each sequence's chunks in order, rotates dS_loc into the global
 #      frame (R(carry) on every row: k~ = R(carry + csum) k^ = R(carry) R(csum) k^), stores the state ENTERING each
 #      chunk and the carry entering it, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
-#   3. rotate, grid (chunk slots, H): the carry (stored by 2, or walked here from launch 1's angle sums of the
-#      sequence's earlier chunks as 2 walks them: the same bits, and then it needs nothing from 2, so on a side
-#      stream it runs beside it: ``mamba3_siso_fwd``'s ``rotate_stream``), Phi = wrap(carry + csum), rotation of q/k
-#      (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through); stores q~/k~ (read by 4, saved for the
-#      backward), q^.k^, cos/sin of Phi (saved) and the final angle/k.
+#   3. rotate, grid (chunk slots, H): launch 1's csum plus the carry (stored by 2, or walked here from launch 1's
+#      angle sums of the sequence's earlier chunks as 2 walks them: the same bits, and then it needs nothing from 2,
+#      so on a side stream it runs beside it: ``mamba3_siso_fwd``'s ``rotate_stream``), Phi = wrap(carry + csum),
+#      rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through); stores q~/k~ (read by
+#      4, saved for the backward), q^.k^, cos/sin of Phi (saved) and the final angle/k.
 #   4. chunk scan, grid (chunk slots, H): strict-causal scores, readout from the entering state, gamma diagonal + D
 #      skip, silu(z) gate from q~/k~; the output, y (saved) and the final v.
 #   (3 and 4 were one kernel until session 6: 255 registers with spills at 8 warps; split, 0.190 -> 0.134 ms at c1,
@@ -54,7 +54,9 @@ class Mamba3FwdConfig(NamedTuple):
     CUDA only): 128 keeps two 8-warp programs per SM, which the build without a cap (147 registers reading the
     carry, 150 walking it, since ``_fwd_sincos``; at most 2 spill instructions with the cap: bench/sass_stats.py)
     would not; scan_maxnreg: the chunk scan's (168: three 4-warp programs per SM, no spills, where the build
-    without a cap takes 172 registers since it reads the chunk scalars, session 15).
+    without a cap takes 172 registers since it reads the chunk scalars, session 15); chunk_maxnreg: the chunk-state
+    kernel's (128: two 8-warp programs per SM; 151 registers uncapped since it stores the angle cumsum for the
+    rotate kernel, 4 spill instructions capped, session 15).
     """
 
     chunk_warps: int = 8
@@ -65,6 +67,7 @@ class Mamba3FwdConfig(NamedTuple):
     input_precision: str = "tf32"  # H200, v1 kernel: out 1.84e-3, final_ssm 7.1e-4 vs fp64 (tf32x3: 2.3x slower)
     rotate_maxnreg: int = 128
     scan_maxnreg: int = 168
+    chunk_maxnreg: int = 128
 
 
 DEFAULT_FWD_CONFIG = Mamba3FwdConfig()
@@ -241,7 +244,7 @@ def _fwd_tilde_half(xr_ptr, x_ptr, bias_ptr, t, h, valid, half, H: tl.constexpr,
 @triton.jit
 def _mamba3_fwd_chunk_state_kernel(
     k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, kb_ptr, ang_ptr, cu_ptr, S, dstate_ptr, decay_ptr, angsum_ptr, scal_ptr,
-    io_ptr,
+    csum_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
     BLOCK_S: tl.constexpr, PRECISION: tl.constexpr, V_WORD: tl.constexpr, ANGLES_WORD: tl.constexpr,
 ):
@@ -261,6 +264,7 @@ def _mamba3_fwd_chunk_state_kernel(
         tl.store(srow + 2 * CHUNK_, scale)
         ell_end = tl.sum(tl.where(rows == CHUNK_ - 1, ell, 0.0), axis=0)
         csum = _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H, NA)
+        tl.store(csum_ptr + t[:, None] * (H * NA) + h * NA + tl.arange(0, NA)[None, :], csum, mask=valid[:, None])
         k_r = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 0, N)
         k_p = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 1, N)
         sin_c, cos_c = _fwd_sincos(csum)
@@ -308,21 +312,22 @@ def _mamba3_fwd_state_passing_kernel(
 
 @triton.jit
 def _mamba3_fwd_rotate_kernel(
-    q_ptr, k_ptr, dt_ptr, qb_ptr, kb_ptr, ang_ptr, cu_ptr, S, carry_ptr, angsum_ptr, fangle_ptr, fk_ptr, qk_ptr,
-    cos_ptr, sin_ptr, qrot_ptr, krot_ptr, io_ptr,
+    q_ptr, k_ptr, qb_ptr, kb_ptr, csum_ptr, cu_ptr, S, carry_ptr, angsum_ptr, fangle_ptr, fk_ptr, qk_ptr,
+    cos_ptr, sin_ptr, qrot_ptr, krot_ptr,
     H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
-    SAVE: tl.constexpr, WALK: tl.constexpr, ANGLES_WORD: tl.constexpr,
+    SAVE: tl.constexpr, WALK: tl.constexpr,
 ):
     """Grid (chunk slots, H): the elementwise half of the chunk scan. The carry (the wrapped angle sum of the
     sequence's earlier chunks): read from the state passing's ``carry``, or with WALK computed here from their
     ``angsum`` rows (the chunk-state kernel's) by ``_fwd_angle_carry_step`` as the passing does (same bits; this
-    kernel then does not wait for the passing, but chunk c walks c rows). Phi = wrap(carry + csum) (F2), the biased
+    kernel then does not wait for the passing, but chunk c walks c rows). Phi = wrap(carry + csum) (F2; csum, the
+    in-chunk angle cumsum, as the chunk-state kernel stored it: its tanh and cumsum were ~30 % of this kernel's SASS
+    instructions until session 15), the biased
     q^, k^ (F3) and their rotation (F4, pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through):
     stores dims 0..63 of q~ and k~ (fp32, (T, H, N/2); read by the scan kernel, and kept for the backward; the
     pass-through dims are formed where they are needed, ``_fwd_tilde_half``), the unrotated q^.k^
     (spec §9.2, fp32 (T, H)), cos / sin of Phi when SAVE, and the final angle and final k (the sequence's last
     token, in its last chunk)."""
-    ang_ptr = posted_pointer(ang_ptr, io_ptr, ANGLES_WORD)
     HALF: tl.constexpr = N // 2
     slot = tl.program_id(0)
     h = tl.program_id(1)
@@ -334,14 +339,14 @@ def _mamba3_fwd_rotate_kernel(
         t = start + c * CHUNK_ + rows
         valid = t < end
         vmask = valid[:, None]
-        dt = tl.load(dt_ptr + t * H + h, mask=valid, other=0.0)
+        t_a = t[:, None] * (H * NA) + h * NA + acols[None, :]
         if WALK:
             carry = tl.zeros((NA,), dtype=tl.float32)
             for prev in range(slot - c, slot):  # the sequence's earlier chunks, in order (as the passing kernel)
                 carry = _fwd_angle_carry_step(carry, angsum_ptr + (prev * H + h) * NA, acols, NA)
         else:
             carry = tl.load(carry_ptr + (slot * H + h) * NA + acols)
-        phi = _fwd_wrap_angle(carry[None, :] + _fwd_angle_cumsum(ang_ptr, dt, t, h, valid, H, NA))
+        phi = _fwd_wrap_angle(carry[None, :] + tl.load(csum_ptr + t_a, mask=vmask, other=0.0))
         sin, cos = _fwd_sincos(phi)
         # one 64-wide half at a time (fewer live tiles): the rotated half, then the pass-through half
         t_n = t[:, None] * (H * HALF) + h * HALF + cols[None, :]
@@ -355,7 +360,6 @@ def _mamba3_fwd_rotate_kernel(
         k_p = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 1, N)
         tl.store(qk_ptr + t * H + h, qk_r + tl.sum(q_p * k_p, axis=1), mask=valid)
         if SAVE:
-            t_a = t[:, None] * (H * NA) + h * NA + acols[None, :]
             tl.store(cos_ptr + t_a, cos, mask=vmask)
             tl.store(sin_ptr + t_a, sin, mask=vmask)
         # final states of the sequence: the row of its last token (only in its last chunk)
@@ -492,10 +496,11 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     sizes = dict(H=NHEADS, N=DSTATE, P=HEADDIM, NA=NANGLES, CHUNK_=CHUNK)
     block_s = triton.next_power_of_2(S + 1)
     chunk_scalars = torch.empty((slots, NHEADS, 3, CHUNK), dtype=f32, device=dev)  # ell, gamma, s
+    csum = torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev)  # in-chunk angle cumsum, for the rotate kernel
     _mamba3_fwd_chunk_state_kernel[(slots, NHEADS)](
-        k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, angsum, chunk_scalars,
+        k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, angsum, chunk_scalars, csum,
         **sizes, BLOCK_S=block_s, PRECISION=config.input_precision, num_warps=config.chunk_warps,
-        **posted_kwargs(posted, cu_seqlens, "v", "angles"),
+        **posted_kwargs(posted, cu_seqlens, "v", "angles"), **maxnreg_option(config.chunk_maxnreg, dev),
     )
     out, final_angle, final_ssm, final_k, final_v = allocate_fwd_outputs(T, S, dev) if out is None else out
     chunk_states = torch.empty((slots, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev)
@@ -518,10 +523,9 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
 
     def launch_rotate():
         _mamba3_fwd_rotate_kernel[(slots, NHEADS)](
-            q, k, dt, q_bias, k_bias, angles, cu_seqlens, S, carry, angsum, final_angle, final_k, qk, save_bufs[1],
+            q, k, q_bias, k_bias, csum, cu_seqlens, S, carry, angsum, final_angle, final_k, qk, save_bufs[1],
             save_bufs[2], q_rot, k_rot, H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s,
             SAVE=save_for_backward, WALK=walk, num_warps=config.rotate_warps,
-            **posted_kwargs(posted, cu_seqlens, "angles"),
             **maxnreg_option(config.rotate_maxnreg, dev),
         )
     forked = walk and rotate_stream is not None  # (walking, it needs only the chunk state: beside the passing)
