@@ -82,7 +82,7 @@ def mamba3_siso_varlen_joint_states_full_vjp(
 
 
 class _Mamba3Siso(torch.autograd.Function):
-    """Forward kernel saving ``Mamba3FwdSaved`` (y, cos and sin of Phi, chunk states, rotated q and k); backward =
+    """Forward kernel saving ``Mamba3FwdSaved`` (y, cos and sin of Phi, chunk states, rotated q and k, chunk scalars); backward =
     the backward kernels on those (spec §7)."""
 
     @staticmethod
