@@ -41,10 +41,11 @@ MAMBA3_BF16 = ("q_ptr k_ptr v_ptr z_ptr trap_ptr ang_ptr dout_ptr dv_ptr dz_ptr 
 
 
 def build_stats(fn, consts: dict, num_warps: int, bf16=MAMBA3_BF16, types=None, options=None,
-                aligned=()) -> dict:
+                aligned=(), by_line: bool = False) -> dict:
     """Compile ``fn`` (a triton.jit function) for sm_90 and return its build statistics. ``types``: argument
     types that override the defaults (e.g. {"rows_ptr": "*i64"}); ``options``: more compile options (e.g.
-    {"maxnreg": 128}); ``aligned``: i32 arguments a launch would see divisible by 16 (strides)."""
+    {"maxnreg": 128}); ``aligned``: i32 arguments a launch would see divisible by 16 (strides); ``by_line``: also
+    count the instructions per source line (nvdisasm; else ``by_line`` is empty)."""
     unknown = sorted((set(consts) | set(types or {}) | set(aligned)) - set(fn.arg_names))
     if unknown:  # (a typo would otherwise build another kernel than the one meant, silently)
         raise ValueError(f"{fn.__name__} has no argument(s) {unknown}")
@@ -65,8 +66,9 @@ def build_stats(fn, consts: dict, num_warps: int, bf16=MAMBA3_BF16, types=None, 
                               text=True, check=True).stdout
         usage = subprocess.run([os.path.join(bin_dir, "cuobjdump"), "--dump-resource-usage", f.name],
                                capture_output=True, text=True, check=True).stdout
-        lines = subprocess.run([os.path.join(bin_dir, "nvdisasm"), "--print-line-info", "--print-code", f.name],
-                               capture_output=True, text=True, check=True).stdout
+        lines = "" if not by_line else subprocess.run(
+            [os.path.join(bin_dir, "nvdisasm"), "--print-line-info", "--print-code", f.name],
+            capture_output=True, text=True, check=True).stdout
     ptx = kernel.asm["ptx"]
     instructions = _sass_instructions(sass)
     opcodes = [text.split()[1 if text.startswith("@") else 0] for _, text in instructions]
@@ -137,7 +139,7 @@ def main() -> None:
     options = {k: v for k, v in (("maxnreg", args.maxnreg), ("num_stages", args.stages)) if v is not None}
     stats = build_stats(fn, consts, args.warps, bf16=MAMBA3_BF16 if args.bf16 is None else args.bf16,
                         types=dict(t.split("=", 1) for t in args.types), options=options,
-                        aligned=tuple(args.aligned))
+                        aligned=tuple(args.aligned), by_line=args.lines > 0)
     by_line = stats.pop("by_line")
     print(args.kernel, args.warps, "warps", stats)
     for where, count, ops in by_line[:args.lines]:

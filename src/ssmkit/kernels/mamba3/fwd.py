@@ -3,7 +3,7 @@
 #   1. chunk state, grid (chunk slots, H): per 64-token chunk and head, the chunk's own state contribution in the
 #      chunk's angle frame, dS_loc = (diag(e^{Lambda - ell}) V)^T (s * R(csum) k^) (64 x 128), where csum is the
 #      in-chunk cumsum of theta*dt; plus Lambda, the chunk's angle sum, csum itself (read by 3) and its per-token
-#      scalars (ell, gamma, s: read by 4 and by the backward's chunk kernels instead of recomputed).
+#      scalars (ell, gamma, s: read by 4 and by the backward's intra kernel instead of recomputed).
 #   2. state passing, grid (H * 64 / BLOCK_P, S): walks each sequence's chunks in order, rotates dS_loc into the global
 #      frame (R(carry) on every row: k~ = R(carry + csum) k^ = R(carry) R(csum) k^), stores the state ENTERING each
 #      chunk and the carry entering it, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
@@ -462,8 +462,9 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     host sync: see validate_cu_seqlens).
     Returns (out (T, 32, 64) bf16, final_angle (S, 32, 32) fp32, final_ssm (S, 32, 64, 128) fp32,
     final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, saved): saved is a Mamba3FwdSaved, or None when
-    save_for_backward is False (then y, cos_phi and sin_phi are not written, and the chunk states, chunk scalars, q_rot and k_rot
-    are temporaries (so is the angle cumsum, (T, 32, 32) fp32, in every call): the scan kernel reads the rotated dims of q~ and k~ from the rotate kernel either way).
+    save_for_backward is False (then y, cos_phi and sin_phi are not written, and the chunk states, chunk scalars,
+    q_rot and k_rot are temporaries, as the angle cumsum, (T, 32, 32) fp32, is in every call: the scan kernel reads
+    the rotated dims of q~ and k~ from the rotate kernel either way).
     ``out``: None (new tensors) or the five output tensors to write, as ``allocate_fwd_outputs`` makes them
     (contiguous; not checked), which are then returned (a graph-backed call writes its static buffers so).
     ``before_scan``: None, or a function called with q_rot (T, 32, 64) fp32 once the rotate kernel is launched and
