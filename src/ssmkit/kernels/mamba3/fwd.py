@@ -2,13 +2,14 @@
 # elementwise pass is sequential over chunks:
 #   1. chunk state, grid (chunk slots, H): per 64-token chunk and head, the chunk's own state contribution in the
 #      chunk's angle frame, dS_loc = (diag(e^{Lambda - ell}) V)^T (s * R(csum) k^) (64 x 128), where csum is the
-#      in-chunk cumsum of theta*dt; plus Lambda, the chunk's angle sum, csum itself (read by 3) and its per-token
-#      scalars (ell, gamma, s: read by 4 and by the backward's intra kernel instead of recomputed).
+#      in-chunk cumsum of theta*dt; plus Lambda, csum itself (read by 2 and 3: its row at the chunk's last token is
+#      the chunk's angle sum) and its per-token scalars (ell, gamma, s: read by 4 and by the backward's intra kernel
+#      instead of recomputed).
 #   2. state passing, grid (H * 64 / BLOCK_P, S): walks each sequence's chunks in order, rotates dS_loc into the global
 #      frame (R(carry) on every row: k~ = R(carry + csum) k^ = R(carry) R(csum) k^), stores the state ENTERING each
 #      chunk and the carry entering it, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
 #   3. rotate, grid (chunk slots, H): launch 1's csum plus the carry (stored by 2, or walked here from launch 1's
-#      angle sums of the sequence's earlier chunks as 2 walks them: the same bits, and then it needs nothing from 2,
+#      angle sums (csum rows) of the sequence's earlier chunks as 2 walks them: the same bits, and then it needs nothing from 2,
 #      so on a side stream it runs beside it: ``mamba3_siso_fwd``'s ``rotate_stream``), Phi = wrap(carry + csum),
 #      rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through); stores q~/k~ (read by
 #      4, saved for the backward), q^.k^, cos/sin of Phi (saved) and the final angle/k.
@@ -130,11 +131,15 @@ def _fwd_wrap_angle(x):
 
 
 @triton.jit
-def _fwd_angle_carry_step(carry, angsum_row, m, NA: tl.constexpr):
-    """The angle carry past one more chunk, wrap(carry + the chunk's angle sum) (F2), on the pair indices m (those
-    >= NA read 0). The state-passing and rotate kernels both walk a sequence's chunks with it, the same operations
-    in the same order, so their carries are bit-identical."""
-    return _fwd_wrap_angle(carry + tl.load(angsum_row + m, mask=m < NA, other=0.0))
+def _fwd_angle_carry_step(carry, csum_ptr, start, end, c, h, m, H: tl.constexpr, NA: tl.constexpr,
+                          CHUNK_: tl.constexpr):
+    """The angle carry past local chunk c of the sequence [start, end), wrap(carry + the chunk's angle sum) (F2), on
+    the pair indices m (those >= NA read 0). The angle sum is the in-chunk cumsum's row at the chunk's last token
+    (``csum``, the chunk-state kernel's; until session 17 that kernel also stored the sum apart, a cross-warp row
+    extraction). The state-passing and rotate kernels both walk a sequence's chunks with it, the same operations in
+    the same order, so their carries are bit-identical."""
+    last = tl.minimum(start + (c + 1) * CHUNK_, end) - 1
+    return _fwd_wrap_angle(carry + tl.load(csum_ptr + (last * H + h) * NA + m, mask=m < NA, other=0.0))
 
 
 @triton.jit
@@ -167,12 +172,6 @@ def _fwd_sincos(x):
     sin = tl.where(odd, c, s)
     cos = tl.where(odd, s, c)
     return tl.where((q & 2) == 2, -sin, sin), tl.where(((q + 1) & 2) == 2, -cos, cos)
-
-
-@triton.jit
-def _fwd_last_row(x, rows, CHUNK_: tl.constexpr):
-    """Row CHUNK_-1 of a (CHUNK_, W) tile as a (W,) vector (exact: adds zeros)."""
-    return tl.sum(tl.where(rows[:, None] == CHUNK_ - 1, x, 0.0), axis=0)
 
 
 @triton.jit
@@ -231,7 +230,9 @@ def _fwd_load_biased_half(x_ptr, bias_ptr, t, h, valid, half, N: tl.constexpr):
 def _fwd_tilde_half(xr_ptr, x_ptr, bias_ptr, t, h, valid, half, H: tl.constexpr, N: tl.constexpr):
     """q~ or k~ of one chunk for value head h on the dims [half * N/2, half * N/2 + N/2): (CHUNK, N/2) fp32, zero on
     invalid rows. Half 0 (rotated): the rotate kernel's stored tile (xr: (T, H, N/2) fp32, ``Mamba3FwdSaved.q_rot``
-    / ``k_rot``); half 1 (biased only): formed from x (T, 1, N) and the bias. ``half`` may be a run-time value."""
+    / ``k_rot``); half 1 (biased only): formed from x (T, 1, N) and the bias. Callers pass ``half`` as a constexpr
+    (a run-time half merges both halves' tiles and layouts through register moves and layout conversions, as the
+    side kernels and the state-gradient chain did until session 17)."""
     if half == 0:
         cols = tl.arange(0, N // 2)
         tile = tl.load(xr_ptr + t[:, None] * (H * (N // 2)) + h * (N // 2) + cols[None, :], mask=valid[:, None],
@@ -243,7 +244,7 @@ def _fwd_tilde_half(xr_ptr, x_ptr, bias_ptr, t, h, valid, half, H: tl.constexpr,
 
 @triton.jit
 def _mamba3_fwd_chunk_state_kernel(
-    k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, kb_ptr, ang_ptr, cu_ptr, S, dstate_ptr, decay_ptr, angsum_ptr, scal_ptr,
+    k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, kb_ptr, ang_ptr, cu_ptr, S, dstate_ptr, decay_ptr, scal_ptr,
     csum_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
     BLOCK_S: tl.constexpr, PRECISION: tl.constexpr, V_WORD: tl.constexpr, ANGLES_WORD: tl.constexpr,
@@ -277,12 +278,11 @@ def _mamba3_fwd_chunk_state_kernel(
         tl.store(out, tl.dot(vd, ks_r, input_precision=PRECISION))
         tl.store(out + N // 2, tl.dot(vd, k_p * scale[:, None], input_precision=PRECISION))
         tl.store(decay_ptr + slot * H + h, ell_end)
-        tl.store(angsum_ptr + (slot * H + h) * NA + tl.arange(0, NA), _fwd_last_row(csum, rows, CHUNK_))
 
 
 @triton.jit
 def _mamba3_fwd_state_passing_kernel(
-    cu_ptr, dstate_ptr, decay_ptr, angsum_ptr, states_ptr, carry_ptr, fssm_ptr, io_ptr,
+    cu_ptr, dstate_ptr, decay_ptr, csum_ptr, states_ptr, carry_ptr, fssm_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
     BLOCK_P: tl.constexpr, FINAL_SSM_WORD: tl.constexpr,
 ):
@@ -306,20 +306,20 @@ def _mamba3_fwd_state_passing_kernel(
         sin_c, cos_c = _fwd_sincos(carry)
         dstate = _fwd_rotate_pairs(dstate, cos_c[None, :], sin_c[None, :], BLOCK_P, N // 2)
         state = state * tl.exp(tl.load(decay_ptr + head_slot)) + dstate
-        carry = _fwd_angle_carry_step(carry, angsum_ptr + head_slot * NA, pairs, NA)
+        carry = _fwd_angle_carry_step(carry, csum_ptr, start, end, slot - first_slot, h, pairs, H, NA, CHUNK_)
     tl.store(fssm_ptr + (seq * H + h) * (P * N) + tile, state)
 
 
 @triton.jit
 def _mamba3_fwd_rotate_kernel(
-    q_ptr, k_ptr, qb_ptr, kb_ptr, csum_ptr, cu_ptr, S, carry_ptr, angsum_ptr, fangle_ptr, fk_ptr, qk_ptr,
+    q_ptr, k_ptr, qb_ptr, kb_ptr, csum_ptr, cu_ptr, S, carry_ptr, fangle_ptr, fk_ptr, qk_ptr,
     cos_ptr, sin_ptr, qrot_ptr, krot_ptr,
     H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
     SAVE: tl.constexpr, WALK: tl.constexpr,
 ):
     """Grid (chunk slots, H): the elementwise half of the chunk scan. The carry (the wrapped angle sum of the
     sequence's earlier chunks): read from the state passing's ``carry``, or with WALK computed here from their
-    ``angsum`` rows (the chunk-state kernel's) by ``_fwd_angle_carry_step`` as the passing does (same bits; this
+    angle sums (``csum`` rows) by ``_fwd_angle_carry_step`` as the passing does (same bits; this
     kernel then does not wait for the passing, but chunk c walks c rows). Phi = wrap(carry + csum) (F2; csum, the
     in-chunk angle cumsum, as the chunk-state kernel stored it: its tanh and cumsum were ~30 % of this kernel's SASS
     instructions until session 15), the biased
@@ -342,8 +342,8 @@ def _mamba3_fwd_rotate_kernel(
         t_a = t[:, None] * (H * NA) + h * NA + acols[None, :]
         if WALK:
             carry = tl.zeros((NA,), dtype=tl.float32)
-            for prev in range(slot - c, slot):  # the sequence's earlier chunks, in order (as the passing kernel)
-                carry = _fwd_angle_carry_step(carry, angsum_ptr + (prev * H + h) * NA, acols, NA)
+            for prev in range(0, c):  # the sequence's earlier chunks, in order (as the passing kernel)
+                carry = _fwd_angle_carry_step(carry, csum_ptr, start, end, prev, h, acols, H, NA, CHUNK_)
         else:
             carry = tl.load(carry_ptr + (slot * H + h) * NA + acols)
         phi = _fwd_wrap_angle(carry[None, :] + tl.load(csum_ptr + t_a, mask=vmask, other=0.0))
@@ -493,13 +493,12 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     # it, then allocate the rest while it runs.
     dstate = torch.empty((slots, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev)  # per-chunk term, chunk's frame
     decay = torch.empty((slots, NHEADS), dtype=f32, device=dev)  # Lambda = sum of adt over the chunk
-    angsum = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # sum of theta * dt over the chunk
     sizes = dict(H=NHEADS, N=DSTATE, P=HEADDIM, NA=NANGLES, CHUNK_=CHUNK)
     block_s = triton.next_power_of_2(S + 1)
     chunk_scalars = torch.empty((slots, NHEADS, 3, CHUNK), dtype=f32, device=dev)  # ell, gamma, s
-    csum = torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev)  # in-chunk angle cumsum, for the rotate kernel
+    csum = torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev)  # in-chunk angle cumsum (rotate, passing)
     _mamba3_fwd_chunk_state_kernel[(slots, NHEADS)](
-        k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, angsum, chunk_scalars, csum,
+        k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, chunk_scalars, csum,
         **sizes, BLOCK_S=block_s, PRECISION=config.input_precision, num_warps=config.chunk_warps,
         **posted_kwargs(posted, cu_seqlens, "v", "angles"), **maxnreg_option(config.chunk_maxnreg, dev),
     )
@@ -524,7 +523,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
 
     def launch_rotate():
         _mamba3_fwd_rotate_kernel[(slots, NHEADS)](
-            q, k, q_bias, k_bias, csum, cu_seqlens, S, carry, angsum, final_angle, final_k, qk, save_bufs[1],
+            q, k, q_bias, k_bias, csum, cu_seqlens, S, carry, final_angle, final_k, qk, save_bufs[1],
             save_bufs[2], q_rot, k_rot, H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s,
             SAVE=save_for_backward, WALK=walk, num_warps=config.rotate_warps,
             **maxnreg_option(config.rotate_maxnreg, dev),
@@ -536,7 +535,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         with torch.cuda.stream(rotate_stream) if forked else contextlib.nullcontext():
             launch_rotate()
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
-        cu_seqlens, dstate, decay, angsum, chunk_states, carry, final_ssm,
+        cu_seqlens, dstate, decay, csum, chunk_states, carry, final_ssm,
         **sizes, BLOCK_P=config.passing_block_p, num_warps=config.passing_warps,
         **posted_kwargs(posted, cu_seqlens, "final_ssm"),
     )
