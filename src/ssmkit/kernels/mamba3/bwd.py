@@ -119,10 +119,19 @@ def _m3b_dstate_kernel(
     DFINAL_SSM_WORD: tl.constexpr,
 ):
     """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns, from the gate
-    kernel's dY; stores the gradient of the state leaving each chunk (dS_acc of that chunk)."""
-    h = tl.program_id(0)
-    s = tl.program_id(1)
-    half = tl.program_id(2)
+    kernel's dY; stores the gradient of the state leaving each chunk (dS_acc of that chunk). One branch per half,
+    each built for its half (`_m3b_dstate_chain`)."""
+    for half in tl.static_range(2):
+        if tl.program_id(2) == half:
+            _m3b_dstate_chain(tl.program_id(0), tl.program_id(1), half, qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr,
+                              cu_ptr, dfs_ptr, dstates_ptr, io_ptr, H, P, N, C, PREC, DFINAL_SSM_WORD)
+
+
+@triton.jit
+def _m3b_dstate_chain(h, s, half: tl.constexpr, qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr, dfs_ptr,
+                      dstates_ptr, io_ptr, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr,
+                      PREC: tl.constexpr, DFINAL_SSM_WORD: tl.constexpr):
+    """`_m3b_dstate_kernel`'s chain for head h, sequence s and state half ``half``."""
     NH: tl.constexpr = N // 2
     bos = tl.load(cu_ptr + s)
     eos = tl.load(cu_ptr + s + 1)
@@ -257,11 +266,18 @@ def _m3b_intra_kernel(
     pv = tl.arange(0, P)
     am = tl.zeros([C, C], dtype=tl.float32)
     qk = tl.zeros([C], dtype=tl.float32)
+    # Ks dS_out^T over both state halves, in the same pass as the scores (until session 17 a second pass formed Ks
+    # again for it: 2720 -> 2512 SASS offline, its 8 spill instructions gone)
+    ks_ds = tl.zeros([C, P], dtype=tl.float32)
+    st_row = (slot * H + h) * P * N + pv[:, None] * N
     for half in tl.static_range(2):
         qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
         kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
-        am += tl.dot(qt, tl.trans(kt * sc[:, None]), input_precision=PREC)
+        ks = kt * sc[:, None]
+        am += tl.dot(qt, tl.trans(ks), input_precision=PREC)
         qk += tl.sum(qt * kt, axis=1)
+        ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
+        ks_ds = tl.dot(ks, tl.trans(ds_out), ks_ds, input_precision=PREC)
     hp = tok[:, None] * (H * P) + h * P + pv[None, :]
     dy = tl.load(dy_ptr + hp, mask=vmask, other=0.0)  # dout * silu(z), stored by the gate kernel
     vv = tl.load(v_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
@@ -273,20 +289,16 @@ def _m3b_intra_kernel(
     th_ = tok * H + h
     tl.store(dl_ptr + th_, tl.sum(mm, axis=1) - tl.sum(mm, axis=0), mask=valid)
     is_last = tok == eos - 1
-    dvv = (tl.dot(tl.trans(decay * am), dy, input_precision=PREC) + (tl.load(d_ptr + h) + gam * qk)[:, None] * dy
-           + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
     e_rev = tl.exp(lam - ell)
+    dvv = (tl.dot(tl.trans(decay * am), dy, input_precision=PREC) + (tl.load(d_ptr + h) + gam * qk)[:, None] * dy
+           + e_rev[:, None] * ks_ds
+           + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
     row = scal_ptr + (slot * H + h) * 4 * C + i
     tl.store(row, tl.exp(ell))
     tl.store(row + C, e_rev)
     tl.store(row + 2 * C, gam)
     tl.store(row + 3 * C, sc)
     tl.store(elam_ptr + slot * H + h, tl.exp(lam))
-    st_row = (slot * H + h) * P * N + pv[:, None] * N
-    for half in tl.static_range(2):
-        ks = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N) * sc[:, None]
-        ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
-        dvv += e_rev[:, None] * tl.dot(ks, tl.trans(ds_out), input_precision=PREC)
     tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
     tl.store(etok_ptr + th_, e_tok, mask=valid)
     tl.store(qk_ptr + th_, qk, mask=valid)
@@ -298,8 +310,8 @@ def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, 
                   H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr):
     """Store one side kernel's gradient g of the rotated vector xr (C, N/2) on state half ``half``: on the rotated
     half (0) its dPhi (C, NA) and dPhi's column sum per slot first, then R(Phi)^T g; the (T, H, N) per-head
-    partial and its column sum per slot (the bias partial). Half 1 is not rotated: g is stored as it is (a branch
-    uniform over the program; until session 7 half 1 ran the rotation as the identity through masked cos / sin
+    partial and its column sum per slot (the bias partial). Half 1 is not rotated: g is stored as it is (``half`` a
+    constexpr since session 17; until session 7 half 1 ran the rotation as the identity through masked cos / sin
     loads, a third of its instructions spent on nothing)."""
     if half == 0:
         m = tl.arange(0, NA)
@@ -386,6 +398,25 @@ def _m3b_kside(
 
 
 @triton.jit
+def _m3b_side(
+    slot, h, SIDE: tl.constexpr, HALF: tl.constexpr, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr,
+    elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dqp_ptr,
+    dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T, NSLOT, H: tl.constexpr,
+    P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
+):
+    """One program of `_m3b_sides_kernel`: the q side (SIDE 0) or the k side (1) of state half HALF."""
+    if SIDE == 0:
+        _m3b_qside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr,
+                   cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr,
+                   dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
+    else:
+        _m3b_kside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr,
+                   sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
+                   dphis_ptr + NSLOT * H * NA, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB,
+                   PREC)
+
+
+@triton.jit
 def _m3b_sides_kernel(
     qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr,
     states_ptr, dstates_ptr,
@@ -394,7 +425,9 @@ def _m3b_sides_kernel(
     SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr,
 ):
     """Grid (4 x chunk slots, H): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half z - 2)
-    in one launch (one host launch less than two kernels). z varies fastest, so the four programs of one chunk and
+    in one launch (one host launch less than two kernels), each z a branch built for its side and half (until
+    session 17 the half was a run-time value inside two branches: its tiles and stores merged both halves' layouts
+    through register moves and layout conversions). z varies fastest, so the four programs of one chunk and
     head run side by side and share their loads of Q~, K~, dY, M o G and dS_out through L2 (with z slowest, until
     session 8, each plane of 1184 programs at c1 had streamed ~150 MB through the L2 before the next plane re-read
     the same tiles). dphi / dphis hold two planes, the q side's and the k side's; each side gets its own."""
@@ -402,15 +435,12 @@ def _m3b_sides_kernel(
     z = tl.program_id(0) % 4
     slot = tl.program_id(0) // 4
     h = tl.program_id(1)
-    if z < 2:
-        _m3b_qside(slot, h, z, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr,
-                   cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr,
-                   dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
-    else:
-        _m3b_kside(slot, h, z - 2, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr,
-                   sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
-                   dphis_ptr + NSLOT * H * NA, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB,
-                   PREC)
+    for zz in tl.static_range(4):  # one branch per side and half, each built for its half (HALF a constexpr)
+        if z == zz:
+            _m3b_side(slot, h, zz // 2, zz % 2, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr,
+                      elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr,
+                      dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T,
+                      NSLOT, H, P, N, NA, C, SB, PREC)
 
 
 @triton.jit
@@ -551,17 +581,22 @@ def _m3b_finish_kernel(
     S, T, NSLOT, io_ptr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
     BT: tl.constexpr, BS: tl.constexpr, ANGLES_WORD: tl.constexpr, DANGLES_WORD: tl.constexpr,
 ):
-    """Grid (NSLOT * H + ceil(T/BT) + H,): the last step in one launch (one host launch less than two kernels):
-    the first NSLOT * H programs are `_m3b_angle`'s (slot, head), the others `_m3b_reduce`'s."""
+    """Grid (ceil(T/BT) + H + NSLOT * H,): the last step in one launch (one host launch less than two kernels):
+    the first ceil(T/BT) + H programs are `_m3b_reduce`'s, the others `_m3b_angle`'s (slot, head). The reduce
+    programs, each streaming 32 heads' rows, are the longest, so they start first (until session 17 they came last
+    and ran in the launch's tail)."""
     ang_ptr = posted_pointer(ang_ptr, io_ptr, ANGLES_WORD)
     dang_ptr = posted_pointer(dang_ptr, io_ptr, DANGLES_WORD)
     pid = tl.program_id(0)
-    if pid < NSLOT * H:
-        _m3b_angle(pid // H, pid % H, dt_ptr, trap_ptr, ang_ptr, cu_ptr, carry_ptr, dphi_ptr, dl_ptr, dlam_ptr,
-                   ds_ptr, etok_ptr, qk_ptr, dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr, S, T, NSLOT, H, NA, C, SB)
-    else:
-        _m3b_reduce(pid - NSLOT * H, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr,
+    nreduce = tl.cdiv(T, BT) + H
+    if pid < nreduce:
+        _m3b_reduce(pid, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr,
                     dd_ptr, T, NSLOT, H, N, BT, BS)
+    else:
+        slot_head = pid - nreduce
+        _m3b_angle(slot_head // H, slot_head % H, dt_ptr, trap_ptr, ang_ptr, cu_ptr, carry_ptr, dphi_ptr, dl_ptr,
+                   dlam_ptr, ds_ptr, etok_ptr, qk_ptr, dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr, S, T, NSLOT, H, NA, C,
+                   SB)
 
 
 class Mamba3BwdConfig(NamedTuple):
@@ -745,7 +780,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         cu_seqlens, dfinal_angle, dphi_sums, angle_carry, nslot, H=H, NA=NA, C=CHUNK, CB=_ANGLE_SLOTS, num_warps=1,
     )
     dq, dk, _, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, _ = grads
-    _m3b_finish_kernel[(nslot * H + triton.cdiv(T, _REDUCE_TOKENS) + H,)](
+    _m3b_finish_kernel[(triton.cdiv(T, _REDUCE_TOKENS) + H + nslot * H,)](
         dt, trap, angles, cu_seqlens, angle_carry, dphi, dl_parts, dlam_parts, ds_parts, e_tok, qk,
         dadt, ddt, dtrap, dangles, dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd,
         S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS,
