@@ -131,15 +131,20 @@ def _fwd_wrap_angle(x):
 
 
 @triton.jit
-def _fwd_angle_carry_step(carry, csum_ptr, start, end, c, h, m, H: tl.constexpr, NA: tl.constexpr,
-                          CHUNK_: tl.constexpr):
-    """The angle carry past local chunk c of the sequence [start, end), wrap(carry + the chunk's angle sum) (F2), on
-    the pair indices m (those >= NA read 0). The angle sum is the in-chunk cumsum's row at the chunk's last token
-    (``csum``, the chunk-state kernel's; until session 17 that kernel also stored the sum apart, a cross-warp row
-    extraction). The state-passing and rotate kernels both walk a sequence's chunks with it, the same operations in
-    the same order, so their carries are bit-identical."""
+def _fwd_angle_sum(csum_ptr, start, end, c, h, m, H: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr):
+    """The angle sum of local chunk c of the sequence [start, end) on the pair indices m (those >= NA read 0): the
+    in-chunk cumsum's row at the chunk's last token (``csum``, the chunk-state kernel's; until session 17 that kernel
+    also stored the sum apart, a cross-warp row extraction)."""
     last = tl.minimum(start + (c + 1) * CHUNK_, end) - 1
-    return _fwd_wrap_angle(carry + tl.load(csum_ptr + (last * H + h) * NA + m, mask=m < NA, other=0.0))
+    return tl.load(csum_ptr + (last * H + h) * NA + m, mask=m < NA, other=0.0)
+
+
+@triton.jit
+def _fwd_angle_carry_step(carry, angle_sum):
+    """The angle carry past one more chunk, wrap(carry + the chunk's angle sum) (F2; `_fwd_angle_sum`). The
+    state-passing and rotate kernels both walk a sequence's chunks with it, the same operations in the same order,
+    so their carries are bit-identical."""
+    return _fwd_wrap_angle(carry + angle_sum)
 
 
 @triton.jit
@@ -298,15 +303,25 @@ def _mamba3_fwd_state_passing_kernel(
     state = tl.zeros((BLOCK_P, N), dtype=tl.float32)
     carry = tl.zeros((N // 2,), dtype=tl.float32)  # angle of each dim pair; pairs >= NA stay 0 (pass through)
     first_slot = start // CHUNK_ + seq
-    for slot in range(first_slot, first_slot + tl.cdiv(end - start, CHUNK_)):
-        head_slot = slot * H + h
-        dstate = tl.load(dstate_ptr + head_slot * (P * N) + tile)
+    nchunks = tl.cdiv(end - start, CHUNK_)
+    # each chunk's three loads are issued one chunk ahead (a hand-made one-stage pipeline, as the backward's chain):
+    # the loop is a chain of dependent steps whose only long latencies are these loads
+    dstate_n = tl.load(dstate_ptr + (first_slot * H + h) * (P * N) + tile)
+    decay_n = tl.load(decay_ptr + first_slot * H + h)
+    asum_n = _fwd_angle_sum(csum_ptr, start, end, 0, h, pairs, H, NA, CHUNK_)
+    for c in range(0, nchunks):
+        head_slot = (first_slot + c) * H + h
+        dstate, decay, asum = dstate_n, decay_n, asum_n
+        more = c + 1 < nchunks
+        dstate_n = tl.load(dstate_ptr + (head_slot + H) * (P * N) + tile, mask=more, other=0.0)
+        decay_n = tl.load(decay_ptr + head_slot + H, mask=more, other=0.0)
+        asum_n = _fwd_angle_sum(csum_ptr, start, end, tl.minimum(c + 1, nchunks - 1), h, pairs, H, NA, CHUNK_)
         tl.store(states_ptr + head_slot * (P * N) + tile, state)
         tl.store(carry_ptr + head_slot * NA + pairs, carry, mask=(pairs < NA) & (pid % NPB == 0))
         sin_c, cos_c = _fwd_sincos(carry)
         dstate = _fwd_rotate_pairs(dstate, cos_c[None, :], sin_c[None, :], BLOCK_P, N // 2)
-        state = state * tl.exp(tl.load(decay_ptr + head_slot)) + dstate
-        carry = _fwd_angle_carry_step(carry, csum_ptr, start, end, slot - first_slot, h, pairs, H, NA, CHUNK_)
+        state = state * tl.exp(decay) + dstate
+        carry = _fwd_angle_carry_step(carry, asum)
     tl.store(fssm_ptr + (seq * H + h) * (P * N) + tile, state)
 
 
@@ -343,7 +358,8 @@ def _mamba3_fwd_rotate_kernel(
         if WALK:
             carry = tl.zeros((NA,), dtype=tl.float32)
             for prev in range(0, c):  # the sequence's earlier chunks, in order (as the passing kernel)
-                carry = _fwd_angle_carry_step(carry, csum_ptr, start, end, prev, h, acols, H, NA, CHUNK_)
+                carry = _fwd_angle_carry_step(carry, _fwd_angle_sum(csum_ptr, start, end, prev, h, acols, H, NA,
+                                                                    CHUNK_))
         else:
             carry = tl.load(carry_ptr + (slot * H + h) * NA + acols)
         phi = _fwd_wrap_angle(carry[None, :] + tl.load(csum_ptr + t_a, mask=vmask, other=0.0))
