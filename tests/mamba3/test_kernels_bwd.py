@@ -50,14 +50,16 @@ def poisoned_allocations():
 
 @pytest.fixture(scope="module")
 def panel():
-    """Inputs, forward saved tensors, the float64 oracle's 11 gradients, and one backward run of the kernels with
-    NaN-poisoned allocations."""
+    """Inputs, forward saved tensors, the float64 oracle's 11 gradients, and one backward run of the kernels; the
+    forward and the backward both with NaN-poisoned allocations, so an element of a saved tensor the forward leaves
+    unwritten and the backward reads shows as NaN in the gradients (the saved chunk slot no chunk maps to stays NaN:
+    none of it may reach a gradient)."""
     args = make_inputs(PANEL, seed=11)
     inputs = [args[n] for n in INPUT_NAMES]
     cotangents = [args[n] for n in COTANGENT_NAMES]
-    saved = mamba3_siso_fwd(*inputs)[5]
     oracle = mamba3_siso_varlen_joint_states_full_vjp_oracle(**args)[len(OUTPUT_NAMES):]
     with poisoned_allocations():
+        saved = mamba3_siso_fwd(*inputs)[5]
         grads = mamba3_siso_bwd(*inputs, saved, *cotangents)
     return {"args": args, "inputs": inputs, "cotangents": cotangents, "saved": saved,
             "oracle": dict(zip(GRAD_NAMES, oracle)), "grads": grads}
@@ -79,6 +81,8 @@ def _run_bwd(panel, cotangents=None):
 
 
 def test_bwd_gradients_match_float64_oracle_and_are_all_written(panel):
+    empty_slot = 1  # (the 64-token sequence's second slot: the module docstring) NaN, so the forward ran poisoned
+    assert all(torch.isnan(x[empty_slot]).all() for x in (panel["saved"].chunk_states, panel["saved"].chunk_scalars))
     for name, got in zip(GRAD_NAMES, panel["grads"]):
         ref = panel["oracle"][name]
         want = panel["args"][name[1:]]

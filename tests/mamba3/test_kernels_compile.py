@@ -21,12 +21,13 @@ WORDS = ("V_WORD", "Z_WORD", "OUT_WORD", "DOUT_WORD", "DZ_WORD", "DV_WORD", "ANG
          "FINAL_SSM_WORD", "DFINAL_SSM_WORD")
 
 
-def build(fn, consts, num_warps=4, posted=False, **options):
-    # posted: the kernel's *_WORD pointers read from the stash (a graph's launch), else -1 (the direct call's)
+def build(fn, consts, num_warps=4, posted=False, bf16=(), **options):
+    # posted: the kernel's *_WORD pointers read from the stash (a graph's launch), else -1 (the direct call's);
+    # bf16: pointers that are bf16 in this launch besides BF16 (the output standing in for unsaved buffers)
     words = {w: 7 if posted else -1 for w in WORDS}
     consts = {k: v for k, v in {**SIZES, **words, **consts}.items() if k in fn.arg_names}
     ptr = {"cu_ptr": "*i32", "io_ptr": "*i64"}
-    sig = {n: "constexpr" if n in consts else ("*bf16" if n in BF16 else ptr.get(n, "*fp32"))
+    sig = {n: "constexpr" if n in consts else ("*bf16" if n in BF16 | set(bf16) else ptr.get(n, "*fp32"))
            if n.endswith("_ptr") else "i32" for n in fn.arg_names}
     src = ASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
     triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps, **options})
@@ -60,12 +61,21 @@ for prec in ("tf32", "tf32x3"):
     for save in (False, True):
         for warps in (4, 8):
             build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec), warps)
-    build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=True, PRECISION=prec), 4, posted=True, maxnreg=168)
+    # under the register cap as launched (Mamba3FwdConfig.scan_maxnreg, scan_warps): the direct call saving for the
+    # backward, a graph's (posted), and mamba3_siso's without a gradient (nothing saved: y_ptr is the bf16 output)
+    for save, posted in ((True, False), (True, True), (False, False)):
+        build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec), 4, posted=posted,
+              maxnreg=168, bf16=() if save else ("y_ptr",))
 for walk in (False, True):
     for save in (False, True):
         for warps in (4, 8):
             build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save, WALK=walk), warps)
-    build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=True, WALK=walk), 8, posted=True, maxnreg=128)
+# under the register cap as launched (Mamba3FwdConfig.rotate_maxnreg, rotate_warps; the kernel reads no posted
+# pointer): reading the carry (the direct call saving; mamba3_siso's without a gradient, cos_ptr / sin_ptr the bf16
+# output) and walking it (a graph's, beside the state passing)
+for save, walk in ((True, False), (False, False), (True, True)):
+    build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save, WALK=walk), 8, maxnreg=128,
+          bf16=() if save else ("cos_ptr", "sin_ptr"))
 for posted in (False, True):
     build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=16), posted=posted)
 """

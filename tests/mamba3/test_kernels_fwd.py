@@ -29,6 +29,10 @@ ANGLE_ABS_TOL = 2e-5  # radians, circular, fp32 cumsum of up to 130 terms (measu
 BF16_ULP_REL = 2.0**-7  # one bf16 ulp relative to the value: bounds both truncation and round-to-nearest
 PANEL = [70, 130, 65]  # chunk grids not aligned to 64 globally; a 2-token and a 1-token last chunk
 SHORT_PANEL = [2, 1, 66]  # sequences of length 2 and 1, then one crossing a chunk edge
+# Chunk slots that no chunk maps to (of the T // 64 + S allocated): slot 1, after the 64-token sequence (a whole
+# chunk), and slot 5, after the 30 tokens 164 .. 193 (they cross the chunk edge at 192); a two-chunk sequence follows
+# the first, a 3-token one the second
+GAPPED_PANEL, GAPPED_UNUSED_SLOTS = [64, 100, 30, 3], [1, 5]
 PER_TOKEN = ("q", "k", "v", "adt", "dt", "trap", "angles", "z")  # inputs indexed by token
 
 
@@ -189,6 +193,20 @@ def test_lengths_one_and_two_match_oracle_with_other_launch_config():
     args = _inputs(SHORT_PANEL, seed=5)
     with pytest.MonkeyPatch.context() as monkeypatch:
         result = _run_poisoned(monkeypatch, args, config=Mamba3FwdConfig(chunk_warps=4, passing_block_p=32, passing_warps=2))
+    _check_against_oracle(args, result, mamba3_siso_oracle(**args))
+
+
+def test_forward_matches_float64_oracle_with_unused_chunk_slots():
+    """A panel whose lengths leave chunk slots that no chunk maps to (the kernels allocate T // 64 + S): results as
+    on the other panels, the unused slots of the saved chunk states and scalars left unwritten (NaN-poisoned)."""
+    args = _inputs(GAPPED_PANEL, seed=7)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        result = _run_poisoned(monkeypatch, args)
+    bounds = args["cu_seqlens"].tolist()
+    used = {a // CHUNK + s + c for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))
+            for c in range(math.ceil((b - a) / CHUNK))}
+    allocated = result[5].chunk_states.shape[0]
+    assert sorted(set(range(allocated)) - used) == GAPPED_UNUSED_SLOTS, "the panel no longer leaves those slots unused"
     _check_against_oracle(args, result, mamba3_siso_oracle(**args))
 
 
