@@ -44,8 +44,8 @@ for prec in ("tf32", "tf32x3"):
     for maxnreg in (168, 128):  # (168: the default)
         build(bwd._m3b_sides_kernel, dict(SB=4, PREC=prec), 4, maxnreg=maxnreg)
     for warps in (4, 8):
-        build(bwd._m3b_dstate_kernel, dict(PREC=prec), warps)
-    build(bwd._m3b_dstate_kernel, dict(PREC=prec), 4, posted=True)
+        build(bwd._m3b_dstate_kernel, dict(PREC=prec), warps, num_stages=1)  # (Mamba3BwdConfig.dstate_stages)
+    build(bwd._m3b_dstate_kernel, dict(PREC=prec), 4, posted=True, num_stages=1)
     for warps in (4, 8):
         build(bwd._m3b_dstate_local_kernel, dict(SB=8, PREC=prec), warps)
 for posted in (False, True):
