@@ -87,6 +87,14 @@ def _rotated_float64(x, phi):
     return out
 
 
+def _chunks(bounds):
+    """(sequence s, start a, end b, local chunk c, chunk slot) of every chunk of every sequence, for cu_seqlens
+    ``bounds`` (a list); the slot as the kernels index it (cu_seqlens[s] // 64 + s + c)."""
+    for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        for c in range(math.ceil((b - a) / CHUNK)):
+            yield s, a, b, c, a // CHUNK + s + c
+
+
 def _chunk_states_float64(args):
     """{chunk_states index: state entering that chunk (32, 64, 128) float64} for every chunk of every sequence.
 
@@ -96,13 +104,11 @@ def _chunk_states_float64(args):
     """
     bounds = args["cu_seqlens"].tolist()
     expected, prefixes = {}, []
-    for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-        for c in range(math.ceil((b - a) / CHUNK)):
-            index = a // CHUNK + s + c
-            if c == 0:
-                expected[index] = torch.zeros(NHEADS, 64, 128, dtype=torch.float64)
-            else:
-                prefixes.append((index, a, a + c * CHUNK))
+    for _, a, _, c, index in _chunks(bounds):
+        if c == 0:
+            expected[index] = torch.zeros(NHEADS, 64, 128, dtype=torch.float64)
+        else:
+            prefixes.append((index, a, a + c * CHUNK))
     token_idx = torch.cat([torch.arange(a, e) for _, a, e in prefixes])
     packed = _select_tokens(args, token_idx, [e - a for _, a, e in prefixes])
     _, _, final_ssm, final_k, final_v = mamba3_siso_oracle(**packed)
@@ -173,16 +179,15 @@ def _check_chunk_scalars(args, scalars, written):
     assert torch.equal(~torch.isnan(scalars).flatten(1).any(dim=1), written), "chunk scalars written elsewhere"
     bounds = args["cu_seqlens"].tolist()
     adt, dt, p = args["adt"].double(), args["dt"].double(), torch.sigmoid(args["trap"].double())
-    for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-        for c in range(math.ceil((b - a) / CHUNK)):
-            tok = torch.arange(a + c * CHUNK, a + (c + 1) * CHUNK)
-            valid = (tok < b)[:, None]
-            t, t_next = tok.clamp(max=b - 1), (tok + 1).clamp(max=b - 1)
-            gamma = torch.where(valid, dt[t] * p[t], 0.0)
-            nxt = torch.where((tok + 1 < b)[:, None], dt[t_next] * (1 - p[t_next]), 0.0)
-            want = torch.stack([torch.where(valid, adt[t], 0.0).cumsum(0), gamma, gamma + nxt]).permute(2, 0, 1)
-            got = scalars[a // CHUNK + s + c].double()  # (32, 3, 64)
-            assert (got - want).abs().max() <= FP32_REL_TOL * want.abs().max(), (s, c)
+    for s, a, b, c, slot in _chunks(bounds):
+        tok = torch.arange(a + c * CHUNK, a + (c + 1) * CHUNK)
+        valid = (tok < b)[:, None]
+        t, t_next = tok.clamp(max=b - 1), (tok + 1).clamp(max=b - 1)
+        gamma = torch.where(valid, dt[t] * p[t], 0.0)
+        nxt = torch.where((tok + 1 < b)[:, None], dt[t_next] * (1 - p[t_next]), 0.0)
+        want = torch.stack([torch.where(valid, adt[t], 0.0).cumsum(0), gamma, gamma + nxt]).permute(2, 0, 1)
+        got = scalars[slot].double()  # (32, 3, 64)
+        assert (got - want).abs().max() <= FP32_REL_TOL * want.abs().max(), (s, c)
 
 
 def test_forward_matches_float64_oracle_on_ragged_panel(panel_run):
@@ -192,7 +197,8 @@ def test_forward_matches_float64_oracle_on_ragged_panel(panel_run):
 def test_lengths_one_and_two_match_oracle_with_other_launch_config():
     args = _inputs(SHORT_PANEL, seed=5)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        result = _run_poisoned(monkeypatch, args, config=Mamba3FwdConfig(chunk_warps=4, passing_block_p=32, passing_warps=2))
+        result = _run_poisoned(monkeypatch, args,
+                               config=Mamba3FwdConfig(chunk_warps=4, passing_block_p=32, passing_warps=2))
     _check_against_oracle(args, result, mamba3_siso_oracle(**args))
 
 
@@ -202,9 +208,7 @@ def test_forward_matches_float64_oracle_with_unused_chunk_slots():
     args = _inputs(GAPPED_PANEL, seed=7)
     with pytest.MonkeyPatch.context() as monkeypatch:
         result = _run_poisoned(monkeypatch, args)
-    bounds = args["cu_seqlens"].tolist()
-    used = {a // CHUNK + s + c for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))
-            for c in range(math.ceil((b - a) / CHUNK))}
+    used = {slot for *_, slot in _chunks(args["cu_seqlens"].tolist())}
     allocated = result[5].chunk_states.shape[0]
     assert sorted(set(range(allocated)) - used) == GAPPED_UNUSED_SLOTS, "the panel no longer leaves those slots unused"
     _check_against_oracle(args, result, mamba3_siso_oracle(**args))

@@ -9,10 +9,10 @@
 #      frame (R(carry) on every row: k~ = R(carry + csum) k^ = R(carry) R(csum) k^), stores the state ENTERING each
 #      chunk and the carry entering it, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
 #   3. rotate, grid (chunk slots, H): launch 1's csum plus the carry (stored by 2, or walked here from launch 1's
-#      angle sums (csum rows) of the sequence's earlier chunks as 2 walks them: the same bits, and then it needs nothing from 2,
-#      so on a side stream it runs beside it: ``mamba3_siso_fwd``'s ``rotate_stream``), Phi = wrap(carry + csum),
-#      rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through); stores q~/k~ (read by
-#      4, saved for the backward), q^.k^, cos/sin of Phi (saved) and the final angle/k.
+#      angle sums (csum rows) of the sequence's earlier chunks as 2 walks them: the same bits, and then it needs
+#      nothing from 2, so on a side stream it runs beside it: ``mamba3_siso_fwd``'s ``rotate_stream``), Phi =
+#      wrap(carry + csum), rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through);
+#      stores q~/k~ (read by 4, saved for the backward), q^.k^, cos/sin of Phi (saved) and the final angle/k.
 #   4. chunk scan, grid (chunk slots, H): strict-causal scores, readout from the entering state, gamma diagonal + D
 #      skip, silu(z) gate from q~/k~; the output, y (saved) and the final v.
 #   (3 and 4 were one kernel until session 6: 255 registers with spills at 8 warps; split, 0.190 -> 0.134 ms at c1,
