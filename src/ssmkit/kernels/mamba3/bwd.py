@@ -605,7 +605,9 @@ class Mamba3BwdConfig(NamedTuple):
     num_warps: warps of the chunk body's intra-chunk kernel; side_warps, side_maxnreg: warps and register cap (0:
     none; applied on CUDA only) of its q-side and k-side kernel (H200, c1, NOTES "Session 6": 4 warps uncapped
     0.608 ms bwd; 8 warps 0.724; caps 168 / 128 0.621 / 0.703; intra at 8 warps 0.644. Session 15, the leaner side
-    kernel: sides 0.211 ms uncapped, 0.202 at 168 (three programs per SM), 0.231 at 128; same bits);
+    kernel: sides 0.211 ms uncapped, 0.202 at 168 (three programs per SM), 0.231 at 128; same bits. Session 18,
+    the kernel bound by its shared-memory traffic: at 8 warps 0.239 ms capped at 128, 0.297 uncapped or at 168,
+    against 0.187 at 4 warps and 168; intra at 8 warps 0.112 against 0.073);
     input_precision: tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); dstate_scan: False runs the
     state-gradient chain as one serial kernel (measured), True as a chunk-parallel local-term kernel plus an
     elementwise reverse scan (measured slower: NOTES "Session 5", "Session 6"); dstate_warps, dstate_stages: warps

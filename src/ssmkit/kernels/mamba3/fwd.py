@@ -54,10 +54,11 @@ class Mamba3FwdConfig(NamedTuple):
     of the fp32 operands ("tf32", "tf32x3" or "ieee"); rotate_maxnreg: register cap of the rotate kernel (0: none;
     CUDA only): 128 keeps two 8-warp programs per SM, which the build without a cap (147 registers reading the
     carry, 150 walking it, since ``_fwd_sincos``; at most 2 spill instructions with the cap: bench/sass_stats.py)
-    would not; scan_maxnreg: the chunk scan's (168: three 4-warp programs per SM, no spills, where the build
-    without a cap takes 172 registers since it reads the chunk scalars, session 15); chunk_maxnreg: the chunk-state
-    kernel's (128: two 8-warp programs per SM; 151 registers uncapped since it stores the angle cumsum for the
-    rotate kernel, 4 spill instructions capped, session 15).
+    would not; H200, NOTES "Session 18": c1 0.028 ms capped vs 0.029 uncapped, c4 0.029 vs 0.031); scan_maxnreg:
+    the chunk scan's (168: three 4-warp programs per SM, no spills, where the build without a cap takes 172
+    registers since it reads the chunk scalars, session 15); chunk_maxnreg: the chunk-state kernel's (128: two
+    8-warp programs per SM; a ceiling that no longer binds: 110 registers uncapped since session 17, and session 18
+    measured the same bits and times capped, uncapped and at 112: c1 0.047 ms, c4 0.051).
     """
 
     chunk_warps: int = 8
