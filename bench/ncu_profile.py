@@ -35,9 +35,12 @@ def granite_call(workload_name: str):
     return lambda: call(prepare())
 
 
-def mamba3_call():
-    """A no-argument callable running one full call of the Mamba-3 op on case c1."""
+def mamba3_call(bwd_fields: dict):
+    """A no-argument callable running one full call of the Mamba-3 op on case c1, with the default backward
+    configuration but for ``bwd_fields`` (Mamba3BwdConfig fields)."""
     from importlib import resources
+
+    from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG
 
     from ssmkit.mamba3.inputs import make_inputs as mamba3_inputs
     from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp
@@ -45,19 +48,21 @@ def mamba3_call():
     cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
     case = next(c for c in cases if c["name"] == MAMBA3_CASE)
     args = mamba3_inputs(case["seqlens"], case["seed"], "cuda")
-    return lambda: mamba3_siso_varlen_joint_states_full_vjp(**args)
+    config = DEFAULT_BWD_CONFIG._replace(**bwd_fields)
+    return lambda: mamba3_siso_varlen_joint_states_full_vjp(**args, bwd_config=config)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--targets", default="granite_l16384,granite_varlen,granite_decode64,mamba3_c1")
+    ap.add_argument("--mamba3-bwd-config", default="{}", help="JSON of Mamba3BwdConfig fields for mamba3_c1")
     args = ap.parse_args()
     calls = {}
     for name in args.targets.split(","):
         if name in GRANITE_TARGETS:
             calls[name] = granite_call(GRANITE_TARGETS[name])
         elif name == "mamba3_c1":
-            calls[name] = mamba3_call()
+            calls[name] = mamba3_call(json.loads(args.mamba3_bwd_config))
         else:
             raise SystemExit(f"unknown target {name!r}")
     with torch.no_grad():

@@ -97,11 +97,18 @@ def _instructions_by_line(listing: str) -> list[tuple[str, int, dict]]:
         if loc:
             where = f"{os.path.basename(loc.group(1))}:{loc.group(2)}"
             continue
-        op = re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", line)
+        op = re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)((?:\.\w+)*)", line)
         if op:
             counts[where] += 1
-            ops[where][op.group(1)] += 1
+            ops[where][op.group(1) + _width(op.group(1), op.group(2))] += 1
     return [(w, n, dict(ops[w].most_common(5))) for w, n in counts.most_common()]
+
+
+def _width(opcode: str, suffixes: str) -> str:
+    """The access width (".64", ".128") of a shared-memory load or store, "" when 32-bit or another opcode: the
+    by-line counts then tell an element-wise operand transpose (scalar STS) from a vector store (STS.128)."""
+    width = re.search(r"\.(64|128)\b", suffixes) if opcode in ("STS", "LDS") else None
+    return "" if width is None else width.group(0)
 
 
 def _sass_instructions(sass: str) -> list[tuple[int, str]]:

@@ -3,7 +3,8 @@
 The interpreter does not type-check like Triton's compiler (and cannot run ptxas), so a kernel that passes every
 interpreter test can still fail to build on the GPU; this runs the real compiler (frontend, LLVM, ptxas) on the CPU,
 in a subprocess without TRITON_INTERPRET (the ``compile_for_sm90`` fixture), for every forward and backward kernel
-in the configurations the operator launches (tf32 and tf32x3 dots, both state-gradient forms).
+in the configurations the operator launches (tf32 and tf32x3 dots, split-bf16 transposed-operand dots, both
+state-gradient forms).
 """
 
 _SM90_COMPILE = r"""
@@ -34,20 +35,21 @@ def build(fn, consts, num_warps=4, posted=False, bf16=(), **options):
 
 
 # warps as launched (Mamba3BwdConfig / Mamba3FwdConfig defaults, and the chunk body's 8-warp options), and the side
-# kernels under a register cap (Mamba3BwdConfig.side_maxnreg)
-for prec in ("tf32", "tf32x3"):
+# kernels under a register cap (Mamba3BwdConfig.side_maxnreg); the transposed-operand dots at the input precision
+# and split into bf16 (Mamba3BwdConfig.transposed_precision)
+for prec, tprec in (("tf32", "tf32"), ("tf32x3", "tf32x3"), ("tf32", "bf16x3")):
     for warps in (4, 8):
-        build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec), warps)
-        build(bwd._m3b_sides_kernel, dict(SB=4, PREC=prec), warps)
-    build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec), 4, posted=True)
-    build(bwd._m3b_sides_kernel, dict(SB=4, PREC=prec), 4, posted=True)
+        build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, TPREC=tprec), warps)
+        build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), warps)
+    build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, TPREC=tprec), 4, posted=True)
+    build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), 4, posted=True)
     for maxnreg in (168, 128):  # (168: the default)
-        build(bwd._m3b_sides_kernel, dict(SB=4, PREC=prec), 4, maxnreg=maxnreg)
+        build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), 4, maxnreg=maxnreg)
     for warps in (4, 8):
-        build(bwd._m3b_dstate_kernel, dict(PREC=prec), warps, num_stages=1)  # (Mamba3BwdConfig.dstate_stages)
-    build(bwd._m3b_dstate_kernel, dict(PREC=prec), 4, posted=True, num_stages=1)
+        build(bwd._m3b_dstate_kernel, dict(TPREC=tprec), warps, num_stages=1)  # (Mamba3BwdConfig.dstate_stages)
+    build(bwd._m3b_dstate_kernel, dict(TPREC=tprec), 4, posted=True, num_stages=1)
     for warps in (4, 8):
-        build(bwd._m3b_dstate_local_kernel, dict(SB=8, PREC=prec), warps)
+        build(bwd._m3b_dstate_local_kernel, dict(SB=8, TPREC=tprec), warps)
 for posted in (False, True):
     build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024), posted=posted)
 for dz, dy, posted in ((True, True, False), (False, True, True), (True, False, True)):  # direct; a graph's halves

@@ -58,6 +58,42 @@ def _m3b_tanh(x):
 
 
 @triton.jit
+def _m3b_split_bf16(x):
+    """fp32 x as bf16 (hi, lo), x ~ hi + lo, by integer adds, shifts and masks (F2F conversions run at a quarter of
+    the FP32 rate, and the split is ~256 of them per thread per side program: bench/mamba3/NOTES.md "Session 19"):
+    hi = x rounded to bf16 (nearest, ties away from zero), so |x - hi| <= 2^-9 |x|; lo = x - hi (exact in fp32)
+    truncated to bf16, so |x - hi - lo| < 2^-16 |x|."""
+    bits = x.to(tl.uint32, bitcast=True) + 0x8000
+    rest = x - (bits & 0xFFFF0000).to(tl.float32, bitcast=True)
+    return ((bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True),
+            (rest.to(tl.uint32, bitcast=True) >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True))
+
+
+@triton.jit
+def _m3b_dot(a, b, PREC: tl.constexpr, acc=None):
+    """a @ b (+ acc) in fp32 for fp32 tiles a (M, K), b (K, N) and acc (M, N) or None. PREC "tf32", "tf32x3",
+    "ieee": one tl.dot at that input precision, acc added after it. "bf16x3": each operand split into bf16 halves
+    x = hi + lo (lo = bf16(x - hi), round to nearest), three bf16 dots lo.hi + hi.lo + hi.hi accumulated in fp32
+    onto acc, the lo.lo term dropped (relative error ~2^-16 per product against tf32's 2^-11). Why: wgmma reads
+    tf32 operands from shared memory K-major only, so Triton stages an N-contiguous fp32 B tile with element-wise
+    (bank-conflicted) stores; 16-bit operands may lie in either orientation (bench/mamba3/NOTES.md "Session 19")."""
+    if PREC == "bf16x3":
+        a_hi, a_lo = _m3b_split_bf16(a)
+        b_hi, b_lo = _m3b_split_bf16(b)
+        if acc is None:
+            d = tl.dot(a_lo, b_hi)
+        else:
+            d = tl.dot(a_lo, b_hi, acc)
+        d = tl.dot(a_hi, b_lo, d)
+        d = tl.dot(a_hi, b_hi, d)
+    else:
+        d = tl.dot(a, b, input_precision=PREC)
+        if acc is not None:
+            d += acc
+    return d
+
+
+@triton.jit
 def _m3b_unrotate(g, cos_ptr, sin_ptr, tok, vmask, h, H: tl.constexpr, C: tl.constexpr, NA: tl.constexpr):
     """R(Phi)^T g on the rotated half, (C, 2 NA), with cos / sin of Phi read from the forward's saved (T, H, NA)
     tiles (identity on invalid rows). The rotation (spec F4) takes the pair (x_2j, x_2j+1) to (x_2j c - x_2j+1 s,
@@ -115,7 +151,7 @@ def _m3b_dstate_chunk_loads(qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, bos, eos, c,
 @triton.jit
 def _m3b_dstate_kernel(
     qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr, dfs_ptr, dstates_ptr, io_ptr,
-    H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, PREC: tl.constexpr,
+    H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, TPREC: tl.constexpr,
     DFINAL_SSM_WORD: tl.constexpr,
 ):
     """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns, from the gate
@@ -124,13 +160,13 @@ def _m3b_dstate_kernel(
     for half in tl.static_range(2):
         if tl.program_id(2) == half:
             _m3b_dstate_chain(tl.program_id(0), tl.program_id(1), half, qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr,
-                              cu_ptr, dfs_ptr, dstates_ptr, io_ptr, H, P, N, C, PREC, DFINAL_SSM_WORD)
+                              cu_ptr, dfs_ptr, dstates_ptr, io_ptr, H, P, N, C, TPREC, DFINAL_SSM_WORD)
 
 
 @triton.jit
 def _m3b_dstate_chain(h, s, half: tl.constexpr, qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr, dfs_ptr,
                       dstates_ptr, io_ptr, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr,
-                      PREC: tl.constexpr, DFINAL_SSM_WORD: tl.constexpr):
+                      TPREC: tl.constexpr, DFINAL_SSM_WORD: tl.constexpr):
     """`_m3b_dstate_kernel`'s chain for head h, sequence s and state half ``half``."""
     NH: tl.constexpr = N // 2
     bos = tl.load(cu_ptr + s)
@@ -151,7 +187,7 @@ def _m3b_dstate_chain(h, s, half: tl.constexpr, qr_ptr, q_ptr, qb_ptr, adt_ptr, 
                                                     H, P, N, C)
         ell = tl.cumsum(adt, axis=0)
         lam = tl.sum(adt, axis=0)
-        ds = tl.exp(lam) * ds + tl.dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, input_precision=PREC)
+        ds = tl.exp(lam) * ds + _m3b_dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, TPREC)
         adt, dy, qt = adt_n, dy_n, qt_n
 
 
@@ -159,7 +195,7 @@ def _m3b_dstate_chain(h, s, half: tl.constexpr, qr_ptr, q_ptr, qb_ptr, adt_ptr, 
 def _m3b_dstate_local_kernel(
     qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr, dloc_ptr, S,
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
-    PREC: tl.constexpr,
+    TPREC: tl.constexpr,
 ):
     """Grid (chunk slots, H): chunk c's own term of the reverse chain, (diag(e^l) dY)^T Q~ (P, N) fp32, stored at the
     chunk's slot (the scan kernel turns it into the state gradient in place). The first chunk of a sequence feeds
@@ -179,7 +215,7 @@ def _m3b_dstate_local_kernel(
         row = dloc_ptr + (slot * H + h) * P * N + pv[:, None] * N
         for half in tl.static_range(2):
             qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
-            tl.store(row + (half * NH + tl.arange(0, NH))[None, :], tl.dot(w, qt, input_precision=PREC))
+            tl.store(row + (half * NH + tl.arange(0, NH))[None, :], _m3b_dot(w, qt, TPREC))
 
 
 @triton.jit
@@ -246,7 +282,7 @@ def _m3b_intra_kernel(
     dstates_ptr, dfv_ptr,
     mg_ptr, dv_ptr, dl_ptr, etok_ptr, qk_ptr, ddp_ptr, scal_ptr, elam_ptr, io_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
-    V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
+    TPREC: tl.constexpr, V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
 ):
     """Grid (chunk slots, H), chunk body part 1: what needs the (C, C) matrices of one chunk. Scores
     A = Q~ Ks^T (Ks = diag(s) K~), q^.k^ (= q~.k~, F7), G = dY V^T, M o G (stored for the two side kernels: fp32
@@ -290,7 +326,7 @@ def _m3b_intra_kernel(
     tl.store(dl_ptr + th_, tl.sum(mm, axis=1) - tl.sum(mm, axis=0), mask=valid)
     is_last = tok == eos - 1
     e_rev = tl.exp(lam - ell)
-    dvv = (tl.dot(tl.trans(decay * am), dy, input_precision=PREC) + (tl.load(d_ptr + h) + gam * qk)[:, None] * dy
+    dvv = (_m3b_dot(tl.trans(decay * am), dy, TPREC) + (tl.load(d_ptr + h) + gam * qk)[:, None] * dy
            + e_rev[:, None] * ks_ds
            + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
     row = scal_ptr + (slot * H + h) * 4 * C + i
@@ -349,12 +385,12 @@ def _m3b_qside(
     ds_out = tl.load(dstates_ptr + st, mask=active, other=0.0)  # gradient of the state leaving it
     dlam = tl.load(elam_ptr + slot * H + h) * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
     dy = tl.load(dy_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
-    x = tl.dot(dy, s_in, input_precision=PREC)
+    x = _m3b_dot(dy, s_in, PREC)
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     mg = tl.load(mg_ptr + (slot * H + h) * C * C + i[:, None] * C + i[None, :])
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
-    dqt = tl.dot(mg, kt * sc[:, None], input_precision=PREC) + e_ell[:, None] * x + ge[:, None] * kt
+    dqt = _m3b_dot(mg, kt * sc[:, None], PREC, e_ell[:, None] * x) + ge[:, None] * kt
     tl.store(dl_ptr + (1 + half) * T * H + th_, e_ell * tl.sum(x * qt, axis=1), mask=valid)
     tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
     _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
@@ -381,12 +417,12 @@ def _m3b_kside(
     cols = half * NH + tl.arange(0, NH)
     ds_out = tl.load(dstates_ptr + (slot * H + h) * P * N + pv[:, None] * N + cols[None, :], mask=active, other=0.0)
     vv = tl.load(v_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0).to(tl.float32)
-    vds = tl.dot(vv, ds_out, input_precision=PREC)
+    vds = _m3b_dot(vv, ds_out, PREC)
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
     mgt = tl.load(mg_ptr + (slot * H + h) * C * C + i[None, :] * C + i[:, None])  # (M o G)^T
-    dks = tl.dot(mgt, qt, input_precision=PREC) + e_rev[:, None] * vds
+    dks = _m3b_dot(mgt, qt, PREC, e_rev[:, None] * vds)
     tl.store(ds_ptr + half * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
     dkt = sc[:, None] * dks + ge[:, None] * qt + tl.where((tok == eos - 1)[:, None],
@@ -608,8 +644,11 @@ class Mamba3BwdConfig(NamedTuple):
     kernel: sides 0.211 ms uncapped, 0.202 at 168 (three programs per SM), 0.231 at 128; same bits. Session 18,
     the kernel bound by its shared-memory traffic: at 8 warps 0.239 ms capped at 128, 0.297 uncapped or at 168,
     against 0.187 at 4 warps and 168; intra at 8 warps 0.112 against 0.073);
-    input_precision: tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); dstate_scan: False runs the
-    state-gradient chain as one serial kernel (measured), True as a chunk-parallel local-term kernel plus an
+    input_precision: tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); transposed_precision: the
+    same, or "bf16x3" (`_m3b_dot`), for the dots whose fp32 operands wgmma would need transposed in shared memory:
+    the intra kernel's (M o A)^T dY, the chain's (dY e^l)^T Q~; side_precision: the same for the side kernel's four
+    dots (all of them transposed-operand dots); dstate_scan: False
+    runs the state-gradient chain as one serial kernel (measured), True as a chunk-parallel local-term kernel plus an
     elementwise reverse scan (measured slower: NOTES "Session 5", "Session 6"); dstate_warps, dstate_stages: warps
     of the chain kernel (or of the local-term kernel) and the chain loop's software-pipelining stages (H200 c1: 1
     stage 0.060 ms, 2 0.069, 3 0.070; same bits); scan_block: state elements (of 64 x 128) per scan program, a
@@ -620,6 +659,8 @@ class Mamba3BwdConfig(NamedTuple):
     side_warps: int = 4
     side_maxnreg: int = 168
     input_precision: str = "tf32"
+    side_precision: str = "tf32"  # H200 c1 sides (s19, run 4 / 3): 0.187 ms vs 0.201 bf16x3 (0.174 truncated split)
+    transposed_precision: str = "bf16x3"  # H200 c1 (s19, run 4): intra 0.070 vs 0.073 ms, chain 0.047 vs 0.054
     dstate_scan: bool = False
     dstate_warps: int = 4  # H200, q~ loaded (3665772): c1 0.120 ms vs 0.121 at 8 warps, c3 0.113 vs 0.131, same bits
     dstate_stages: int = 1  # H200 (5cd0d97): c1 0.060 ms vs 0.070 at 3 stages, c3 0.059 vs 0.068, same bits
@@ -689,7 +730,7 @@ def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, 
     if config.dstate_scan:
         _m3b_dstate_local_kernel[(nslot, H)](
             q_rot, q, q_bias, adt, dy, cu_seqlens, dstates, S,
-            H=H, P=P, N=N, C=CHUNK, SB=triton.next_power_of_2(S + 1), PREC=config.input_precision,
+            H=H, P=P, N=N, C=CHUNK, SB=triton.next_power_of_2(S + 1), TPREC=config.transposed_precision,
             num_warps=config.dstate_warps,
         )
         _m3b_dstate_scan_kernel[(P * N // config.scan_block, H, S)](
@@ -699,7 +740,7 @@ def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, 
     else:
         _m3b_dstate_kernel[(H, S, 2)](
             q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates,
-            H=H, P=P, N=N, C=CHUNK, PREC=config.input_precision, num_warps=config.dstate_warps,
+            H=H, P=P, N=N, C=CHUNK, TPREC=config.transposed_precision, num_warps=config.dstate_warps,
             num_stages=config.dstate_stages, **posted_kwargs(posted, cu_seqlens, "dfinal_ssm"),
         )
 
@@ -764,18 +805,20 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dd_part = torch.empty((nslot, H), device=dev, dtype=f32)
     side_scalars = torch.empty((nslot, H, 4, CHUNK), device=dev, dtype=f32)  # e^l, e^{L-l}, gamma, s
     exp_lam = torch.empty((nslot, H), device=dev, dtype=f32)  # e^L
-    sizes = dict(H=H, P=P, N=N, C=CHUNK, SB=sb, PREC=config.input_precision)
+    sizes = dict(H=H, P=P, N=N, C=CHUNK, SB=sb)
     side_launch = dict(num_warps=config.side_warps, **maxnreg_option(config.side_maxnreg, dev))
     _m3b_intra_kernel[(nslot, H)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, chunk_scalars, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
         e_tok, qk, dd_part, side_scalars, exp_lam,
-        S=S, **sizes, num_warps=config.num_warps, **posted_kwargs(posted, cu_seqlens, "v", "dv"),
+        S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, num_warps=config.num_warps,
+        **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
     _m3b_sides_kernel[(4 * nslot, H)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, side_scalars, exp_lam, dy, cu_seqlens, cos_phi, sin_phi, chunk_states,
         dstates, dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part,
         dkb_part,
-        S=S, T=T, NSLOT=nslot, NA=NA, **sizes, **side_launch, **posted_kwargs(posted, cu_seqlens, "v"),
+        S=S, T=T, NSLOT=nslot, NA=NA, **sizes, PREC=config.side_precision, **side_launch,
+        **posted_kwargs(posted, cu_seqlens, "v"),
     )
     angle_carry = torch.empty((nslot, H, NA), device=dev, dtype=f32)  # entering each chunk from its end
     _m3b_dphi_carry_kernel[(S, H)](
