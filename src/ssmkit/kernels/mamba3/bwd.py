@@ -643,7 +643,8 @@ class Mamba3BwdConfig(NamedTuple):
     0.608 ms bwd; 8 warps 0.724; caps 168 / 128 0.621 / 0.703; intra at 8 warps 0.644. Session 15, the leaner side
     kernel: sides 0.211 ms uncapped, 0.202 at 168 (three programs per SM), 0.231 at 128; same bits. Session 18,
     the kernel bound by its shared-memory traffic: at 8 warps 0.239 ms capped at 128, 0.297 uncapped or at 168,
-    against 0.187 at 4 warps and 168; intra at 8 warps 0.112 against 0.073);
+    against 0.187 at 4 warps and 168; intra at 8 warps 0.112 against 0.073. Session 19, the dots split into bf16:
+    uncapped, 255 registers (two programs per SM), no spills);
     input_precision: tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); transposed_precision: the
     same, or "bf16x3" (`_m3b_dot`), for the dots whose fp32 operands wgmma would need transposed in shared memory:
     the intra kernel's (M o A)^T dY, the chain's (dY e^l)^T Q~; side_precision: the same for the side kernel's four
@@ -657,10 +658,11 @@ class Mamba3BwdConfig(NamedTuple):
 
     num_warps: int = 4
     side_warps: int = 4
-    side_maxnreg: int = 168
+    side_maxnreg: int = 0  # bf16x3 sides: 168 spills (372 STL/LDL offline): c1 0.193 vs 0.189 ms uncapped (s19 run 5)
     input_precision: str = "tf32"
-    side_precision: str = "tf32"  # H200 c1 sides (s19, run 4 / 3): 0.187 ms vs 0.201 bf16x3 (0.174 truncated split)
-    transposed_precision: str = "bf16x3"  # H200 c1 (s19, run 4): intra 0.070 vs 0.073 ms, chain 0.047 vs 0.054
+    side_precision: str = "bf16x3"  # H200 (s19 run 5): sides c1 0.189 ms vs tf32 0.188, c4 0.204 vs 0.202; closer to
+    # float64 (s19 runs 4 / 5, c1: dq 1.70e-3 vs 1.95e-3, ddt 3.8e-4 vs 1.03e-3, dangles 1.83e-3 vs 2.48e-3)
+    transposed_precision: str = "bf16x3"  # H200 c1 (s19 run 5): intra 0.071 vs 0.073 ms, chain 0.046 vs 0.054
     dstate_scan: bool = False
     dstate_warps: int = 4  # H200, q~ loaded (3665772): c1 0.120 ms vs 0.121 at 8 warps, c3 0.113 vs 0.131, same bits
     dstate_stages: int = 1  # H200 (5cd0d97): c1 0.060 ms vs 0.070 at 3 stages, c3 0.059 vs 0.068, same bits
