@@ -1,13 +1,14 @@
 # Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), six or seven launches:
 # 1. `_m3b_gate_kernel`, elementwise over (T, H, P): dz and dY = dout * silu(z) (fp32, read by launches 2 and 3).
-# 2. the state-gradient chain dS <- e^Lambda dS + (diag(e^l) dY)^T Q~ over each sequence's 64-token chunks in
-#    reverse, from dfinal_ssm; stores the gradient of the state leaving every chunk (fp32, the forward's chunk-state
-#    layout). Two forms (Mamba3BwdConfig.dstate_scan):
+# 2. the state-gradient chain dS <- e^Lambda dS + (diag(e^l) dY)^T Q~ (a split-bf16 dot) over each sequence's
+#    64-token chunks in reverse, from dfinal_ssm; stores the gradient of the state leaving every chunk (fp32, the
+#    forward's chunk-state layout). Two forms (Mamba3BwdConfig.dstate_scan):
 #    chain: `_m3b_dstate_kernel`, grid (H, S, 2 column halves), one dot per chunk on the serial path;
 #    scan: `_m3b_dstate_local_kernel`, grid (chunk slots, H), the per-chunk term (one 64x64x128 dot) in parallel,
 #    then `_m3b_dstate_scan_kernel`, grid (64*128 / BLOCK, H, S), an elementwise reverse scan in place.
-# 3. the chunk body, everything that stays inside one chunk of one head (fp32 dots, tf32 by
-#    default; the 128 state dims as two 64-wide halves), two launches:
+# 3. the chunk body, everything that stays inside one chunk of one head (fp32 operands: tf32 dots, and split-bf16
+#    dots where wgmma would need an operand transposed, `_m3b_dot`; the 128 state dims as two 64-wide halves), two
+#    launches:
 #    `_m3b_intra_kernel`, grid (chunk slots, H): the (C, C) matrices, M o G (stored), the intra-chunk part of dl, dv;
 #    and the chunk's per-token scalars (e^l, e^{L-l}, gamma, s; stored for the side kernels);
 #    `_m3b_sides_kernel`, grid (4 x chunk slots, H): the q side (`_m3b_qside`) and the k side (`_m3b_kside`) of
@@ -73,8 +74,8 @@ def _m3b_split_bf16(x):
 def _m3b_dot(a, b, PREC: tl.constexpr, acc=None):
     """a @ b (+ acc) in fp32 for fp32 tiles a (M, K), b (K, N) and acc (M, N) or None. PREC "tf32", "tf32x3",
     "ieee": one tl.dot at that input precision, acc added after it. "bf16x3": each operand split into bf16 halves
-    x = hi + lo (lo = bf16(x - hi), round to nearest), three bf16 dots lo.hi + hi.lo + hi.hi accumulated in fp32
-    onto acc, the lo.lo term dropped (relative error ~2^-16 per product against tf32's 2^-11). Why: wgmma reads
+    x ~ hi + lo (`_m3b_split_bf16`), three bf16 dots lo.hi + hi.lo + hi.hi accumulated in fp32 onto acc, the lo.lo
+    term dropped (relative error ~2^-16 per product against tf32's 2^-11). Why: wgmma reads
     tf32 operands from shared memory K-major only, so Triton stages an N-contiguous fp32 B tile with element-wise
     (bank-conflicted) stores; 16-bit operands may lie in either orientation (bench/mamba3/NOTES.md "Session 19")."""
     if PREC == "bf16x3":
