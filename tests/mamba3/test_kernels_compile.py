@@ -14,7 +14,7 @@ from triton.compiler import ASTSource
 from ssmkit.kernels.mamba3 import bwd, fwd
 
 BF16 = {"q_ptr", "k_ptr", "v_ptr", "z_ptr", "trap_ptr", "ang_ptr", "dout_ptr", "dv_ptr", "dz_ptr", "dtrap_ptr",
-        "dang_ptr", "dq_ptr", "dk_ptr", "dfv_ptr", "out_ptr", "fv_ptr", "angles_ptr"}
+        "dang_ptr", "dq_ptr", "dk_ptr", "dfv_ptr", "out_ptr", "fv_ptr", "angles_ptr", "mg_ptr"}
 SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64)
 
 

@@ -71,6 +71,25 @@ def _m3b_split_bf16(x):
 
 
 @triton.jit
+def _m3b_dot_split_a(a_hi, a_lo, b, PREC: tl.constexpr, acc=None):
+    """`_m3b_dot` with the A operand given already split into bf16 (a_hi, a_lo) (M, K) (`_m3b_split_bf16`, e.g.
+    stored so by its producer); under a tf32-family PREC, a = a_hi + a_lo in fp32 (within 2^-16 of the unsplit a)."""
+    if PREC == "bf16x3":
+        b_hi, b_lo = _m3b_split_bf16(b)
+        if acc is None:
+            d = tl.dot(a_lo, b_hi)
+        else:
+            d = tl.dot(a_lo, b_hi, acc)
+        d = tl.dot(a_hi, b_lo, d)
+        d = tl.dot(a_hi, b_hi, d)
+    else:
+        d = tl.dot(a_hi.to(tl.float32) + a_lo.to(tl.float32), b, input_precision=PREC)
+        if acc is not None:
+            d += acc
+    return d
+
+
+@triton.jit
 def _m3b_dot(a, b, PREC: tl.constexpr, acc=None):
     """a @ b (+ acc) in fp32 for fp32 tiles a (M, K), b (K, N) and acc (M, N) or None. PREC "tf32", "tf32x3",
     "ieee": one tl.dot at that input precision, acc added after it. "bf16x3": each operand split into bf16 halves
@@ -80,13 +99,7 @@ def _m3b_dot(a, b, PREC: tl.constexpr, acc=None):
     (bank-conflicted) stores; 16-bit operands may lie in either orientation (bench/mamba3/NOTES.md "Session 19")."""
     if PREC == "bf16x3":
         a_hi, a_lo = _m3b_split_bf16(a)
-        b_hi, b_lo = _m3b_split_bf16(b)
-        if acc is None:
-            d = tl.dot(a_lo, b_hi)
-        else:
-            d = tl.dot(a_lo, b_hi, acc)
-        d = tl.dot(a_hi, b_lo, d)
-        d = tl.dot(a_hi, b_hi, d)
+        d = _m3b_dot_split_a(a_hi, a_lo, b, PREC, acc)
     else:
         d = tl.dot(a, b, input_precision=PREC)
         if acc is not None:
@@ -286,9 +299,11 @@ def _m3b_intra_kernel(
     TPREC: tl.constexpr, V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
 ):
     """Grid (chunk slots, H), chunk body part 1: what needs the (C, C) matrices of one chunk. Scores
-    A = Q~ Ks^T (Ks = diag(s) K~), q^.k^ (= q~.k~, F7), G = dY V^T, M o G (stored for the two side kernels: fp32
-    (C, C) per slot and head), the intra-chunk part of dl (row minus column sums of M o A o G), and all of dv:
-    (M o A)^T dY + (D + gamma q^.k^) dY + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
+    A = Q~ Ks^T (Ks = diag(s) K~), q^.k^ (= q~.k~, F7), G = dY V^T, M o G (stored for the side kernels split into
+    bf16 hi and lo, (2, C, C) per slot and head: their four programs per chunk and head read it split instead of
+    each splitting it, sides 0.187 -> 0.171 ms at c1, bench/mamba3/NOTES.md "Session 19"), the intra-chunk part
+    of dl (row minus column sums of M o A o G), and all of dv: (M o A)^T dY + (D + gamma q^.k^) dY
+    + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
     Per token it stores e = dY.v and q^.k^; per slot sum(e) (the D partial); per slot and head the chunk scalars
     the side kernels read instead of recomputing them (`_m3b_side_setup`): rows e^l, e^{L-l}, gamma, s of
     ``scal`` (nslot, H, 4, C) and e^L in ``elam`` (nslot, H)."""
@@ -321,7 +336,10 @@ def _m3b_intra_kernel(
     e_tok = tl.sum(dy * vv, axis=1)
     decay = tl.where(i[:, None] > i[None, :], tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
     mg = decay * tl.dot(dy, tl.trans(vv), input_precision=PREC)
-    tl.store(mg_ptr + (slot * H + h) * C * C + i[:, None] * C + i[None, :], mg)
+    mg_hi, mg_lo = _m3b_split_bf16(mg)  # stored split for the side kernel's dots (`_m3b_dot_split_a`)
+    mg_tile = mg_ptr + (slot * H + h) * 2 * C * C + i[:, None] * C + i[None, :]
+    tl.store(mg_tile, mg_hi)
+    tl.store(mg_tile + C * C, mg_lo)
     mm = mg * am  # decay o A o G
     th_ = tok * H + h
     tl.store(dl_ptr + th_, tl.sum(mm, axis=1) - tl.sum(mm, axis=0), mask=valid)
@@ -389,9 +407,10 @@ def _m3b_qside(
     x = _m3b_dot(dy, s_in, PREC)
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
-    mg = tl.load(mg_ptr + (slot * H + h) * C * C + i[:, None] * C + i[None, :])
+    mg_tile = mg_ptr + (slot * H + h) * 2 * C * C + i[:, None] * C + i[None, :]
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
-    dqt = _m3b_dot(mg, kt * sc[:, None], PREC, e_ell[:, None] * x) + ge[:, None] * kt
+    dqt = (_m3b_dot_split_a(tl.load(mg_tile), tl.load(mg_tile + C * C), kt * sc[:, None], PREC, e_ell[:, None] * x)
+           + ge[:, None] * kt)
     tl.store(dl_ptr + (1 + half) * T * H + th_, e_ell * tl.sum(x * qt, axis=1), mask=valid)
     tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
     _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
@@ -422,8 +441,8 @@ def _m3b_kside(
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
-    mgt = tl.load(mg_ptr + (slot * H + h) * C * C + i[None, :] * C + i[:, None])  # (M o G)^T
-    dks = _m3b_dot(mgt, qt, PREC, e_rev[:, None] * vds)
+    mgt_tile = mg_ptr + (slot * H + h) * 2 * C * C + i[None, :] * C + i[:, None]  # (M o G)^T
+    dks = _m3b_dot_split_a(tl.load(mgt_tile), tl.load(mgt_tile + C * C), qt, PREC, e_rev[:, None] * vds)
     tl.store(ds_ptr + half * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
     dkt = sc[:, None] * dks + ge[:, None] * qt + tl.where((tok == eos - 1)[:, None],
@@ -793,7 +812,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         dy, dstates = state_grads
     # the chunk body in two launches (intra-chunk part; q side and k side per state half); their per-token and
     # per-slot partial results are combined in a fixed order by the finish kernel
-    mg = torch.empty((nslot, H, CHUNK, CHUNK), device=dev, dtype=f32)  # M o G per slot and head
+    mg = torch.empty((nslot, H, 2, CHUNK, CHUNK), device=dev, dtype=torch.bfloat16)  # M o G split: hi, lo
     dl_parts = torch.empty((5, T, H), device=dev, dtype=f32)  # dl: intra, q side halves, k side halves
     dlam_parts = torch.empty((4, nslot, H), device=dev, dtype=f32)  # dLambda: q side halves, k side halves
     ds_parts = torch.empty((2, T, H), device=dev, dtype=f32)  # ds per k-side half
