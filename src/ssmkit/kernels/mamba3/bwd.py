@@ -61,7 +61,8 @@ def _m3b_tanh(x):
 @triton.jit
 def _m3b_split_bf16(x):
     """fp32 x as bf16 (hi, lo), x ~ hi + lo, by integer adds, shifts and masks (F2F conversions run at a quarter of
-    the FP32 rate, and the split is ~256 of them per thread per side program: bench/mamba3/NOTES.md "Session 19"):
+    the FP32 rate: split with .to(tl.bfloat16), the side kernel ran 0.188 ms against 0.174 with integer ops and
+    both halves truncated, bench/mamba3/NOTES.md "Session 19"):
     hi = x rounded to bf16 (nearest, ties away from zero), so |x - hi| <= 2^-9 |x|; lo = x - hi (exact in fp32)
     truncated to bf16, so |x - hi - lo| < 2^-16 |x|."""
     bits = x.to(tl.uint32, bitcast=True) + 0x8000
@@ -94,9 +95,9 @@ def _m3b_dot(a, b, PREC: tl.constexpr, acc=None):
     """a @ b (+ acc) in fp32 for fp32 tiles a (M, K), b (K, N) and acc (M, N) or None. PREC "tf32", "tf32x3",
     "ieee": one tl.dot at that input precision, acc added after it. "bf16x3": each operand split into bf16 halves
     x ~ hi + lo (`_m3b_split_bf16`), three bf16 dots lo.hi + hi.lo + hi.hi accumulated in fp32 onto acc, the lo.lo
-    term dropped (relative error ~2^-16 per product against tf32's 2^-11). Why: wgmma reads
-    tf32 operands from shared memory K-major only, so Triton stages an N-contiguous fp32 B tile with element-wise
-    (bank-conflicted) stores; 16-bit operands may lie in either orientation (bench/mamba3/NOTES.md "Session 19")."""
+    term dropped (relative error ~2^-16 per product against tf32's 2^-11). Why: wgmma reads tf32 operands from
+    shared memory K-major only, so Triton stages an N-contiguous fp32 B tile with element-wise (bank-conflicted)
+    stores; 16-bit operands may lie in either orientation (bench/mamba3/NOTES.md "Session 19")."""
     if PREC == "bf16x3":
         a_hi, a_lo = _m3b_split_bf16(a)
         d = _m3b_dot_split_a(a_hi, a_lo, b, PREC, acc)
@@ -668,12 +669,11 @@ class Mamba3BwdConfig(NamedTuple):
     input_precision: tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); transposed_precision: the
     same, or "bf16x3" (`_m3b_dot`), for the dots whose fp32 operands wgmma would need transposed in shared memory:
     the intra kernel's (M o A)^T dY, the chain's (dY e^l)^T Q~; side_precision: the same for the side kernel's four
-    dots (all of them transposed-operand dots); dstate_scan: False
-    runs the state-gradient chain as one serial kernel (measured), True as a chunk-parallel local-term kernel plus an
-    elementwise reverse scan (measured slower: NOTES "Session 5", "Session 6"); dstate_warps, dstate_stages: warps
-    of the chain kernel (or of the local-term kernel) and the chain loop's software-pipelining stages (H200 c1: 1
-    stage 0.060 ms, 2 0.069, 3 0.070; same bits); scan_block: state elements (of 64 x 128) per scan program, a
-    power of two.
+    dots (all of them transposed-operand dots); dstate_scan: False runs the state-gradient chain as one serial
+    kernel (measured), True as a chunk-parallel local-term kernel plus an elementwise reverse scan (measured slower:
+    NOTES "Session 5", "Session 6"); dstate_warps, dstate_stages: warps of the chain kernel (or of the local-term
+    kernel) and the chain loop's software-pipelining stages (H200 c1: 1 stage 0.060 ms, 2 0.069, 3 0.070; same
+    bits); scan_block: state elements (of 64 x 128) per scan program, a power of two.
     """
 
     num_warps: int = 4
