@@ -195,7 +195,8 @@ def _label(r):
     b, f = r["config"], r["fwd_config"]
     return (f"{r['name']} b{b['num_warps']}/{b['side_warps']}w"
             f"{'-scan' + str(b['scan_block']) if b['dstate_scan'] else '-chain'}/d{b['dstate_warps']}w "
-            f"{b['input_precision']} f{f['chunk_warps']}/{f['rotate_warps']}/{f['scan_warps']}w"
+            f"{b['input_precision']}/{b['transposed_precision']}/side {b['side_precision']} cap{b['side_maxnreg']}"
+            f" f{f['chunk_warps']}/{f['rotate_warps']}/{f['scan_warps']}w"
             f"/p{f['passing_block_p']}")
 
 
@@ -218,7 +219,7 @@ def _fastest(rows):
 
 
 def _table(rows):
-    lines = [f"{'case':60s} {'T':>5s} {'fwd ms':>13s} {'bwd ms':>13s} {'full ms (wall/gpu)':>19s} {'eager':>8s}  "
+    lines = [f"{'case':88s} {'T':>5s} {'fwd ms':>13s} {'bwd ms':>13s} {'full ms (wall/gpu)':>19s} {'eager':>8s}  "
              f"worst err/target"]
     for r in rows:
         w, g = r.get("wall_ms", {}), r.get("gpu_ms", {})
@@ -228,7 +229,7 @@ def _table(rows):
 
         ratios = {n: r["errors"][n] / TARGET_ERROR[n] for n in TARGET_ERROR}
         worst = max(ratios, key=ratios.get)
-        lines.append(f"{_label(r):60s} {r['T']:5d} "
+        lines.append(f"{_label(r):88s} {r['T']:5d} "
                      f"{pair('fwd'):>13s} {pair('bwd'):>13s} {pair('full'):>19s} "
                      f"{w.get('eager_reference', float('nan')):8.2f}  {worst} {ratios[worst]:.2f}")
     lines.append(f"targets: full call <= {TARGET_FULL_WALL_MS} ms wall, <= {TARGET_FULL_GPU_MS} ms GPU (T ~ 2100-2450);"

@@ -6,9 +6,9 @@
 #    chain: `_m3b_dstate_kernel`, grid (H, S, 2 column halves), one dot per chunk on the serial path;
 #    scan: `_m3b_dstate_local_kernel`, grid (chunk slots, H), the per-chunk term (one 64x64x128 dot) in parallel,
 #    then `_m3b_dstate_scan_kernel`, grid (64*128 / BLOCK, H, S), an elementwise reverse scan in place.
-# 3. the chunk body, everything that stays inside one chunk of one head (fp32 operands: tf32 dots, and split-bf16
-#    dots where wgmma would need an operand transposed, `_m3b_dot`; the 128 state dims as two 64-wide halves), two
-#    launches:
+# 3. the chunk body, everything that stays inside one chunk of one head (fp32 operands, M o G stored split into
+#    bf16: tf32 dots, and split-bf16 dots where wgmma would need an operand transposed, `_m3b_dot`; the 128 state
+#    dims as two 64-wide halves), two launches:
 #    `_m3b_intra_kernel`, grid (chunk slots, H): the (C, C) matrices, M o G (stored), the intra-chunk part of dl, dv;
 #    and the chunk's per-token scalars (e^l, e^{L-l}, gamma, s; stored for the side kernels);
 #    `_m3b_sides_kernel`, grid (4 x chunk slots, H): the q side (`_m3b_qside`) and the k side (`_m3b_kside`) of
@@ -60,11 +60,11 @@ def _m3b_tanh(x):
 
 @triton.jit
 def _m3b_split_bf16(x):
-    """fp32 x as bf16 (hi, lo), x ~ hi + lo, by integer adds, shifts and masks (F2F conversions run at a quarter of
-    the FP32 rate: split with .to(tl.bfloat16), the side kernel ran 0.188 ms against 0.174 with integer ops and
-    both halves truncated, bench/mamba3/NOTES.md "Session 19"):
-    hi = x rounded to bf16 (nearest, ties away from zero), so |x - hi| <= 2^-9 |x|; lo = x - hi (exact in fp32)
-    truncated to bf16, so |x - hi - lo| < 2^-16 |x|."""
+    """fp32 x as bf16 (hi, lo), x ~ hi + lo, by integer adds, shifts and masks instead of F2F conversions (a quarter
+    of the FP32 rate; offline 480 of them in the side kernel, none this way; bench/mamba3/NOTES.md "Session 19"):
+    hi = x rounded to bf16 (nearest, ties away from zero), so |x - hi| <= 2^-8 |x|; lo = x - hi (exact in fp32)
+    truncated to bf16, so |x - hi - lo| < 2^-16 |x|. Outside the operands' range: |x| >= ~3.396e38 (where hi rounds
+    to inf) and inf give NaN in hi + lo; subnormal x lose their lo (absolute error < 2^-133)."""
     bits = x.to(tl.uint32, bitcast=True) + 0x8000
     rest = x - (bits & 0xFFFF0000).to(tl.float32, bitcast=True)
     return ((bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True),
@@ -74,7 +74,7 @@ def _m3b_split_bf16(x):
 @triton.jit
 def _m3b_dot_split_a(a_hi, a_lo, b, PREC: tl.constexpr, acc=None):
     """`_m3b_dot` with the A operand given already split into bf16 (a_hi, a_lo) (M, K) (`_m3b_split_bf16`, e.g.
-    stored so by its producer); under a tf32-family PREC, a = a_hi + a_lo in fp32 (within 2^-16 of the unsplit a)."""
+    stored so by its producer); under any other PREC, a = a_hi + a_lo in fp32 (within 2^-16 of the unsplit a)."""
     if PREC == "bf16x3":
         b_hi, b_lo = _m3b_split_bf16(b)
         if acc is None:
@@ -665,10 +665,11 @@ class Mamba3BwdConfig(NamedTuple):
     kernel: sides 0.211 ms uncapped, 0.202 at 168 (three programs per SM), 0.231 at 128; same bits. Session 18,
     the kernel bound by its shared-memory traffic: at 8 warps 0.239 ms capped at 128, 0.297 uncapped or at 168,
     against 0.187 at 4 warps and 168; intra at 8 warps 0.112 against 0.073. Session 19, the dots split into bf16:
-    uncapped, 255 registers (two programs per SM), no spills);
-    input_precision: tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); transposed_precision: the
-    same, or "bf16x3" (`_m3b_dot`), for the dots whose fp32 operands wgmma would need transposed in shared memory:
-    the intra kernel's (M o A)^T dY, the chain's (dY e^l)^T Q~; side_precision: the same for the side kernel's four
+    uncapped, 247 registers (two programs per SM), no spills);
+    input_precision: tl.dot precision of the intra kernel's other dots ("tf32", "tf32x3" or "ieee");
+    transposed_precision: the same, or "bf16x3" (`_m3b_dot`), for the dots whose fp32 operands wgmma would need
+    transposed in shared memory: the intra kernel's (M o A)^T dY, the chain's and the local-term kernel's
+    (dY e^l)^T Q~; side_precision: the same for the side kernel's four
     dots (all of them transposed-operand dots); dstate_scan: False runs the state-gradient chain as one serial
     kernel (measured), True as a chunk-parallel local-term kernel plus an elementwise reverse scan (measured slower:
     NOTES "Session 5", "Session 6"); dstate_warps, dstate_stages: warps of the chain kernel (or of the local-term
