@@ -72,6 +72,19 @@ def _m3b_split_bf16(x):
 
 
 @triton.jit
+def _m3b_mg_tile(mg_ptr, slot, h, H: tl.constexpr, C: tl.constexpr, TRANSPOSED: tl.constexpr):
+    """Pointers (C, C) to the hi plane of chunk slot ``slot``, head h in the stored M o G, (nslot, H, 2, C, C) bf16
+    (hi, then lo at + C * C: `_m3b_split_bf16`); TRANSPOSED: to (M o G)^T."""
+    i = tl.arange(0, C)
+    base = mg_ptr + (slot * H + h) * 2 * C * C
+    if TRANSPOSED:
+        tile = base + i[None, :] * C + i[:, None]
+    else:
+        tile = base + i[:, None] * C + i[None, :]
+    return tile
+
+
+@triton.jit
 def _m3b_dot_split_a(a_hi, a_lo, b, PREC: tl.constexpr, acc=None):
     """`_m3b_dot` with the A operand given already split into bf16 (a_hi, a_lo) (M, K) (`_m3b_split_bf16`, e.g.
     stored so by its producer); under any other PREC, a = a_hi + a_lo in fp32 (within 2^-16 of the unsplit a)."""
@@ -338,7 +351,7 @@ def _m3b_intra_kernel(
     decay = tl.where(i[:, None] > i[None, :], tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
     mg = decay * tl.dot(dy, tl.trans(vv), input_precision=PREC)
     mg_hi, mg_lo = _m3b_split_bf16(mg)  # stored split for the side kernel's dots (`_m3b_dot_split_a`)
-    mg_tile = mg_ptr + (slot * H + h) * 2 * C * C + i[:, None] * C + i[None, :]
+    mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
     tl.store(mg_tile, mg_hi)
     tl.store(mg_tile + C * C, mg_lo)
     mm = mg * am  # decay o A o G
@@ -397,7 +410,6 @@ def _m3b_qside(
     NH: tl.constexpr = N // 2
     s, eos, tok, valid, active, e_ell, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
     vmask = valid[:, None]
-    i = tl.arange(0, C)
     pv = tl.arange(0, P)
     th_ = tok * H + h
     st = (slot * H + h) * P * N + pv[:, None] * N + (half * NH + tl.arange(0, NH))[None, :]
@@ -408,7 +420,7 @@ def _m3b_qside(
     x = _m3b_dot(dy, s_in, PREC)
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
-    mg_tile = mg_ptr + (slot * H + h) * 2 * C * C + i[:, None] * C + i[None, :]
+    mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
     dqt = (_m3b_dot_split_a(tl.load(mg_tile), tl.load(mg_tile + C * C), kt * sc[:, None], PREC, e_ell[:, None] * x)
            + ge[:, None] * kt)
@@ -432,7 +444,6 @@ def _m3b_kside(
     NH: tl.constexpr = N // 2
     s, eos, tok, valid, active, _, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
     vmask = valid[:, None]
-    i = tl.arange(0, C)
     pv = tl.arange(0, P)
     th_ = tok * H + h
     cols = half * NH + tl.arange(0, NH)
@@ -442,7 +453,7 @@ def _m3b_kside(
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
-    mgt_tile = mg_ptr + (slot * H + h) * 2 * C * C + i[None, :] * C + i[:, None]  # (M o G)^T
+    mgt_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, True)
     dks = _m3b_dot_split_a(tl.load(mgt_tile), tl.load(mgt_tile + C * C), qt, PREC, e_rev[:, None] * vds)
     tl.store(ds_ptr + half * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
@@ -669,12 +680,12 @@ class Mamba3BwdConfig(NamedTuple):
     input_precision: tl.dot precision of the intra kernel's other dots ("tf32", "tf32x3" or "ieee");
     transposed_precision: the same, or "bf16x3" (`_m3b_dot`), for the dots whose fp32 operands wgmma would need
     transposed in shared memory: the intra kernel's (M o A)^T dY, the chain's and the local-term kernel's
-    (dY e^l)^T Q~; side_precision: the same for the side kernel's four
-    dots (all of them transposed-operand dots); dstate_scan: False runs the state-gradient chain as one serial
-    kernel (measured), True as a chunk-parallel local-term kernel plus an elementwise reverse scan (measured slower:
-    NOTES "Session 5", "Session 6"); dstate_warps, dstate_stages: warps of the chain kernel (or of the local-term
-    kernel) and the chain loop's software-pipelining stages (H200 c1: 1 stage 0.060 ms, 2 0.069, 3 0.070; same
-    bits); scan_block: state elements (of 64 x 128) per scan program, a power of two.
+    (dY e^l)^T Q~; side_precision: the same for the side kernel's four dots (all of them transposed-operand dots);
+    dstate_scan: False runs the state-gradient chain as one serial kernel (measured), True as a chunk-parallel
+    local-term kernel plus an elementwise reverse scan (measured slower: NOTES "Session 5", "Session 6");
+    dstate_warps, dstate_stages: warps of the chain kernel (or of the local-term kernel) and the chain loop's
+    software-pipelining stages (H200 c1: 1 stage 0.060 ms, 2 0.069, 3 0.070; same bits); scan_block: state
+    elements (of 64 x 128) per scan program, a power of two.
     """
 
     num_warps: int = 4
