@@ -37,7 +37,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 MAMBA3_BF16 = ("q_ptr k_ptr v_ptr z_ptr trap_ptr ang_ptr dout_ptr dv_ptr dz_ptr dtrap_ptr dang_ptr dq_ptr dk_ptr "
-               "dfv_ptr out_ptr fv_ptr angles_ptr mg_ptr").split()
+               "dfv_ptr out_ptr fv_ptr angles_ptr mg_ptr dy_ptr").split()
 
 
 def build_stats(fn, consts: dict, num_warps: int, bf16=MAMBA3_BF16, types=None, options=None,

@@ -14,7 +14,7 @@ from triton.compiler import ASTSource
 from ssmkit.kernels.mamba3 import bwd, fwd
 
 BF16 = {"q_ptr", "k_ptr", "v_ptr", "z_ptr", "trap_ptr", "ang_ptr", "dout_ptr", "dv_ptr", "dz_ptr", "dtrap_ptr",
-        "dang_ptr", "dq_ptr", "dk_ptr", "dfv_ptr", "out_ptr", "fv_ptr", "angles_ptr", "mg_ptr"}
+        "dang_ptr", "dq_ptr", "dk_ptr", "dfv_ptr", "out_ptr", "fv_ptr", "angles_ptr", "mg_ptr", "dy_ptr"}
 SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64)
 
 
@@ -43,7 +43,7 @@ for prec, tprec in (("tf32", "tf32"), ("tf32x3", "tf32x3"), ("tf32", "bf16x3")):
         build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), warps)
     build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, TPREC=tprec), 4, posted=True)
     build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), 4, posted=True)
-    for maxnreg in (168, 128):  # (168: the tf32 sides' cap; bf16x3 runs uncapped, the default)
+    for maxnreg in (168, 128):  # (168: the default cap, Mamba3BwdConfig.side_maxnreg)
         build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), 4, maxnreg=maxnreg)
     for warps in (4, 8):
         build(bwd._m3b_dstate_kernel, dict(TPREC=tprec), warps, num_stages=1)  # (Mamba3BwdConfig.dstate_stages)

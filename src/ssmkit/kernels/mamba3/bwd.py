@@ -1,6 +1,7 @@
 # Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), six or seven launches:
-# 1. `_m3b_gate_kernel`, elementwise over (T, H, P): dz and dY = dout * silu(z) (fp32, read by launches 2 and 3).
-# 2. the state-gradient chain dS <- e^Lambda dS + (diag(e^l) dY)^T Q~ (a split-bf16 dot) over each sequence's
+# 1. `_m3b_gate_kernel`, elementwise over (T, H, P): dz and dY = dout * silu(z) (stored split into bf16 hi and lo,
+#    the dots' operands in launches 2 and 3).
+# 2. the state-gradient chain dS <- e^Lambda dS + dY^T diag(e^l) Q~ (a split-bf16 dot) over each sequence's
 #    64-token chunks in reverse, from dfinal_ssm; stores the gradient of the state leaving every chunk (fp32, the
 #    forward's chunk-state layout). Two forms (Mamba3BwdConfig.dstate_scan):
 #    chain: `_m3b_dstate_kernel`, grid (H, S, 2 column halves), one dot per chunk on the serial path;
@@ -85,37 +86,40 @@ def _m3b_mg_tile(mg_ptr, slot, h, H: tl.constexpr, C: tl.constexpr, TRANSPOSED: 
 
 
 @triton.jit
-def _m3b_dot_split_a(a_hi, a_lo, b, PREC: tl.constexpr, acc=None):
-    """`_m3b_dot` with the A operand given already split into bf16 (a_hi, a_lo) (M, K) (`_m3b_split_bf16`, e.g.
-    stored so by its producer); under any other PREC, a = a_hi + a_lo in fp32 (within 2^-16 of the unsplit a)."""
-    if PREC == "bf16x3":
-        b_hi, b_lo = _m3b_split_bf16(b)
-        if acc is None:
-            d = tl.dot(a_lo, b_hi)
-        else:
-            d = tl.dot(a_lo, b_hi, acc)
-        d = tl.dot(a_hi, b_lo, d)
-        d = tl.dot(a_hi, b_hi, d)
-    else:
-        d = tl.dot(a_hi.to(tl.float32) + a_lo.to(tl.float32), b, input_precision=PREC)
-        if acc is not None:
-            d += acc
-    return d
+def _m3b_join_bf16(hi, lo):
+    """hi + lo in fp32 for a tile given as bf16 halves (`_m3b_split_bf16`); lo None: hi (exact in bf16) alone; an
+    fp32 hi (lo None) is returned as it is."""
+    x = hi.to(tl.float32)
+    if lo is not None:
+        x += lo.to(tl.float32)
+    return x
 
 
 @triton.jit
-def _m3b_dot(a, b, PREC: tl.constexpr, acc=None):
-    """a @ b (+ acc) in fp32 for fp32 tiles a (M, K), b (K, N) and acc (M, N) or None. PREC "tf32", "tf32x3",
-    "ieee": one tl.dot at that input precision, acc added after it. "bf16x3": each operand split into bf16 halves
-    x ~ hi + lo (`_m3b_split_bf16`), three bf16 dots lo.hi + hi.lo + hi.hi accumulated in fp32 onto acc, the lo.lo
-    term dropped (relative error ~2^-16 per product against tf32's 2^-11). Why: wgmma reads tf32 operands from
-    shared memory K-major only, so Triton stages an N-contiguous fp32 B tile with element-wise (bank-conflicted)
-    stores; 16-bit operands may lie in either orientation (bench/mamba3/NOTES.md "Session 19")."""
+def _m3b_dot(a, b, PREC: tl.constexpr, acc=None, a_lo=None, b_lo=None):
+    """a @ b (+ acc) in fp32, a (M, K), b (K, N), acc (M, N) fp32 or None. Each operand is an fp32 tile, or a bf16
+    tile: the hi half of a split its producer made (`_m3b_split_bf16`), with the lo half in a_lo / b_lo, or with
+    a_lo / b_lo None for a tile exact in bf16 (a bf16 input such as v).
+    PREC "bf16x3": fp32 operands split here into bf16 halves x ~ hi + lo, then the bf16 dots lo.hi + hi.lo + hi.hi
+    accumulated in fp32 onto acc (the lo.lo term dropped: relative error ~2^-16 per product against tf32's 2^-11;
+    a term whose lo is absent, an operand exact in bf16, left out: the same bits as a zero lo). Why: wgmma reads
+    tf32 operands from shared memory K-major only, so Triton stages an N-contiguous fp32 B tile with element-wise
+    (bank-conflicted) stores; 16-bit operands may lie in either orientation (bench/mamba3/NOTES.md "Session 19").
+    PREC "tf32", "tf32x3", "ieee": the operands as fp32 (halves added back, `_m3b_join_bf16`), one tl.dot at that
+    input precision, acc added after it."""
     if PREC == "bf16x3":
-        a_hi, a_lo = _m3b_split_bf16(a)
-        d = _m3b_dot_split_a(a_hi, a_lo, b, PREC, acc)
+        if a.dtype == tl.float32:
+            a, a_lo = _m3b_split_bf16(a)
+        if b.dtype == tl.float32:
+            b, b_lo = _m3b_split_bf16(b)
+        d = acc
+        if a_lo is not None:
+            d = tl.dot(a_lo, b, d)
+        if b_lo is not None:
+            d = tl.dot(a, b_lo, d)
+        d = tl.dot(a, b, d)
     else:
-        d = tl.dot(a, b, input_precision=PREC)
+        d = tl.dot(_m3b_join_bf16(a, a_lo), _m3b_join_bf16(b, b_lo), input_precision=PREC)
         if acc is not None:
             d += acc
     return d
@@ -143,12 +147,15 @@ def _m3b_dphi(g, xr, C: tl.constexpr, NA: tl.constexpr):
 
 
 @triton.jit
-def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, io_ptr, NUMEL, BLOCK: tl.constexpr, DZ: tl.constexpr,
-                     DY: tl.constexpr, DOUT_WORD: tl.constexpr, Z_WORD: tl.constexpr, DZ_WORD: tl.constexpr):
+def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, io_ptr, NUMEL, P: tl.constexpr, BLOCK: tl.constexpr,
+                     DZ: tl.constexpr, DY: tl.constexpr, DOUT_WORD: tl.constexpr, Z_WORD: tl.constexpr,
+                     DZ_WORD: tl.constexpr):
     """Grid (cdiv(T * H * P, BLOCK),): the gate (F8), elementwise over (T, H, P): with DZ, dz = dout * y * silu'(z)
-    (the input's dtype); with DY, dY = dout * silu(z) (fp32, read by the state-gradient and chunk-body kernels). dY
-    needs no forward result, so a graph can compute it beside the forward (ssmkit.mamba3.graph). *_WORD: posted
-    pointers (``posted_pointer``, kernels/common/mapped_io.py)."""
+    (the input's dtype); with DY, dY = dout * silu(z), computed in fp32 and stored split into bf16 hi and lo
+    (`_m3b_split_bf16`), (T, H, 2, P): the dots of the state-gradient and chunk-body kernels take the halves as
+    they are instead of each splitting dY for itself (its elementwise uses add them back, within 2^-16 of the
+    fp32 value). dY needs no forward result, so a graph can compute it beside the forward (ssmkit.mamba3.graph).
+    *_WORD: posted pointers (``posted_pointer``, kernels/common/mapped_io.py)."""
     dout_ptr = posted_pointer(dout_ptr, io_ptr, DOUT_WORD)
     z_ptr = posted_pointer(z_ptr, io_ptr, Z_WORD)
     dz_ptr = posted_pointer(dz_ptr, io_ptr, DZ_WORD)
@@ -161,19 +168,30 @@ def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, io_ptr, NUMEL, BLOC
         yy = tl.load(y_ptr + e, mask=m, other=0.0)
         tl.store(dz_ptr + e, (dout * yy * sig * (1.0 + zz * (1.0 - sig))).to(dz_ptr.dtype.element_ty), mask=m)
     if DY:
-        tl.store(dy_ptr + e, dout * zz * sig, mask=m)
+        hi, lo = _m3b_split_bf16(dout * zz * sig)
+        row = dy_ptr + (e // P) * (2 * P) + e % P
+        tl.store(row, hi, mask=m)
+        tl.store(row + P, lo, mask=m)
 
 
 @triton.jit
 def _m3b_dstate_chunk_loads(qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, bos, eos, c, h, half, H: tl.constexpr,
                             P: tl.constexpr, N: tl.constexpr, C: tl.constexpr):
-    """The chain's inputs for local chunk c of the sequence [bos, eos) (zeros for c < 0): adt (C,), dY (C, P) and
-    this program's state half of q~ (C, N/2)."""
+    """The chain's inputs for local chunk c of the sequence [bos, eos) (zeros for c < 0): adt (C,), dY (C, P) as its
+    bf16 halves hi, lo (`_m3b_dy_tiles`) and this program's state half of q~ (C, N/2)."""
     tok = bos + c * C + tl.arange(0, C)
     valid = (tok < eos) & (c >= 0)
     adt = tl.load(adt_ptr + tok * H + h, mask=valid, other=0.0)
-    dy = tl.load(dy_ptr + tok[:, None] * (H * P) + h * P + tl.arange(0, P)[None, :], mask=valid[:, None], other=0.0)
-    return adt, dy, _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
+    dy_hi, dy_lo = _m3b_dy_tiles(dy_ptr, tok, valid, h, H, P)
+    return adt, dy_hi, dy_lo, _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
+
+
+@triton.jit
+def _m3b_dy_tiles(dy_ptr, tok, valid, h, H: tl.constexpr, P: tl.constexpr):
+    """dY of head h at tokens tok (C,) as the gate kernel stored it, (T, H, 2, P) bf16: the (C, P) hi and lo halves
+    (zero on invalid rows)."""
+    row = dy_ptr + tok[:, None] * (H * 2 * P) + h * (2 * P) + tl.arange(0, P)[None, :]
+    return (tl.load(row, mask=valid[:, None], other=0.0), tl.load(row + P, mask=valid[:, None], other=0.0))
 
 
 @triton.jit
@@ -204,19 +222,20 @@ def _m3b_dstate_chain(h, s, half: tl.constexpr, qr_ptr, q_ptr, qb_ptr, adt_ptr, 
     cols = half * NH + tl.arange(0, NH)
     tile = tl.arange(0, P)[:, None] * N + cols[None, :]
     ds = tl.load(posted_pointer(dfs_ptr, io_ptr, DFINAL_SSM_WORD) + (s * H + h) * P * N + tile)
-    adt, dy, qt = _m3b_dstate_chunk_loads(qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, bos, eos, nchunks - 1, h, half,
-                                          H, P, N, C)
+    adt, dy_hi, dy_lo, qt = _m3b_dstate_chunk_loads(qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, bos, eos, nchunks - 1,
+                                                    h, half, H, P, N, C)
     for ci in range(0, nchunks):
         c = nchunks - 1 - ci
         tl.store(dstates_ptr + ((base + c) * H + h) * P * N + tile, ds)
         # the chunk before's loads issued here, so that their latency hides behind this chunk's dot (a hand-made
         # one-stage pipeline: Triton's own, num_stages 2-3, measured slower, Mamba3BwdConfig.dstate_stages)
-        adt_n, dy_n, qt_n = _m3b_dstate_chunk_loads(qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, bos, eos, c - 1, h, half,
-                                                    H, P, N, C)
+        adt_n, dy_hi_n, dy_lo_n, qt_n = _m3b_dstate_chunk_loads(qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, bos, eos,
+                                                                c - 1, h, half, H, P, N, C)
         ell = tl.cumsum(adt, axis=0)
         lam = tl.sum(adt, axis=0)
-        ds = tl.exp(lam) * ds + _m3b_dot(tl.trans(dy * tl.exp(ell)[:, None]), qt, TPREC)
-        adt, dy, qt = adt_n, dy_n, qt_n
+        # dY^T (diag(e^l) Q~): dY's halves as the gate kernel split them, e^l on the other operand
+        ds = tl.exp(lam) * ds + _m3b_dot(tl.trans(dy_hi), qt * tl.exp(ell)[:, None], TPREC, a_lo=tl.trans(dy_lo))
+        adt, dy_hi, dy_lo, qt = adt_n, dy_hi_n, dy_lo_n, qt_n
 
 
 @triton.jit
@@ -234,16 +253,15 @@ def _m3b_dstate_local_kernel(
     s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
     tok = bos + c * C + tl.arange(0, C)
     valid = tok < eos
-    vmask = valid[:, None]
     pv = tl.arange(0, P)
     if (c > 0) & (bos + c * C < eos):
-        dy = tl.load(dy_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
-        ell = tl.cumsum(tl.load(adt_ptr + tok * H + h, mask=valid, other=0.0), axis=0)
-        w = tl.trans(dy * tl.exp(ell)[:, None])
+        dy_hi, dy_lo = _m3b_dy_tiles(dy_ptr, tok, valid, h, H, P)
+        e_ell = tl.exp(tl.cumsum(tl.load(adt_ptr + tok * H + h, mask=valid, other=0.0), axis=0))
         row = dloc_ptr + (slot * H + h) * P * N + pv[:, None] * N
         for half in tl.static_range(2):
             qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
-            tl.store(row + (half * NH + tl.arange(0, NH))[None, :], _m3b_dot(w, qt, TPREC))
+            tl.store(row + (half * NH + tl.arange(0, NH))[None, :],
+                     _m3b_dot(tl.trans(dy_hi), qt * e_ell[:, None], TPREC, a_lo=tl.trans(dy_lo)))
 
 
 @triton.jit
@@ -345,12 +363,16 @@ def _m3b_intra_kernel(
         ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
         ks_ds = tl.dot(ks, tl.trans(ds_out), ks_ds, input_precision=PREC)
     hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-    dy = tl.load(dy_ptr + hp, mask=vmask, other=0.0)  # dout * silu(z), stored by the gate kernel
-    vv = tl.load(v_ptr + hp, mask=vmask, other=0.0).to(tl.float32)
-    e_tok = tl.sum(dy * vv, axis=1)
+    # dY (dout * silu(z), split by the gate kernel) only as the halves of dot operands: its elementwise uses are
+    # folded into the dots (e = dY.v is G's diagonal, (D + gamma q^.k^) dY a diagonal of dv's matrix), so that its
+    # halves are neither added back nor converted between layouts
+    dy_hi, dy_lo = _m3b_dy_tiles(dy_ptr, tok, valid, h, H, P)
+    diag = i[:, None] == i[None, :]
+    g = _m3b_dot(dy_hi, tl.trans(tl.load(v_ptr + hp, mask=vmask, other=0.0)), TPREC, a_lo=dy_lo)  # (v exact)
+    e_tok = tl.sum(tl.where(diag, g, 0.0), axis=1)
     decay = tl.where(i[:, None] > i[None, :], tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
-    mg = decay * tl.dot(dy, tl.trans(vv), input_precision=PREC)
-    mg_hi, mg_lo = _m3b_split_bf16(mg)  # stored split for the side kernel's dots (`_m3b_dot_split_a`)
+    mg = decay * g
+    mg_hi, mg_lo = _m3b_split_bf16(mg)  # stored split for the side kernel's dots (`_m3b_dot`)
     mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
     tl.store(mg_tile, mg_hi)
     tl.store(mg_tile + C * C, mg_lo)
@@ -359,8 +381,8 @@ def _m3b_intra_kernel(
     tl.store(dl_ptr + th_, tl.sum(mm, axis=1) - tl.sum(mm, axis=0), mask=valid)
     is_last = tok == eos - 1
     e_rev = tl.exp(lam - ell)
-    dvv = (_m3b_dot(tl.trans(decay * am), dy, TPREC) + (tl.load(d_ptr + h) + gam * qk)[:, None] * dy
-           + e_rev[:, None] * ks_ds
+    w = tl.trans(decay * am) + tl.where(diag, (tl.load(d_ptr + h) + gam * qk)[:, None], 0.0)  # (decay: 0 on i = j)
+    dvv = (_m3b_dot(w, dy_hi, TPREC, b_lo=dy_lo) + e_rev[:, None] * ks_ds
            + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
     row = scal_ptr + (slot * H + h) * 4 * C + i
     tl.store(row, tl.exp(ell))
@@ -416,13 +438,13 @@ def _m3b_qside(
     s_in = tl.load(states_ptr + st, mask=active, other=0.0)  # state entering the chunk
     ds_out = tl.load(dstates_ptr + st, mask=active, other=0.0)  # gradient of the state leaving it
     dlam = tl.load(elam_ptr + slot * H + h) * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
-    dy = tl.load(dy_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
-    x = _m3b_dot(dy, s_in, PREC)
+    dy_hi, dy_lo = _m3b_dy_tiles(dy_ptr, tok, valid, h, H, P)
+    x = _m3b_dot(dy_hi, s_in, PREC, a_lo=dy_lo)
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
-    dqt = (_m3b_dot_split_a(tl.load(mg_tile), tl.load(mg_tile + C * C), kt * sc[:, None], PREC, e_ell[:, None] * x)
+    dqt = (_m3b_dot(tl.load(mg_tile), kt * sc[:, None], PREC, e_ell[:, None] * x, a_lo=tl.load(mg_tile + C * C))
            + ge[:, None] * kt)
     tl.store(dl_ptr + (1 + half) * T * H + th_, e_ell * tl.sum(x * qt, axis=1), mask=valid)
     tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
@@ -448,13 +470,13 @@ def _m3b_kside(
     th_ = tok * H + h
     cols = half * NH + tl.arange(0, NH)
     ds_out = tl.load(dstates_ptr + (slot * H + h) * P * N + pv[:, None] * N + cols[None, :], mask=active, other=0.0)
-    vv = tl.load(v_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0).to(tl.float32)
-    vds = _m3b_dot(vv, ds_out, PREC)
+    vv = tl.load(v_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
+    vds = _m3b_dot(vv, ds_out, PREC)  # v is bf16, exact: no split, no lo.hi dot
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
     mgt_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, True)
-    dks = _m3b_dot_split_a(tl.load(mgt_tile), tl.load(mgt_tile + C * C), qt, PREC, e_rev[:, None] * vds)
+    dks = _m3b_dot(tl.load(mgt_tile), qt, PREC, e_rev[:, None] * vds, a_lo=tl.load(mgt_tile + C * C))
     tl.store(ds_ptr + half * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
     dkt = sc[:, None] * dks + ge[:, None] * qt + tl.where((tok == eos - 1)[:, None],
@@ -676,11 +698,13 @@ class Mamba3BwdConfig(NamedTuple):
     kernel: sides 0.211 ms uncapped, 0.202 at 168 (three programs per SM), 0.231 at 128; same bits. Session 18,
     the kernel bound by its shared-memory traffic: at 8 warps 0.239 ms capped at 128, 0.297 uncapped or at 168,
     against 0.187 at 4 warps and 168; intra at 8 warps 0.112 against 0.073. Session 19, the dots split into bf16:
-    uncapped, 247 registers (two programs per SM), no spills);
+    uncapped, 247 registers (two programs per SM), no spills. Session 20, dY split by the gate kernel: 168 (three
+    programs per SM; 0-121 spill instructions per branch offline) 0.153 ms at c1 against 0.162 uncapped, 0.170 at
+    200);
     input_precision: tl.dot precision of the intra kernel's other dots ("tf32", "tf32x3" or "ieee");
     transposed_precision: the same, or "bf16x3" (`_m3b_dot`), for the dots whose fp32 operands wgmma would need
-    transposed in shared memory: the intra kernel's (M o A)^T dY, the chain's and the local-term kernel's
-    (dY e^l)^T Q~; side_precision: the same for the side kernel's four dots (all of them transposed-operand dots);
+    transposed in shared memory, and for those with dY (stored split by the gate kernel): the intra kernel's
+    (M o A)^T dY and G = dY V^T, the chain's and the local-term kernel's dY^T diag(e^l) Q~; side_precision: the same for the side kernel's four dots (all of them transposed-operand dots);
     dstate_scan: False runs the state-gradient chain as one serial kernel (measured), True as a chunk-parallel
     local-term kernel plus an elementwise reverse scan (measured slower: NOTES "Session 5", "Session 6");
     dstate_warps, dstate_stages: warps of the chain kernel (or of the local-term kernel) and the chain loop's
@@ -690,7 +714,7 @@ class Mamba3BwdConfig(NamedTuple):
 
     num_warps: int = 4
     side_warps: int = 4
-    side_maxnreg: int = 0  # bf16x3 sides: 168 spills (372 STL/LDL offline): c1 0.193 vs 0.189 ms uncapped (s19 run 5)
+    side_maxnreg: int = 168  # H200 (s20 run 1): sides c1 0.153 ms vs 0.162 uncapped, c4 0.164 vs 0.173
     input_precision: str = "tf32"
     side_precision: str = "bf16x3"  # H200 (s19 run 5): sides c1 0.189 ms vs tf32 0.188, c4 0.204 vs 0.202; closer to
     # float64 (s19 runs 4 / 5, c1: dq 1.70e-3 vs 1.95e-3, ddt 3.8e-4 vs 1.03e-3, dangles 1.83e-3 vs 2.48e-3)
@@ -728,22 +752,23 @@ def allocate_grads(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z) -> Mamb
 
 def bwd_gate(dout, z, y, dz=None, dy=None, posted: Posted | None = None) -> None:
     """Launch the gate kernel over (T, 32, 64): dz (like z) from dout, z and the forward's y (fp32) if ``dz`` is
-    given, dY = dout * silu(z) (fp32) into ``dy`` if given (y is then not needed: None). ``posted``: a Posted whose
-    "dout", "z" (read) and "dz" (written) replace those tensors (a graph)."""
+    given; dY = dout * silu(z), split into bf16 hi and lo, (T, 32, 2, 64) (``allocate_state_grads``), into ``dy``
+    if given (y is then not needed: None). ``posted``: a Posted whose "dout", "z" (read) and "dz" (written)
+    replace those tensors (a graph)."""
     numel = dout.numel()
     _m3b_gate_kernel[(triton.cdiv(numel, _GATE_BLOCK),)](
         dout, z, dout if y is None else y, dout if dz is None else dz, dout if dy is None else dy, NUMEL=numel,
-        BLOCK=_GATE_BLOCK, DZ=dz is not None, DY=dy is not None, num_warps=4,
+        P=dout.shape[-1], BLOCK=_GATE_BLOCK, DZ=dz is not None, DY=dy is not None, num_warps=4,
         **posted_kwargs(posted, dout, "dout", "z", "dz"),
     )
 
 
 def allocate_state_grads(v, q, cu_seqlens) -> tuple:
-    """Uninitialised (dY (T, 32, 64) fp32, dstates (T // 64 + S, 32, 64, 128) fp32) for v (T, 32, 64), q (T, 1,
+    """Uninitialised (dY (T, 32, 2, 64) bf16 (hi and lo halves, `_m3b_gate_kernel`), dstates (T // 64 + S, 32, 64, 128) fp32) for v (T, 32, 64), q (T, 1,
     128) and cu_seqlens (S + 1,): what ``bwd_gate`` and ``bwd_state_grads`` write for the chunk kernels."""
     T, H, P = v.shape
     f32 = torch.float32
-    return (torch.empty((T, H, P), device=v.device, dtype=f32),
+    return (torch.empty((T, H, 2, P), device=v.device, dtype=torch.bfloat16),
             torch.empty((T // CHUNK + cu_seqlens.shape[0] - 1, H, P, q.shape[-1]), device=v.device, dtype=f32))
 
 
@@ -752,7 +777,7 @@ def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, 
     """Launch the state-gradient chain (spec §7.2): the gradient of the state leaving every chunk, (T // 64 + S, 32,
     64, 128) fp32 in the forward's chunk-state layout, into ``dstates`` (``allocate_state_grads``), from the
     forward's rotated half of q~ (T, 32, 64) fp32 with q (T, 1, 128) bf16 and q_bias (32, 128) fp32 (the other
-    half), adt (T, 32) fp32, dY (T, 32, 64) fp32 and dfinal_ssm (S, 32, 64, 128) fp32 (or, with ``posted``, the
+    half), adt (T, 32) fp32, dY (T, 32, 2, 64) bf16 halves (``bwd_gate``) and dfinal_ssm (S, 32, 64, 128) fp32 (or, with ``posted``, the
     Posted's "dfinal_ssm": a graph)."""
     T, H = q_rot.shape[:2]
     N = q.shape[-1]
