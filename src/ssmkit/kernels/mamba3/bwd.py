@@ -153,9 +153,10 @@ def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, io_ptr, NUMEL, P: t
     """Grid (cdiv(T * H * P, BLOCK),): the gate (F8), elementwise over (T, H, P): with DZ, dz = dout * y * silu'(z)
     (the input's dtype); with DY, dY = dout * silu(z), computed in fp32 and stored split into bf16 hi and lo
     (`_m3b_split_bf16`), (T, H, 2, P): the dots of the state-gradient and chunk-body kernels take the halves as
-    they are instead of each splitting dY for itself (its elementwise uses add them back, within 2^-16 of the
-    fp32 value). dY needs no forward result, so a graph can compute it beside the forward (ssmkit.mamba3.graph).
-    *_WORD: posted pointers (``posted_pointer``, kernels/common/mapped_io.py)."""
+    they are instead of each splitting dY for itself (hi + lo is within 2^-16 of the fp32 value; the intra kernel
+    folds dY's elementwise uses into its dots, `_m3b_intra_kernel`). dY needs no forward result, so a graph can
+    compute it beside the forward (ssmkit.mamba3.graph). *_WORD: posted pointers (``posted_pointer``,
+    kernels/common/mapped_io.py)."""
     dout_ptr = posted_pointer(dout_ptr, io_ptr, DOUT_WORD)
     z_ptr = posted_pointer(z_ptr, io_ptr, Z_WORD)
     dz_ptr = posted_pointer(dz_ptr, io_ptr, DZ_WORD)
@@ -709,7 +710,8 @@ class Mamba3BwdConfig(NamedTuple):
     input_precision: tl.dot precision of the intra kernel's other dots ("tf32", "tf32x3" or "ieee");
     transposed_precision: the same, or "bf16x3" (`_m3b_dot`), for the dots whose fp32 operands wgmma would need
     transposed in shared memory, and for those with dY (stored split by the gate kernel): the intra kernel's
-    (M o A)^T dY and G = dY V^T, the chain's and the local-term kernel's dY^T diag(e^l) Q~; side_precision: the same for the side kernel's four dots (all of them transposed-operand dots);
+    (M o A)^T dY and G = dY V^T, the chain's and the local-term kernel's dY^T diag(e^l) Q~; side_precision: the
+    same for the side kernel's four dots (all of them transposed-operand dots);
     dstate_scan: False runs the state-gradient chain as one serial kernel (measured), True as a chunk-parallel
     local-term kernel plus an elementwise reverse scan (measured slower: NOTES "Session 5", "Session 6");
     dstate_warps, dstate_stages: warps of the chain kernel (or of the local-term kernel) and the chain loop's
@@ -769,8 +771,9 @@ def bwd_gate(dout, z, y, dz=None, dy=None, posted: Posted | None = None) -> None
 
 
 def allocate_state_grads(v, q, cu_seqlens) -> tuple:
-    """Uninitialised (dY (T, 32, 2, 64) bf16 (hi and lo halves, `_m3b_gate_kernel`), dstates (T // 64 + S, 32, 64, 128) fp32) for v (T, 32, 64), q (T, 1,
-    128) and cu_seqlens (S + 1,): what ``bwd_gate`` and ``bwd_state_grads`` write for the chunk kernels."""
+    """Uninitialised (dY (T, 32, 2, 64) bf16 (hi and lo halves, `_m3b_gate_kernel`), dstates (T // 64 + S, 32,
+    64, 128) fp32) for v (T, 32, 64), q (T, 1, 128) and cu_seqlens (S + 1,): what ``bwd_gate`` and
+    ``bwd_state_grads`` write for the chunk kernels."""
     T, H, P = v.shape
     f32 = torch.float32
     return (torch.empty((T, H, 2, P), device=v.device, dtype=torch.bfloat16),
@@ -782,8 +785,8 @@ def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, 
     """Launch the state-gradient chain (spec §7.2): the gradient of the state leaving every chunk, (T // 64 + S, 32,
     64, 128) fp32 in the forward's chunk-state layout, into ``dstates`` (``allocate_state_grads``), from the
     forward's rotated half of q~ (T, 32, 64) fp32 with q (T, 1, 128) bf16 and q_bias (32, 128) fp32 (the other
-    half), adt (T, 32) fp32, dY (T, 32, 2, 64) bf16 halves (``bwd_gate``) and dfinal_ssm (S, 32, 64, 128) fp32 (or, with ``posted``, the
-    Posted's "dfinal_ssm": a graph)."""
+    half), adt (T, 32) fp32, dY (T, 32, 2, 64) bf16 halves (``bwd_gate``) and dfinal_ssm (S, 32, 64, 128) fp32
+    (or, with ``posted``, the Posted's "dfinal_ssm": a graph)."""
     T, H = q_rot.shape[:2]
     N = q.shape[-1]
     P = dy.shape[-1]
