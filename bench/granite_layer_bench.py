@@ -87,15 +87,16 @@ VARIANTS = {
     # Session 3: the decode graph copies its token in and its output out through MappedIO's address table
     "decode_mapped": ({"decode_fast_path": True, "decode_evict_first": True, "decode_io": "mapped"}, (DECODE,)),
 }
-# --decode-sweep: granite_decode_step alone per batch, (block_p, num_warps, evict_first); the kernels at their
-# launch defaults without the hint (first entry) are the baseline of each batch. (Session 2 also swept a one-launch
-# form, removed after it lost at every batch: bench/granite/NOTES.md "Session 2: decode".)
-DECODE_SWEEP = {1: [(None, None, False), (None, None, True), (4, 4, True), (8, 4, True), (16, 4, True)],
-                8: [(None, None, False), (None, None, True), (16, 4, True), (16, 8, True), (32, 4, True),
-                    (64, 8, True)],
-                64: [(None, None, False), (None, None, True), (16, 4, True), (16, 8, True), (32, 4, True),
-                     (64, 4, True), (64, 8, True), (64, 16, True)]}
-
+# --decode-sweep: granite_decode_step alone per batch, (block_p, num_warps, evict_first, conv_apart); the first
+# entry of each batch is its baseline (session 21: the kernels at their session-20 defaults, the conv inside the state
+# kernel). (Session 2 also swept a one-launch form, removed after it lost at every batch: bench/granite/NOTES.md
+# "Session 2: decode".)
+DECODE_SWEEP = {1: [(None, None, True, False), (None, None, True, True), (16, 4, True, True), (8, 4, True, True)],
+                8: [(None, None, True, False), (None, None, True, True), (16, 4, True, True), (16, 8, True, True),
+                    (8, 4, True, True), (64, 8, True, True)],
+                64: [(None, None, True, False), (None, None, True, True), (4, 4, True, True), (8, 4, True, True),
+                     (16, 4, True, True), (16, 8, True, True), (32, 4, True, True), (64, 4, True, True),
+                     (64, 8, True, True)]}
 
 def log(msg: str) -> None:
     print(msg, flush=True)
@@ -189,12 +190,12 @@ def decode_kernel_sweep(config, device) -> list[dict]:
             torch.log(torch.linspace(1, 16, nh)).to(device, torch.bfloat16), \
             torch.ones(nh).to(device, torch.bfloat16), torch.ones(inter).to(device, torch.bfloat16), 1e-5
         base = None
-        for block_p, warps, evict in configs:
-            row = {"batch": batch, "block_p": block_p, "num_warps": warps, "evict_first": evict}
+        for block_p, warps, evict, apart in configs:
+            row = {"batch": batch, "block_p": block_p, "num_warps": warps, "evict_first": evict, "conv_apart": apart}
             try:
                 def step(conv, ssm):
                     return granite_decode_step(zx, conv, ssm, *params, evict_first=evict, block_p=block_p,
-                                               num_warps=warps)
+                                               num_warps=warps, conv_apart=apart)
                 results = []
                 for _ in range(20):
                     conv, ssm = conv0.clone(), ssm0.clone()
@@ -336,7 +337,7 @@ def table(cells: list[dict], workloads: list, refs: dict) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--variants", default="all", help=f"'all' or a comma list of {', '.join(VARIANTS)}")
+    ap.add_argument("--variants", default="all", help=f"'all', 'none' (with --decode-sweep) or a comma list of {', '.join(VARIANTS)}")
     ap.add_argument("--out", default=None, help="JSON path (default: $OUT or bench/results, granite_layer_phase2.json)")
     ap.add_argument("--commit", default=None, help="git commit of the tree (the device copy carries a stale .git)")
     ap.add_argument("--profile", default="", help="comma list of prefill bench workloads to profile per variant "
@@ -344,7 +345,8 @@ def main() -> int:
     ap.add_argument("--kinds", default="prefill,decode", help="workload kinds to run (comma list)")
     ap.add_argument("--decode-sweep", action="store_true", help="also sweep the decode kernels alone (first)")
     args = ap.parse_args()
-    variants = list(VARIANTS) if args.variants == "all" else args.variants.split(",")
+    named = {"all": list(VARIANTS), "none": []}
+    variants = named[args.variants] if args.variants in named else args.variants.split(",")
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         ap.error(f"unknown variants {unknown}; known: {list(VARIANTS)}")

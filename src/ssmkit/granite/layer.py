@@ -363,7 +363,9 @@ class FastMambaLayer(ReferenceMambaLayer):
     state's evict-first L2 hint in the decode kernel; 71.5 -> 59.9 us per step at B=64 in a graph). (A one-launch
     decode kernel was measured slower in a graph at every batch and removed: git 35bd127.) Session 3:
     ``decode_io`` ("mapped", default, or "copy": how a decode graph takes its token and returns its output; see
-    the module docstring).
+    the module docstring). Session 21: ``decode_conv_apart`` (None: by batch, ``decode_conv_apart`` in
+    ssd_decode.py; True / False: ``granite_decode_step``'s ``conv_apart``, the conv and the conv-state roll in a
+    kernel of their own before the state kernel).
     Prefill knobs, defaults from the H200 measurements (module docstring): ``prefill_graphs`` ("mapped", which is
     "kernels" for batches that are not packed; False, "whole" or "kernels": a CUDA graph per prefill shape),
     ``pack_padded_gemms`` ("packed"; "rows" or False: how left-padded batches skip their pads) and
@@ -381,6 +383,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.decode_fast_path = True
         self.decode_evict_first = True
         self.decode_io = "mapped"
+        self.decode_conv_apart = None
         self.prefill_graphs = "mapped"
         self.pack_padded_gemms = "packed"
         self.cb_spread = True
@@ -764,7 +767,7 @@ class FastMambaLayer(ReferenceMambaLayer):
             zxbcdt = granite_decode_linear(x, self.in_proj.weight, counters=counters and counters[0], **in_args)
         y = granite_decode_step(zxbcdt, conv_state, ssm_state, self.conv1d.weight, self.conv1d.bias, self.dt_bias,
                                 self.A_log, self.D, self.norm.weight, self.config.rms_norm_eps,
-                                evict_first=self.decode_evict_first)
+                                evict_first=self.decode_evict_first, conv_apart=self.decode_conv_apart)
         if out_args is None:
             return F.linear(y, self.out_proj.weight, self.out_proj.bias)[:, None]
         if io is not None:
@@ -800,7 +803,8 @@ class FastMambaLayer(ReferenceMambaLayer):
 
     def _decode_switches(self) -> tuple:
         """The switches a captured decode graph depends on (a binding is valid only while they are unchanged)."""
-        return self.use_cuda_graphs, self.decode_projections, self.decode_evict_first, self.decode_io
+        return (self.use_cuda_graphs, self.decode_projections, self.decode_evict_first, self.decode_io,
+                self.decode_conv_apart)
 
     def _decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> torch.Tensor:
         """One token (b, 1, hidden) -> (b, 1, hidden); cache states updated in place."""

@@ -80,9 +80,14 @@ def _rel(a, b):
 SHAPES = [(3, 8, 16, 16, 1), (2, 4, 64, 128, 1), (2, 4, 16, 16, 2)]
 
 
+@pytest.mark.parametrize("conv_apart", [False, True], ids=["fused_conv", "conv_apart"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "b{}_h{}_p{}_n{}_g{}".format(*s))
-def test_decode_step_matches_float64_math(shape, dtype):
+def test_decode_step_matches_float64_math(shape, dtype, conv_apart, monkeypatch):
+    """Both forms (conv in the state kernel, or in a kernel of its own with its fp32 scratch NaN-poisoned through
+    torch.empty) against the float64 step."""
+    real_empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, **kw: real_empty(*a, **kw).fill_(float("nan")))
     batch, nheads, headdim, dstate, ngroups = shape
     zxbcdt, conv_state, ssm_state, p = _make_inputs(batch, nheads, headdim, dstate, ngroups, dtype, seed=sum(shape))
     eps = 1e-5
@@ -90,7 +95,7 @@ def test_decode_step_matches_float64_math(shape, dtype):
     out = torch.full((batch, nheads * headdim), float("nan"), dtype=dtype)
     gated = torch.full((batch, nheads * headdim), float("nan"))
     res = granite_decode_step(zxbcdt, conv_state, ssm_state, p["conv_weight"], p["conv_bias"], p["dt_bias"],
-                              p["A_log"], p["D"], p["norm_weight"], eps, out=out, gated=gated)
+                              p["A_log"], p["D"], p["norm_weight"], eps, out=out, gated=gated, conv_apart=conv_apart)
     assert res is out
     assert torch.isfinite(out).all() and torch.isfinite(gated).all(), "decode left outputs unwritten"
     # The conv window is a copy of model-dtype values: exact.
@@ -105,7 +110,8 @@ def test_decode_step_matches_float64_math(shape, dtype):
         assert _rel(out, ref_out) < 1e-6
 
 
-def test_decode_steps_chain_like_float64_recurrence():
+@pytest.mark.parametrize("conv_apart", [False, True], ids=["fused_conv", "conv_apart"])
+def test_decode_steps_chain_like_float64_recurrence(conv_apart):
     """Four consecutive steps on the same caches track a float64 recurrence fed the same tokens."""
     batch, nheads, headdim, dstate, ngroups = 2, 8, 16, 16, 1
     zxbcdt, conv_state, ssm_state, p = _make_inputs(batch, nheads, headdim, dstate, ngroups, torch.bfloat16, seed=11)
@@ -115,7 +121,7 @@ def test_decode_steps_chain_like_float64_recurrence():
         tok = torch.randn(zxbcdt.shape, generator=g).to(torch.bfloat16)
         ref_out, ref_conv, ref_state = _step_float64(tok, ref_conv, ref_state, p, 1e-5, ngroups)
         out = granite_decode_step(tok, conv_state, ssm_state, p["conv_weight"], p["conv_bias"], p["dt_bias"],
-                                  p["A_log"], p["D"], p["norm_weight"], 1e-5)
+                                  p["A_log"], p["D"], p["norm_weight"], 1e-5, conv_apart=conv_apart)
         assert torch.equal(conv_state, ref_conv)
         assert _rel(ssm_state, ref_state) < 1e-6
         assert _rel(out, ref_out) < 3e-3
@@ -133,8 +139,9 @@ def test_decode_step_rejects_bad_inputs():
 
 
 def test_decode_step_result_independent_of_tile_rows_and_warps():
-    """Rows of the state tile are independent: every (block_p, num_warps) gives bit-identical results in the
-    interpreter (on the GPU the readout's reduction order follows the warp layout: ``decode_launch_config``)."""
+    """Rows of the state tile are independent: every (block_p, num_warps), and the conv apart, give bit-identical
+    results in the interpreter (on the GPU the readout's reduction order follows the warp layout:
+    ``decode_launch_config``)."""
     zxbcdt, conv_state, ssm_state, p = _make_inputs(2, 2, 64, 16, 1, torch.bfloat16, seed=9)
     args = (p["conv_weight"], p["conv_bias"], p["dt_bias"], p["A_log"], p["D"], p["norm_weight"], 1e-5)
     results = []
@@ -142,6 +149,8 @@ def test_decode_step_result_independent_of_tile_rows_and_warps():
         cs, ss = conv_state.clone(), ssm_state.clone()
         out = granite_decode_step(zxbcdt, cs, ss, *args, block_p=block_p, num_warps=warps)
         results.append((out, cs, ss))
+    cs, ss = conv_state.clone(), ssm_state.clone()
+    results.append((granite_decode_step(zxbcdt, cs, ss, *args, conv_apart=True), cs, ss))
     for out, cs, ss in results[1:]:
         assert torch.equal(out, results[0][0]) and torch.equal(cs, results[0][1]) and torch.equal(ss, results[0][2])
     with pytest.raises(ValueError, match="block_p"):

@@ -617,10 +617,12 @@ for mask in (False, True):
 for indirect in (False, True):
     build(conv1d._varlen_unpack_kernel, dict(WIDTH=1536, OUT_INDIRECT=indirect, BLOCK_L=16, BLOCK_D=256),
           {"out_ptr": "*i64"} if indirect else None)
-for evict in (False, True):
+for evict, apart in itertools.product((False, True), (False, True)):
     build(ssd_decode._granite_decode_ssm_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, NGROUPS=1,
           HEADS_PER_GROUP=48, HEADDIM=64, DSTATE=128, D_CONV=4, BLOCK_P=32, HAS_CONV_BIAS=True, ROUND_BF16=True,
-          EVICT_FIRST=evict), warps=8)
+          EVICT_FIRST=evict, CONV_APART=apart), {"act_ptr": "*fp32"}, warps=8)
+build(ssd_decode._granite_decode_conv_roll_kernel, dict(INTERMEDIATE=3072, D_CONV=4, BLOCK_C=256,
+      HAS_CONV_BIAS=True), {"act_ptr": "*fp32"})
 for word in (-1, 2):  # the decode out_proj GEMV, writing its own output or the posted one
     build(decode_linear._granite_decode_gemv_kernel, dict(K=3072, BLOCK_M=1, BLOCK_N=4, BLOCK_K=2048,
           OUT_WORD=word), {"io_ptr": "*i64"})
@@ -629,8 +631,7 @@ build(decode_linear._granite_decode_splitk_kernel, dict(K=3072, BLOCK_M=16, BLOC
       K_SLICE=768, STAGES=3, X_WORD=1, OUT_WORD=2), {"io_ptr": "*i64", "count_ptr": "*i32", "part_ptr": "*fp32"})
 build(decode_linear._granite_decode_splitk_kernel, dict(K=1536, BLOCK_M=64, BLOCK_N=32, BLOCK_K=256, SPLIT=1,
       K_SLICE=1536, STAGES=4, X_WORD=-1, OUT_WORD=-1), {"io_ptr": "*i64", "count_ptr": "*i32", "part_ptr": "*fp32"})
-build(ssd_decode._granite_decode_norm_roll_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, D_CONV=4, BLOCK_I=4096,
-      BLOCK_C=512))
+build(ssd_decode._granite_decode_norm_roll_kernel, dict(INTERMEDIATE=3072, D_CONV=4, BLOCK_I=4096, BLOCK_C=256))
 for ack, copy in itertools.product((False, True), (0, 2048)):  # copy: the small copy-in inside the fetch
     build(mapped_io._mapped_fetch_kernel, dict(WORDS=5, BLOCK=8, ACK=ack, COPY_BLOCK=copy))
 build(mapped_io._mapped_copy_slots_kernel, dict(WORD0=1, OUT=False, ACK=False, BLOCK=4096, SB=32),
@@ -649,7 +650,8 @@ for mask_type, upcast in (("*i64", False), ("*u8", False), ("*fp64", False), ("*
 def test_granite_kernels_compile_for_sm90(compile_for_sm90):
     """The conv, SSD and unpack kernels compile for an H100/H200 (sm_90) in every layout the layer uses (padded
     with and without a mask, packed; cb_spread, continuation; one row block per chunk; the fused-state form), and so
-    do the decode kernels (with and without the evict-first hint), the decode graph's mapped copies and the
+    do the decode kernels (with and without the evict-first hint, the conv in the state kernel or apart), the
+    decode graph's mapped copies and the
     mask-facts kernel. The interpreter does not
     type-check like the compiler (a loop-carried variable changing type passed here and failed on the GPU), so
     this runs Triton's real compiler on the CPU (the ``compile_for_sm90`` fixture)."""

@@ -1,18 +1,22 @@
-# Granite Mamba-2 single-token decode step, between in_proj and out_proj (spec §3.1), in two Triton kernels:
+# Granite Mamba-2 single-token decode step, between in_proj and out_proj (spec §3.1), in two or three Triton kernels:
 #   1. _granite_decode_ssm_kernel, grid (headdim / BLOCK_P, nheads, batch): causal conv over the window
 #      [conv_state[:, 1:], new xBC column] + bias + SiLU for the program's BLOCK_P x channels and its group's B and C
-#      (2 * d_state channels, recomputed by every program of the row: cheap, and it keeps conv_state read-only
-#      here), dt = softplus(dt + dt_bias) with the bf16 rounding of transformers 5.17, the in-place fp32
-#      state update S = S * exp(dt * A) + dt * x B^T on a (BLOCK_P, d_state) tile, y = S C + D x, and the gate
-#      y * silu(z), written in fp32 to a (batch, intermediate) scratch row. The state is loaded and stored with an
-#      evict-first L2 hint (evict_first, default): it is touched once per step.
-#   2. _granite_decode_norm_roll_kernel, grid (batch, 1 + cdiv(conv_dim, BLOCK_C)): program 0 of each row does the
+#      (2 * d_state channels, recomputed by every program of the row; conv_state is read-only here), dt =
+#      softplus(dt + dt_bias) with the bf16 rounding of transformers 5.17, the in-place fp32 state update
+#      S = S * exp(dt * A) + dt * x B^T on a (BLOCK_P, d_state) tile, y = S C + D x, and the gate y * silu(z),
+#      written in fp32 to a (batch, intermediate) scratch row. The state is loaded and stored with an evict-first
+#      L2 hint (evict_first, default): it is touched once per step.
+#   2. _granite_decode_norm_roll_kernel, grid (batch, 1 + conv_dim / BLOCK_C): program 0 of each row does the
 #      RMSNorm over all intermediate channels (spec §2.1 step 10) and writes the model-dtype result for out_proj;
 #      the other programs roll conv_state left by one and write the new raw xBC column, in place (BLOCK_C channels
-#      each). The roll waits for kernel 1, which read the old window, by stream order.
+#      each, BLOCK_C dividing conv_dim). The roll waits for kernel 1, which read the old window, by stream order.
+# The conv-apart form (conv_apart, for large batches: decode_conv_apart) runs _granite_decode_conv_roll_kernel,
+# grid (batch, conv_dim / BLOCK_C), first: the conv + bias + SiLU of every xBC channel once per row (fp32, to a
+# (batch, conv_dim) scratch) and the roll; kernel 1 then loads x, B and C from the scratch, and kernel 2 runs its
+# norm programs only.
 # Tiles: kernel 1 holds a (BLOCK_P, DSTATE) fp32 state tile (BLOCK_P chosen from the batch so that small batches
 # still fill the GPU); kernel 2 a (next_pow2(intermediate),) row or a (BLOCK_C, D_CONV) window tile.
-# The decode projections around these two kernels are in decode_linear.py.
+# The decode projections around these kernels are in decode_linear.py.
 """Fused single-token decode step of the Granite Mamba-2 mixer (spec §3.1).
 
 Numerics (a choice the brief allows, stated here): the conv, SiLU, state update, readout, D skip, gate and RMSNorm
@@ -25,6 +29,8 @@ out_proj.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import triton
 import triton.language as tl
@@ -32,34 +38,74 @@ import triton.language as tl
 from ssmkit.kernels.granite.checks import check, is_pow2
 from ssmkit.kernels.granite.ssd_prefill import _granite_softplus_dt
 
-__all__ = ["granite_decode_step", "decode_launch_config"]
+__all__ = ["granite_decode_step", "decode_launch_config", "decode_conv_apart"]
+
+# decode_conv_apart: the smallest batch whose decode step runs the conv in its own kernel by default (H200).
+CONV_APART_MIN_BATCH = 16
 
 
 @triton.jit
-def _decode_conv_silu(new_ptr, state_ptr, weight_ptr, bias_ptr, ch, stride_cs_c, stride_cs_k, stride_cw_c,
-                      stride_cw_k, D_CONV: tl.constexpr, HAS_CONV_BIAS: tl.constexpr):
-    """fp32 silu(conv(window) + bias) for channels ``ch`` (1D), window = [state[:, 1:], new]; reads only."""
+def _decode_window(new_ptr, state_ptr, ch, stride_cs_c, stride_cs_k, D_CONV: tl.constexpr):
+    """(len(ch), D_CONV) model-dtype window [state[:, 1:], new] for channels ``ch`` (1D, in range): the conv's input
+    and, written back, the rolled conv state. Reads only."""
     k = tl.arange(0, D_CONV)
     old = tl.load(state_ptr + ch[:, None] * stride_cs_c + (k[None, :] + 1) * stride_cs_k,
-                  mask=k[None, :] < D_CONV - 1, other=0.0).to(tl.float32)
-    new = tl.load(new_ptr + ch).to(tl.float32)
-    window = tl.where(k[None, :] == D_CONV - 1, new[:, None], old)
+                  mask=k[None, :] < D_CONV - 1, other=0.0)
+    new = tl.load(new_ptr + ch)
+    return tl.where(k[None, :] == D_CONV - 1, new[:, None], old)
+
+
+@triton.jit
+def _decode_conv_silu(window, weight_ptr, bias_ptr, ch, stride_cw_c, stride_cw_k, D_CONV: tl.constexpr,
+                      HAS_CONV_BIAS: tl.constexpr):
+    """fp32 silu(conv(window) + bias) for channels ``ch`` (1D), ``window`` from ``_decode_window``."""
+    k = tl.arange(0, D_CONV)
     weight = tl.load(weight_ptr + ch[:, None] * stride_cw_c + k[None, :] * stride_cw_k).to(tl.float32)
-    acc = tl.sum(window * weight, axis=1)
+    acc = tl.sum(window.to(tl.float32) * weight, axis=1)
     if HAS_CONV_BIAS:
         acc += tl.load(bias_ptr + ch).to(tl.float32)
     return acc * tl.sigmoid(acc)
 
 
 @triton.jit
+def _decode_conv_channels(new_ptr, state_ptr, weight_ptr, bias_ptr, ch, stride_cs_c, stride_cs_k, stride_cw_c,
+                          stride_cw_k, D_CONV: tl.constexpr, HAS_CONV_BIAS: tl.constexpr):
+    """fp32 silu(conv([state[:, 1:], new]) + bias) for channels ``ch`` (1D); reads only."""
+    window = _decode_window(new_ptr, state_ptr, ch, stride_cs_c, stride_cs_k, D_CONV)
+    return _decode_conv_silu(window, weight_ptr, bias_ptr, ch, stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
+
+
+@triton.jit
+def _granite_decode_conv_roll_kernel(
+    zxbcdt_ptr, conv_state_ptr, conv_weight_ptr, conv_bias_ptr, act_ptr,
+    stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k, stride_act_b,
+    INTERMEDIATE: tl.constexpr, D_CONV: tl.constexpr, BLOCK_C: tl.constexpr, HAS_CONV_BIAS: tl.constexpr,
+):
+    # The conv-apart form's first kernel: act = silu(conv(window) + bias) in fp32 for BLOCK_C channels of a row
+    # (BLOCK_C divides conv_dim), then conv_state[c, :] <- window (the roll, spec §3.1 step 2), in place.
+    row = tl.program_id(0).to(tl.int64)
+    ch = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    cs_row = conv_state_ptr + row * stride_cs_b
+    window = _decode_window(zxbcdt_ptr + row * stride_zx_b + INTERMEDIATE, cs_row, ch, stride_cs_c, stride_cs_k,
+                            D_CONV)
+    act = _decode_conv_silu(window, conv_weight_ptr, conv_bias_ptr, ch, stride_cw_c, stride_cw_k, D_CONV,
+                            HAS_CONV_BIAS)
+    tl.store(act_ptr + row * stride_act_b + ch, act)
+    # Every thread's reads of the old window must land before any thread overwrites it.
+    tl.debug_barrier()
+    k = tl.arange(0, D_CONV)
+    tl.store(cs_row + ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, window)
+
+
+@triton.jit
 def _granite_decode_ssm_kernel(
-    zxbcdt_ptr, conv_state_ptr, conv_weight_ptr, conv_bias_ptr, dt_bias_ptr, a_log_ptr, d_ptr, ssm_state_ptr,
-    gated_ptr,
-    stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k, stride_ss_b, stride_ss_h,
-    stride_ss_p, stride_g_b,
+    zxbcdt_ptr, conv_state_ptr, conv_weight_ptr, conv_bias_ptr, act_ptr, dt_bias_ptr, a_log_ptr, d_ptr,
+    ssm_state_ptr, gated_ptr,
+    stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k, stride_cw_c, stride_cw_k, stride_act_b, stride_ss_b,
+    stride_ss_h, stride_ss_p, stride_g_b,
     INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, NGROUPS: tl.constexpr, HEADS_PER_GROUP: tl.constexpr,
     HEADDIM: tl.constexpr, DSTATE: tl.constexpr, D_CONV: tl.constexpr, BLOCK_P: tl.constexpr,
-    HAS_CONV_BIAS: tl.constexpr, ROUND_BF16: tl.constexpr, EVICT_FIRST: tl.constexpr,
+    HAS_CONV_BIAS: tl.constexpr, ROUND_BF16: tl.constexpr, EVICT_FIRST: tl.constexpr, CONV_APART: tl.constexpr,
 ):
     pid_p = tl.program_id(0)
     head = tl.program_id(1)
@@ -72,7 +118,7 @@ def _granite_decode_ssm_kernel(
     offs_p = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
     offs_n = tl.arange(0, DSTATE)
     x_ch = head * HEADDIM + offs_p
-    b_ch = INTERMEDIATE + group * DSTATE + offs_n
+    b_ch = INTERMEDIATE + group * DSTATE + offs_n  # (xBC channels, as x_ch)
     c_ch = INTERMEDIATE + (NGROUPS + group) * DSTATE + offs_n
 
     # State tile first: the largest load, in flight while the conv and dt are computed. Evict-first (EVICT_FIRST):
@@ -83,12 +129,18 @@ def _granite_decode_ssm_kernel(
     else:
         state = tl.load(s_ptrs)
 
-    x = _decode_conv_silu(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, x_ch, stride_cs_c, stride_cs_k,
-                          stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
-    b_vec = _decode_conv_silu(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, b_ch, stride_cs_c, stride_cs_k,
-                              stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
-    c_vec = _decode_conv_silu(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, c_ch, stride_cs_c, stride_cs_k,
-                              stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
+    if CONV_APART:  # x, B and C after the conv and SiLU, from _granite_decode_conv_roll_kernel (fp32)
+        act_row = act_ptr + row * stride_act_b
+        x = tl.load(act_row + x_ch)
+        b_vec = tl.load(act_row + b_ch)
+        c_vec = tl.load(act_row + c_ch)
+    else:
+        x = _decode_conv_channels(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, x_ch, stride_cs_c, stride_cs_k,
+                                  stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
+        b_vec = _decode_conv_channels(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, b_ch, stride_cs_c,
+                                      stride_cs_k, stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
+        c_vec = _decode_conv_channels(xbc_row, cs_row, conv_weight_ptr, conv_bias_ptr, c_ch, stride_cs_c,
+                                      stride_cs_k, stride_cw_c, stride_cw_k, D_CONV, HAS_CONV_BIAS)
 
     # dt: 5.17 adds dt_bias and takes softplus in bf16 (spec §3.1 step 4): rounded after each for a bf16 model.
     dt_raw = tl.load(xbc_row + CONV_DIM + head).to(tl.float32)
@@ -111,8 +163,7 @@ def _granite_decode_ssm_kernel(
 def _granite_decode_norm_roll_kernel(
     gated_ptr, norm_weight_ptr, out_ptr, zxbcdt_ptr, conv_state_ptr, eps,
     stride_g_b, stride_out_b, stride_zx_b, stride_cs_b, stride_cs_c, stride_cs_k,
-    INTERMEDIATE: tl.constexpr, CONV_DIM: tl.constexpr, D_CONV: tl.constexpr, BLOCK_I: tl.constexpr,
-    BLOCK_C: tl.constexpr,
+    INTERMEDIATE: tl.constexpr, D_CONV: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_C: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     blk = tl.program_id(1)
@@ -125,18 +176,23 @@ def _granite_decode_norm_roll_kernel(
         w = tl.load(norm_weight_ptr + offs, mask=m, other=0.0).to(tl.float32)
         tl.store(out_ptr + row * stride_out_b + offs, (t * rstd * w).to(out_ptr.dtype.element_ty), mask=m)
     else:
-        # conv_state[c, :] <- [conv_state[c, 1:], xBC_new[c]] (spec §3.1 step 2), in place.
+        # conv_state[c, :] <- [conv_state[c, 1:], xBC_new[c]] (spec §3.1 step 2), in place (BLOCK_C divides
+        # conv_dim).
         ch = (blk - 1) * BLOCK_C + tl.arange(0, BLOCK_C)
-        k = tl.arange(0, D_CONV)
-        cm = ch[:, None] < CONV_DIM
         cs_row = conv_state_ptr + row * stride_cs_b
-        old = tl.load(cs_row + ch[:, None] * stride_cs_c + (k[None, :] + 1) * stride_cs_k,
-                      mask=cm & (k[None, :] < D_CONV - 1), other=0.0)
-        new = tl.load(zxbcdt_ptr + row * stride_zx_b + INTERMEDIATE + ch, mask=ch < CONV_DIM, other=0.0)
-        window = tl.where(k[None, :] == D_CONV - 1, new[:, None], old)
+        window = _decode_window(zxbcdt_ptr + row * stride_zx_b + INTERMEDIATE, cs_row, ch, stride_cs_c, stride_cs_k,
+                                D_CONV)
         # Every thread's reads of the old window must land before any thread overwrites it.
         tl.debug_barrier()
-        tl.store(cs_row + ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, window, mask=cm)
+        k = tl.arange(0, D_CONV)
+        tl.store(cs_row + ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, window)
+
+
+def decode_conv_apart(batch: int, on_gpu: bool) -> bool:
+    """Whether ``granite_decode_step`` runs the conv apart (its first kernel) by default at this batch: on the GPU
+    from ``CONV_APART_MIN_BATCH`` rows (measured: bench/granite/NOTES.md "Session 21"); in the interpreter never
+    (both forms are tested there explicitly)."""
+    return on_gpu and batch >= CONV_APART_MIN_BATCH
 
 
 def decode_launch_config(batch: int, nheads: int, headdim: int, dstate: int, on_gpu: bool) -> tuple[int, int]:
@@ -165,8 +221,8 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
                         conv_weight: torch.Tensor, conv_bias: torch.Tensor | None, dt_bias: torch.Tensor,
                         A_log: torch.Tensor, D: torch.Tensor, norm_weight: torch.Tensor, eps: float,
                         out: torch.Tensor | None = None, gated: torch.Tensor | None = None, *,
-                        evict_first: bool = True, block_p: int | None = None,
-                        num_warps: int | None = None) -> torch.Tensor:
+                        evict_first: bool = True, block_p: int | None = None, num_warps: int | None = None,
+                        conv_apart: bool | None = None) -> torch.Tensor:
     """One decode step of the mixer between the two projections; updates both caches in place.
 
     Args:
@@ -182,6 +238,10 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
         block_p, num_warps: kernel 1's tile rows (a power of two dividing headdim) and warps; None takes them
             from ``decode_launch_config``. For tuning; on the GPU they can change the rounding
             (``decode_launch_config``).
+        conv_apart: the conv + SiLU of every xBC channel and the conv-state roll in a first kernel of their own
+            (fp32 activations in a (b, conv_dim) scratch), so that the state kernel reads x, B and C instead of
+            recomputing B and C's convs in each of its programs; three launches instead of two. None: from the
+            batch (``decode_conv_apart``). The result does not depend on it beyond the conv's 4-tap sum order.
 
     Returns:
         (b, intermediate) in the model dtype: RMSNorm(y * silu(z)) * norm_weight, ready for out_proj.
@@ -229,26 +289,41 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
     check(tuple(gated.shape) == (batch, intermediate) and gated.stride(1) == 1 and gated.dtype == torch.float32,
            ValueError, f"gated must be ({batch}, {intermediate}) float32 with a contiguous last dim")
 
+    if conv_apart is None:
+        conv_apart = decode_conv_apart(batch, zxbcdt.is_cuda)
     default_block_p, default_warps = decode_launch_config(batch, nheads, headdim, dstate, zxbcdt.is_cuda)
     block_p = default_block_p if block_p is None else block_p
     num_warps = default_warps if num_warps is None else num_warps
     check(is_pow2(block_p) and headdim % block_p == 0, ValueError,
            f"block_p must be a power of two dividing headdim {headdim}, got {block_p}")
+    conv_b = conv_bias if conv_bias is not None else cw
+    block_c = math.gcd(conv_dim, 512)  # conv / roll channels per program: a power of two dividing conv_dim
+    act = gated  # (a placeholder pointer when the conv is not apart: never read)
+    if conv_apart:
+        act = torch.empty(batch, conv_dim, device=zxbcdt.device, dtype=torch.float32)
+        _granite_decode_conv_roll_kernel[(batch, conv_dim // block_c)](
+            zxbcdt, conv_state, cw, conv_b, act,
+            zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1), conv_state.stride(2), cw.stride(0),
+            cw.stride(1), act.stride(0),
+            INTERMEDIATE=intermediate, D_CONV=d_conv, BLOCK_C=block_c, HAS_CONV_BIAS=conv_bias is not None,
+            num_warps=4,
+        )
     _granite_decode_ssm_kernel[(headdim // block_p, nheads, batch)](
-        zxbcdt, conv_state, cw, conv_bias if conv_bias is not None else cw, dt_bias, A_log, D, ssm_state, gated,
+        zxbcdt, conv_state, cw, conv_b, act, dt_bias, A_log, D, ssm_state, gated,
         zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1), conv_state.stride(2), cw.stride(0),
-        cw.stride(1), ssm_state.stride(0), ssm_state.stride(1), ssm_state.stride(2), gated.stride(0),
+        cw.stride(1), act.stride(0), ssm_state.stride(0), ssm_state.stride(1), ssm_state.stride(2), gated.stride(0),
         INTERMEDIATE=intermediate, CONV_DIM=conv_dim, NGROUPS=ngroups, HEADS_PER_GROUP=nheads // ngroups,
         HEADDIM=headdim, DSTATE=dstate, D_CONV=d_conv, BLOCK_P=block_p, HAS_CONV_BIAS=conv_bias is not None,
-        ROUND_BF16=zxbcdt.dtype == torch.bfloat16, EVICT_FIRST=evict_first, num_warps=num_warps,
+        ROUND_BF16=zxbcdt.dtype == torch.bfloat16, EVICT_FIRST=evict_first, CONV_APART=conv_apart,
+        num_warps=num_warps,
     )
-    block_c = min(512, triton.next_power_of_2(conv_dim))
     block_i = triton.next_power_of_2(intermediate)
-    _granite_decode_norm_roll_kernel[(batch, 1 + triton.cdiv(conv_dim, block_c))](
+    # program 0 of a row: the norm; the others (not when the conv was apart: it rolled): the conv-state roll
+    _granite_decode_norm_roll_kernel[(batch, 1 + (0 if conv_apart else conv_dim // block_c))](
         gated, norm_weight, out, zxbcdt, conv_state, float(eps),
         gated.stride(0), out.stride(0), zxbcdt.stride(0), conv_state.stride(0), conv_state.stride(1),
         conv_state.stride(2),
-        INTERMEDIATE=intermediate, CONV_DIM=conv_dim, D_CONV=d_conv, BLOCK_I=block_i, BLOCK_C=block_c,
+        INTERMEDIATE=intermediate, D_CONV=d_conv, BLOCK_I=block_i, BLOCK_C=block_c,
         num_warps=8 if block_i >= 2048 else 4,
     )
     return out
