@@ -12,7 +12,7 @@ Per decode bench workload (B = 1, 8, 64; FastMambaLayer at its defaults, or with
 Host floors of any Python layer call on this machine: ``noop_module_us`` (a module whose forward returns a
 preallocated tensor) and ``tiny_graph_replay_us`` (a one-kernel graph's bare replay), timed like ``call_us``.
 Byte ceilings: ``state_rmw_tbs`` (an in-place ``mul_`` over a B=64-sized fp32 state, bytes read + written over
-its time) and ``copy_tbs`` (a device copy of the same size).
+its time) and ``copy_tbs`` (device copies of 1x, 4x and 16x that size).
 Usage (CUDA): SSMKIT_GIT_COMMIT=SHA PYTHONPATH=src python bench/granite_decode_floor.py --out DIR [--attrs JSON]
 [--calls 300]
 Prints a table and writes DIR/granite_decode_floor.json (command, commit, GPU, versions, medians).
@@ -73,13 +73,19 @@ def host_floors(hidden: int, reps: int) -> dict:
 
 
 def byte_ceilings(reps: int) -> dict:
-    """In-place read-modify-write and copy rates (TB/s, bytes read + written) over a B=64-sized fp32 state."""
+    """In-place read-modify-write rate over a B=64-sized fp32 state, and device-copy rates at 1x, 4x and 16x that
+    size (TB/s, bytes read + written over the median time): the byte ceilings the decode floor is counted with."""
     n = 64 * 48 * 64 * 128
-    a, b = torch.randn(n, device="cuda"), torch.empty(n, device="cuda")
+    a = torch.randn(n, device="cuda")
     rmw = events_us(lambda: a.mul_(0.999), reps)
-    copy = events_us(lambda: b.copy_(a), reps)
-    return {"state_bytes": 4 * n, "state_rmw_us": rmw, "state_rmw_tbs": 8 * n / rmw / 1e6, "copy_us": copy,
-            "copy_tbs": 8 * n / copy / 1e6}
+    result = {"state_bytes": 4 * n, "state_rmw_us": rmw, "state_rmw_tbs": 8 * n / rmw / 1e6, "copy_tbs": {}}
+    del a
+    for scale in (1, 4, 16):
+        src, dst = torch.randn(scale * n, device="cuda"), torch.empty(scale * n, device="cuda")
+        result["copy_tbs"][f"{4 * scale * n / 1e6:.0f} MB"] = 8 * scale * n / events_us(lambda: dst.copy_(src),
+                                                                                         reps) / 1e6
+        del src, dst
+    return result
 
 
 def decode_row(layer, w, hidden: int, reps: int) -> dict:

@@ -190,12 +190,17 @@ def _granite_decode_norm_roll_kernel(
 
 def decode_conv_apart(batch: int, on_gpu: bool) -> bool:
     """Whether ``granite_decode_step`` runs the conv apart (its first kernel) by default at this batch: on the GPU
-    from ``CONV_APART_MIN_BATCH`` rows (measured: bench/granite/NOTES.md "Session 21"); in the interpreter never
-    (both forms are tested there explicitly)."""
+    from ``CONV_APART_MIN_BATCH`` rows; in the interpreter never (both forms are tested there explicitly).
+    H200, session 21 (bench/results/session21/run1/, bench/granite/NOTES.md "Session 21"): the three launches
+    against the two, alone in a graph, 60.6 -> 55.3-57.3 us at B=64, level at B=8 (9.8 / 9.7), +0.9 us at B=1;
+    layer call (same process) 101.1 -> 95.0 us at B=64, 45.9 / 46.1 at B=8, 32.8 / 33.5 at B=1. The threshold
+    between 8 and 64 is not measured more finely: the state's bytes, which the lighter programs stream faster,
+    grow with the batch."""
     return on_gpu and batch >= CONV_APART_MIN_BATCH
 
 
-def decode_launch_config(batch: int, nheads: int, headdim: int, dstate: int, on_gpu: bool) -> tuple[int, int]:
+def decode_launch_config(batch: int, nheads: int, headdim: int, dstate: int, on_gpu: bool,
+                         conv_apart: bool = False) -> tuple[int, int]:
     """(block_p, num_warps) of kernel 1: the state tile's rows per program and its warps.
 
     GPU (swept on the H200, bench/results/granite_decode_v2.json, kernels alone): 8 warps won at every batch;
@@ -208,9 +213,14 @@ def decode_launch_config(batch: int, nheads: int, headdim: int, dstate: int, on_
     sums and the readout's sum over d_state follow the warp layout: on the GPU other (block_p, num_warps) can round
     differently (in that sweep the state by up to 9.5e-7, the output by one bf16 step; bit-identical in the
     interpreter).
+    The conv-apart form's state kernel (no conv in its programs) takes 8 rows x 4 warps (session 21 sweep at B=64,
+    bench/results/session21/run1/sweep.json, the three launches in a graph of 20 steps: 8 x 4 55.3 us, 16 x 8 56.1,
+    64 x 8 56.2, 32 x 8 57.3, 4 x 4 58.5; the fused form at its default 60.6).
     """
     if not on_gpu:
         return headdim, 4
+    if conv_apart:
+        return min(8, headdim), 4
     block = min(32, headdim)
     while block > 8 and batch * nheads * (headdim // block) < 4 * 132:
         block //= 2
@@ -291,7 +301,8 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
 
     if conv_apart is None:
         conv_apart = decode_conv_apart(batch, zxbcdt.is_cuda)
-    default_block_p, default_warps = decode_launch_config(batch, nheads, headdim, dstate, zxbcdt.is_cuda)
+    default_block_p, default_warps = decode_launch_config(batch, nheads, headdim, dstate, zxbcdt.is_cuda,
+                                                          conv_apart)
     block_p = default_block_p if block_p is None else block_p
     num_warps = default_warps if num_warps is None else num_warps
     check(is_pow2(block_p) and headdim % block_p == 0, ValueError,
