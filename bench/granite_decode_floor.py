@@ -8,7 +8,8 @@ Per decode bench workload (B = 1, 8, 64; FastMambaLayer at its defaults, or with
   a caller that bypasses the Python forward (the issue's vLLM figures are of that kind).
 - ``gpu_us``: the graph's GPU time with the host out of the way: a replay queued behind a ~1 ms sleep kernel, events
   around the replay only.
-- ``host_us``: perf_counter around the call (its enqueue cost), synchronised between calls.
+- ``host_us``: perf_counter around the call (its enqueue cost), synchronised between calls (``call_us`` and
+  ``host_us``: granite_host_timeline.py's ``latency_and_enqueue``).
 Host floors of any Python layer call on this machine: ``noop_module_us`` (a module whose forward returns a
 preallocated tensor) and ``tiny_graph_replay_us`` (a one-kernel graph's bare replay), timed like ``call_us``.
 Byte ceilings: ``state_rmw_tbs`` (an in-place ``mul_`` over a B=64-sized fp32 state, bytes read + written over
@@ -21,16 +22,18 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from granite_host_timeline import latency_and_enqueue  # noqa: E402
 
 from ssmkit.granite import FastMambaLayer
 from ssmkit.harness.granite_bench import timed_side
 from ssmkit.harness.granite_run import build_layer, default_slice, make_inputs
 from ssmkit.harness.report import format_table, run_metadata, write_json
-from ssmkit.harness.timing import time_call
 from ssmkit.harness.workloads import DECODE, default_workloads_path, load_workloads
 
 
@@ -91,16 +94,7 @@ def byte_ceilings(reps: int) -> dict:
 def decode_row(layer, w, hidden: int, reps: int) -> dict:
     sets = [make_inputs(w, hidden, "cuda", torch.bfloat16, rotation=r) for r in range(3)]
     prepare, call = timed_side(layer, w, sets)
-    for _ in range(4):  # captures the graphs (one per rotation's cache)
-        call(prepare())
-    call_us = [time_call(prepare, call, "cuda") * 1e3 for _ in range(reps)]
-    host = []
-    for _ in range(reps):
-        args = prepare()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        call(args)
-        host.append((time.perf_counter() - t0) * 1e6)
+    timed = latency_and_enqueue(prepare, call, reps)  # (its warm-up calls capture the graphs)
     token, cache = prepare()
     binding = layer._decode_bound[cache.ssm_state.data_ptr()]
     graph = binding.graph
@@ -109,8 +103,8 @@ def decode_row(layer, w, hidden: int, reps: int) -> dict:
     def replay():
         graph.io.replay(graph.graph, src, (out,))
 
-    return {"workload": w.name, "batch": w.batch, "call_us": statistics.median(call_us[3:]),
-            "host_us": statistics.median(host[3:]), "replay_us": events_us(replay, reps),
+    return {"workload": w.name, "batch": w.batch, "call_us": timed["latency_us"], "host_us": timed["enqueue_us"],
+            "replay_us": events_us(replay, reps),
             "gpu_us": events_us(replay, reps, before=lambda: torch.cuda._sleep(2_000_000))}
 
 
