@@ -5,8 +5,9 @@ cache semantics as ``ReferenceMambaLayer`` (spec §2.1, §3). Inference only: th
 forward runs under ``torch.no_grad()``.
 
 Paths:
-- Decode (cache with previous state, L == 1): in_proj (cuBLAS) -> ``granite_decode_step`` (two Triton kernels:
-  conv + dt + state update + gate, then RMSNorm + conv-state roll) -> out_proj (cuBLAS). On CUDA the whole step
+- Decode (cache with previous state, L == 1): in_proj -> ``granite_decode_step`` (two Triton kernels: conv + dt +
+  state update + gate, then RMSNorm + conv-state roll; from 16 rows three: conv + roll, dt + state update + gate,
+  RMSNorm, ``decode_conv_apart``) -> out_proj (projections: ``decode_projections``). On CUDA the whole step
   is one CUDA graph per (batch, cache tensors' addresses and strides, dtype, device), captured on first use.
   (Session 1, bench/results/granite_decode_v2.json: a graph of the whole step beats a graph of the two kernels
   alone with eager cuBLAS calls around it, 31 vs 57 us at B=1: eager cuBLAS launches cost more host time than
