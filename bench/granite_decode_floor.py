@@ -3,7 +3,8 @@
 Per decode bench workload (B = 1, 8, 64; FastMambaLayer at its defaults, or with ``--attrs`` JSON):
 - ``call_us``: the harness's per-call time (``time_call``: synchronise, CUDA events around ``layer(token, cache)``,
   the cache restored outside the timed region), as ``granite bench`` times a side.
-- ``replay_us``: the same events around the layer's captured decode graph alone: the token already in its buffer,
+- ``replay_us``: the same events around the layer's captured decode graph alone (``decode_io`` "mapped", the
+  layer's own objects: ``_decode_bound``, ``_DecodeGraph``): the token already in its buffer,
   the output preallocated, a post of their addresses and ``graph.replay()``; what "a layer in a CUDA graph" costs
   a caller that bypasses the Python forward (the issue's vLLM figures are of that kind).
 - ``gpu_us``: the graph's GPU time with the host out of the way: a replay queued behind a ~1 ms sleep kernel, events
@@ -75,10 +76,10 @@ def host_floors(hidden: int, reps: int) -> dict:
             "tiny_graph_replay_us": events_us(graph.replay, reps)}
 
 
-def byte_ceilings(reps: int) -> dict:
+def byte_ceilings(config, reps: int) -> dict:
     """In-place read-modify-write rate over a B=64-sized fp32 state, and device-copy rates at 1x, 4x and 16x that
     size (TB/s, bytes read + written over the median time): the byte ceilings the decode floor is counted with."""
-    n = 64 * 48 * 64 * 128
+    n = 64 * config.num_heads * config.head_dim * config.d_state
     a = torch.randn(n, device="cuda")
     rmw = events_us(lambda: a.mul_(0.999), reps)
     result = {"state_bytes": 4 * n, "state_rmw_us": rmw, "state_rmw_tbs": 8 * n / rmw / 1e6, "copy_tbs": {}}
@@ -119,12 +120,15 @@ def main() -> None:
     layer = build_layer(FastMambaLayer, layer_slice, "cuda", torch.bfloat16)
     for key, value in args.attrs.items():
         setattr(layer, key, value)
+    if not layer.use_cuda_graphs or layer.decode_io != "mapped":
+        ap.error("the replay and GPU columns time the layer's mapped decode graph: keep use_cuda_graphs and "
+                 "decode_io 'mapped'")
     hidden = layer_slice.config.hidden_size
     workloads = [w for w in load_workloads(default_workloads_path("cuda")) if w.purpose == "bench" and w.kind == DECODE]
     with torch.no_grad():
         result["attrs"] = args.attrs
         result["host_floors"] = host_floors(hidden, args.calls)
-        result["byte_ceilings"] = byte_ceilings(50)
+        result["byte_ceilings"] = byte_ceilings(layer_slice.config, 50)
         result["rows"] = [decode_row(layer, w, hidden, args.calls) for w in workloads]
     keys = ("call_us", "host_us", "replay_us", "gpu_us")
     print(format_table(["workload", *keys], [[r["workload"], *(round(r[k], 1) for k in keys)] for r in result["rows"]]))

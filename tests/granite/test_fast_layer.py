@@ -976,8 +976,13 @@ def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypat
     cache = MambaCache(conv_state=cache.conv_state, ssm_state=cache.ssm_state, has_previous_state=True,
                        seqlen_offset=cache.seqlen_offset)
     assert both(tok())
-    # a switch change re-binds (the evict hint; then the projections), then the fast path serves the new graph
+    # a switch change re-binds (the evict hint, the conv apart; then the projections), then the fast path serves the
+    # new graph
     fast.decode_evict_first = not fast.decode_evict_first
+    assert not both(tok()) and both(tok())
+    fast.decode_conv_apart = True
+    assert not both(tok()) and both(tok())
+    fast.decode_conv_apart = None
     assert not both(tok()) and both(tok())
     fast.decode_projections = "triton"
     assert not both(tok()) and both(tok())

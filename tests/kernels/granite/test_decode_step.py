@@ -14,8 +14,9 @@ from ssmkit.kernels.granite.decode_linear import granite_decode_linear
 from ssmkit.kernels.granite.ssd_decode import granite_decode_step
 
 # Written for the interpreter on CPU tensors (tests/conftest.py); on a CUDA machine Triton compiles for the GPU
-# and cannot take CPU pointers, so the file is skipped there (the CUDA tests of the layer cover the kernels).
-pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="interpreter tests on CPU tensors")
+# and cannot take CPU pointers, so these are skipped there (the CUDA tests of the layer cover the kernels, and
+# test_decode_step_forms_on_cuda runs both forms of the step at the real head shape).
+INTERPRETER = pytest.mark.skipif(torch.cuda.is_available(), reason="interpreter tests on CPU tensors")
 
 
 def _make_inputs(batch, nheads, headdim, dstate, ngroups, dtype, seed, d_conv=4):
@@ -80,14 +81,23 @@ def _rel(a, b):
 SHAPES = [(3, 8, 16, 16, 1), (2, 4, 64, 128, 1), (2, 4, 16, 16, 2)]
 
 
+@INTERPRETER
 @pytest.mark.parametrize("conv_apart", [False, True], ids=["fused_conv", "conv_apart"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "b{}_h{}_p{}_n{}_g{}".format(*s))
 def test_decode_step_matches_float64_math(shape, dtype, conv_apart, monkeypatch):
     """Both forms (conv in the state kernel, or in a kernel of its own with its fp32 scratch NaN-poisoned through
-    torch.empty) against the float64 step."""
+    torch.empty) against the float64 step; the form asked for is the one that runs (its (b, conv_dim) scratch is
+    allocated exactly when the conv is apart: both forms give the same bits in the interpreter)."""
     real_empty = torch.empty
-    monkeypatch.setattr(torch, "empty", lambda *a, **kw: real_empty(*a, **kw).fill_(float("nan")))
+    shapes = []
+
+    def poisoned_empty(*a, **kw):
+        t = real_empty(*a, **kw).fill_(float("nan"))
+        shapes.append(tuple(t.shape))
+        return t
+
+    monkeypatch.setattr(torch, "empty", poisoned_empty)
     batch, nheads, headdim, dstate, ngroups = shape
     zxbcdt, conv_state, ssm_state, p = _make_inputs(batch, nheads, headdim, dstate, ngroups, dtype, seed=sum(shape))
     eps = 1e-5
@@ -97,6 +107,7 @@ def test_decode_step_matches_float64_math(shape, dtype, conv_apart, monkeypatch)
     res = granite_decode_step(zxbcdt, conv_state, ssm_state, p["conv_weight"], p["conv_bias"], p["dt_bias"],
                               p["A_log"], p["D"], p["norm_weight"], eps, out=out, gated=gated, conv_apart=conv_apart)
     assert res is out
+    assert ((batch, conv_state.shape[1]) in shapes) == conv_apart
     assert torch.isfinite(out).all() and torch.isfinite(gated).all(), "decode left outputs unwritten"
     # The conv window is a copy of model-dtype values: exact.
     assert torch.equal(conv_state, ref_conv)
@@ -110,6 +121,7 @@ def test_decode_step_matches_float64_math(shape, dtype, conv_apart, monkeypatch)
         assert _rel(out, ref_out) < 1e-6
 
 
+@INTERPRETER
 @pytest.mark.parametrize("conv_apart", [False, True], ids=["fused_conv", "conv_apart"])
 def test_decode_steps_chain_like_float64_recurrence(conv_apart):
     """Four consecutive steps on the same caches track a float64 recurrence fed the same tokens."""
@@ -127,6 +139,7 @@ def test_decode_steps_chain_like_float64_recurrence(conv_apart):
         assert _rel(out, ref_out) < 3e-3
 
 
+@INTERPRETER
 def test_decode_step_rejects_bad_inputs():
     zxbcdt, conv_state, ssm_state, p = _make_inputs(1, 8, 16, 16, 1, torch.bfloat16, seed=3)
     args = (p["conv_weight"], p["conv_bias"], p["dt_bias"], p["A_log"], p["D"], p["norm_weight"], 1e-5)
@@ -136,8 +149,11 @@ def test_decode_step_rejects_bad_inputs():
         granite_decode_step(zxbcdt[:, :-1], conv_state, ssm_state, *args)
     with pytest.raises(ValueError, match="ssm_state must be"):
         granite_decode_step(zxbcdt, conv_state, ssm_state[0], *args)
+    with pytest.raises(ValueError, match="conv_apart must be"):
+        granite_decode_step(zxbcdt, conv_state, ssm_state, *args, conv_apart="yes")
 
 
+@INTERPRETER
 def test_decode_step_result_independent_of_tile_rows_and_warps():
     """Rows of the state tile are independent: every (block_p, num_warps), and the conv apart, give bit-identical
     results in the interpreter (on the GPU the readout's reduction order follows the warp layout:
@@ -157,6 +173,7 @@ def test_decode_step_result_independent_of_tile_rows_and_warps():
         granite_decode_step(zxbcdt, conv_state, ssm_state, *args, block_p=128)
 
 
+@INTERPRETER
 def test_decode_linear_writes_a_posted_destination(monkeypatch):
     """posted_out=(stash, word): the GEMV writes the (M, N) result at the address held in the stash word (as a
     mapped decode graph's out_proj does) with the same bits as its own output; the returned placeholder is not
@@ -178,6 +195,7 @@ def test_decode_linear_writes_a_posted_destination(monkeypatch):
     assert torch.equal(dst9, granite_decode_linear(x9, w))
 
 
+@INTERPRETER
 @pytest.mark.parametrize("m,n,k,kernel,split,block_k", [
     (1, 40, 96, None, 1, 32), (3, 72, 256, None, 1, 256), (8, 21, 1000, None, 1, 256), (9, 20, 64, None, 1, 256),
     (64, 33, 48, None, 1, 256), (1, 40, 96, "splitk", 3, 32), (8, 21, 1000, "splitk", 4, 256),
@@ -202,6 +220,7 @@ def test_decode_linear_matches_float64_matmul(m, n, k, kernel, split, block_k, m
     assert torch.equal(granite_decode_linear(x, w, **args), out) and not counters.any()
 
 
+@INTERPRETER
 def test_splitk_linear_reads_and_writes_posted_addresses(monkeypatch):
     """posted_x / posted_out (one stash): the split-K kernel reads x at the address in one stash word (the x
     argument a placeholder of its layout) and writes the result at the other, with the bits of a plain call;
@@ -220,6 +239,7 @@ def test_splitk_linear_reads_and_writes_posted_addresses(monkeypatch):
     assert torch.equal(dst, want) and got.isnan().all()
 
 
+@INTERPRETER
 def test_decode_linear_rejects_bad_inputs():
     x, w = torch.randn(2, 32).to(torch.bfloat16), torch.randn(16, 32).to(torch.bfloat16)
     with pytest.raises(TypeError, match="bfloat16"):
@@ -240,3 +260,34 @@ def test_decode_linear_rejects_bad_inputs():
         granite_decode_linear(x, w, kernel="gemv", posted_x=(torch.zeros(2, dtype=torch.int64), 1))
     with pytest.raises(ValueError, match="at most 8 rows"):
         granite_decode_linear(torch.randn(9, 32).to(torch.bfloat16), w, kernel="gemv")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the compiled kernels need a GPU")
+@pytest.mark.parametrize("batch", [16, 64])
+def test_decode_step_forms_on_cuda(batch, monkeypatch):
+    """Both forms at the real head shape (48 heads x 64 x 128, one group, bf16) on the GPU, where the conv-apart form
+    is the default from 16 rows: three consecutive steps each against the float64 step fed the same caches
+    (conv_state exact, the state within fp32 arithmetic, the output one bf16 rounding), the outputs and the scratch
+    NaN-poisoned first, the two forms within a few fp32 roundings of each other."""
+    real_empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, **kw: real_empty(*a, **kw).fill_(float("nan")))
+    zxbcdt, conv_state, ssm_state, p_cpu = _make_inputs(batch, 48, 64, 128, 1, torch.bfloat16, seed=batch)
+    p = {k: v.cuda() for k, v in p_cpu.items()}
+    g = torch.Generator().manual_seed(batch + 1)
+    toks = [zxbcdt] + [torch.randn(zxbcdt.shape, generator=g).to(torch.bfloat16) for _ in range(2)]
+    states = {}
+    for apart in (False, True):
+        cs, ss = conv_state.cuda(), ssm_state.cuda()
+        ref_conv, ref_state = conv_state.clone(), ssm_state.double()
+        for tok in toks:
+            ref_out, ref_conv, ref_state = _step_float64(tok, ref_conv, ref_state, p_cpu, 1e-5, 1)
+            out = torch.full((batch, 48 * 64), float("nan"), device="cuda", dtype=torch.bfloat16)
+            gated = torch.full((batch, 48 * 64), float("nan"), device="cuda")
+            granite_decode_step(tok.cuda(), cs, ss, p["conv_weight"], p["conv_bias"], p["dt_bias"], p["A_log"],
+                                p["D"], p["norm_weight"], 1e-5, out=out, gated=gated, conv_apart=apart)
+            assert torch.isfinite(out).all() and torch.isfinite(gated).all()
+            assert torch.equal(cs.cpu(), ref_conv)
+            assert _rel(ss.cpu(), ref_state) < 1e-6
+            assert ((out.cpu().double() - ref_out).abs() <= 2.0 ** -8 * ref_out.abs() + 1e-6).all()
+        states[apart] = ss
+    assert _rel(states[True], states[False]) < 1e-6

@@ -617,10 +617,11 @@ for mask in (False, True):
 for indirect in (False, True):
     build(conv1d._varlen_unpack_kernel, dict(WIDTH=1536, OUT_INDIRECT=indirect, BLOCK_L=16, BLOCK_D=256),
           {"out_ptr": "*i64"} if indirect else None)
-for evict, apart in itertools.product((False, True), (False, True)):
-    build(ssd_decode._granite_decode_ssm_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, NGROUPS=1,
-          HEADS_PER_GROUP=48, HEADDIM=64, DSTATE=128, D_CONV=4, BLOCK_P=32, HAS_CONV_BIAS=True, ROUND_BF16=True,
-          EVICT_FIRST=evict, CONV_APART=apart), {"act_ptr": "*fp32"}, warps=8)
+for evict, apart in itertools.product((False, True), (False, True)):  # apart: at its default 8 rows x 4 warps too
+    for block_p, warps in ((32, 8), (8, 4)) if apart else ((32, 8),):
+        build(ssd_decode._granite_decode_ssm_kernel, dict(INTERMEDIATE=3072, CONV_DIM=3328, NGROUPS=1,
+              HEADS_PER_GROUP=48, HEADDIM=64, DSTATE=128, D_CONV=4, BLOCK_P=block_p, HAS_CONV_BIAS=True,
+              ROUND_BF16=True, EVICT_FIRST=evict, CONV_APART=apart), {"act_ptr": "*fp32"}, warps=warps)
 build(ssd_decode._granite_decode_conv_roll_kernel, dict(INTERMEDIATE=3072, D_CONV=4, BLOCK_C=256,
       HAS_CONV_BIAS=True), {"act_ptr": "*fp32"})
 for word in (-1, 2):  # the decode out_proj GEMV, writing its own output or the posted one

@@ -251,7 +251,9 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
         conv_apart: the conv + SiLU of every xBC channel and the conv-state roll in a first kernel of their own
             (fp32 activations in a (b, conv_dim) scratch), so that the state kernel reads x, B and C instead of
             recomputing B and C's convs in each of its programs; three launches instead of two. None: from the
-            batch (``decode_conv_apart``). The result does not depend on it beyond the conv's 4-tap sum order.
+            batch (``decode_conv_apart``). On the GPU the form also sets the default tile (``decode_launch_config``),
+            so the state and output can round differently (the conv's 4-tap sum and the readout's sum order; the
+            state within a few fp32 roundings, bench/results/session21/); bit-identical in the interpreter.
 
     Returns:
         (b, intermediate) in the model dtype: RMSNorm(y * silu(z)) * norm_weight, ready for out_proj.
@@ -299,6 +301,8 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
     check(tuple(gated.shape) == (batch, intermediate) and gated.stride(1) == 1 and gated.dtype == torch.float32,
            ValueError, f"gated must be ({batch}, {intermediate}) float32 with a contiguous last dim")
 
+    check(conv_apart in (None, False, True), ValueError,
+          f"conv_apart must be None, False or True, got {conv_apart!r}")
     if conv_apart is None:
         conv_apart = decode_conv_apart(batch, zxbcdt.is_cuda)
     default_block_p, default_warps = decode_launch_config(batch, nheads, headdim, dstate, zxbcdt.is_cuda,
@@ -308,7 +312,9 @@ def granite_decode_step(zxbcdt: torch.Tensor, conv_state: torch.Tensor, ssm_stat
     check(is_pow2(block_p) and headdim % block_p == 0, ValueError,
            f"block_p must be a power of two dividing headdim {headdim}, got {block_p}")
     conv_b = conv_bias if conv_bias is not None else cw
-    block_c = math.gcd(conv_dim, 512)  # conv / roll channels per program: a power of two dividing conv_dim
+    # conv / roll channels per program: the largest power of two <= 512 dividing conv_dim (256 at the real config;
+    # unmasked tiles, so a conv_dim with a small power-of-two factor gets more, smaller programs)
+    block_c = math.gcd(conv_dim, 512)
     act = gated  # (a placeholder pointer when the conv is not apart: never read)
     if conv_apart:
         act = torch.empty(batch, conv_dim, device=zxbcdt.device, dtype=torch.float32)
