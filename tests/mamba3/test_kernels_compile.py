@@ -15,7 +15,7 @@ from ssmkit.kernels.mamba3 import bwd, fwd
 
 BF16 = {"q_ptr", "k_ptr", "v_ptr", "z_ptr", "trap_ptr", "ang_ptr", "dout_ptr", "dv_ptr", "dz_ptr", "dtrap_ptr",
         "dang_ptr", "dq_ptr", "dk_ptr", "dfv_ptr", "out_ptr", "fv_ptr", "angles_ptr", "mg_ptr", "dy_ptr"}
-SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64, HG=1)
+SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64)
 
 
 WORDS = ("V_WORD", "Z_WORD", "OUT_WORD", "DOUT_WORD", "DZ_WORD", "DV_WORD", "ANGLES_WORD", "DANGLES_WORD",
@@ -45,7 +45,6 @@ for prec, tprec in (("tf32", "tf32"), ("tf32x3", "tf32x3"), ("tf32", "bf16x3")):
     build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), 4, posted=True)
     for maxnreg in (168, 128):  # (168: the default cap, Mamba3BwdConfig.side_maxnreg)
         build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), 4, maxnreg=maxnreg)
-    build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec, HG=4), 4, maxnreg=168)  # (Mamba3BwdConfig.side_head_group)
     for warps in (4, 8):
         build(bwd._m3b_dstate_kernel, dict(TPREC=tprec), warps, num_stages=1)  # (Mamba3BwdConfig.dstate_stages)
     build(bwd._m3b_dstate_kernel, dict(TPREC=tprec), 4, posted=True, num_stages=1)
@@ -57,8 +56,7 @@ for posted in (False, True):
 for dz, dy, posted in ((True, True, False), (False, True, True), (True, False, True)):  # direct; a graph's halves
     build(bwd._m3b_gate_kernel, dict(BLOCK=bwd._GATE_BLOCK, DZ=dz, DY=dy), posted=posted)
 for posted in (False, True):
-    for hg in (1, 4):
-        build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS, HG=hg), posted=posted)
+    build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS), posted=posted)
 build(bwd._m3b_dphi_carry_kernel, dict(CB=bwd._ANGLE_SLOTS), 1)
 for prec in ("tf32", "tf32x3"):
     for posted in (False, True):

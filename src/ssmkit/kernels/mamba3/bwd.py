@@ -399,11 +399,10 @@ def _m3b_intra_kernel(
 
 @triton.jit
 def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dx_ptr, dxb_ptr,
-                  H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, HG: tl.constexpr):
+                  H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr):
     """Store one side kernel's gradient g of the rotated vector xr (C, N/2) on state half ``half``: on the rotated
     half (0) its dPhi (C, NA) and dPhi's column sum per slot first, then R(Phi)^T g; the (T, H, N) per-head
-    partial (summed over each group of HG heads by the program that runs them, `_m3b_sides_kernel`) and its
-    column sum per slot (the bias partial). Half 1 is not rotated: g is stored as it is (``half`` a
+    partial and its column sum per slot (the bias partial). Half 1 is not rotated: g is stored as it is (``half`` a
     constexpr since session 17; until session 7 half 1 ran the rotation as the identity through masked cos / sin
     loads, a third of its instructions spent on nothing)."""
     if half == 0:
@@ -415,13 +414,8 @@ def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, 
     else:
         dx = g
     cols = half * (N // 2) + tl.arange(0, N // 2)
+    tl.store(dx_ptr + tok[:, None] * (H * N) + h * N + cols[None, :], dx, mask=vmask)
     tl.store(dxb_ptr + (slot * H + h) * N + cols, tl.sum(dx, axis=0))
-    # the (T, H / HG, N) partial: head group h // HG, its heads added in order by the program that runs them
-    dst = dx_ptr + tok[:, None] * (H // HG * N) + (h // HG) * N + cols[None, :]
-    if h % HG != 0:
-        tl.debug_barrier()  # (the previous head's row, stored by this program, visible to every thread)
-        dx += tl.load(dst, mask=vmask, other=0.0)
-    tl.store(dst, dx, mask=vmask)
 
 
 @triton.jit
@@ -429,7 +423,7 @@ def _m3b_qside(
     slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr,
     sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr, HG: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr,
 ):
     """Chunk body part 2 (`_m3b_sides_kernel`), the q side of one state half of one chunk and head:
     dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e K~ (the q^.k^ diagonal path written as gamma e k~: rotating it back
@@ -458,7 +452,7 @@ def _m3b_qside(
            + ge[:, None] * kt)
     tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
     _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
-                  H, N, NA, C, HG)
+                  H, N, NA, C)
 
 
 @triton.jit
@@ -466,7 +460,7 @@ def _m3b_kside(
     slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr, sin_ptr,
     dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr, HG: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr,
 ):
     """Chunk body part 3 (`_m3b_sides_kernel`), the k side of one state half of one chunk and head:
     dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS_out, dk~ = s dKs + gamma e q~ (+ dfinal_k on a sequence's last token).
@@ -496,7 +490,7 @@ def _m3b_kside(
     tl.store(dl_ptr + (3 + half) * T * H + th_, -fwd_state, mask=valid)
     tl.store(dlam_ptr + ((2 + half) * NSLOT + slot) * H + h, tl.sum(fwd_state, axis=0))
     _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dkp_ptr, dkbp_ptr,
-                  H, N, NA, C, HG)
+                  H, N, NA, C)
 
 
 @triton.jit
@@ -505,18 +499,17 @@ def _m3b_side(
     elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dqp_ptr,
     dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T, NSLOT, H: tl.constexpr,
     P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
-    HG: tl.constexpr,
 ):
-    """One head of a `_m3b_sides_kernel` program: the q side (SIDE 0) or the k side (1) of state half HALF."""
+    """One program of `_m3b_sides_kernel`: the q side (SIDE 0) or the k side (1) of state half HALF."""
     if SIDE == 0:
         _m3b_qside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr,
                    cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr,
-                   dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC, HG)
+                   dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
     else:
         _m3b_kside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr,
                    sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
                    dphis_ptr + NSLOT * H * NA, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB,
-                   PREC, HG)
+                   PREC)
 
 
 @triton.jit
@@ -525,28 +518,25 @@ def _m3b_sides_kernel(
     states_ptr, dstates_ptr,
     dfk_ptr, mg_ptr, etok_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr,
     io_ptr, S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr, HG: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr,
 ):
-    """Grid (4 x chunk slots, H / HG): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half z - 2)
+    """Grid (4 x chunk slots, H): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half z - 2)
     in one launch (one host launch less than two kernels), each z a branch built for its side and half (until
     session 17 the half was a run-time value inside two branches: its tiles and stores merged both halves' layouts
     through register moves and layout conversions). z varies fastest, so the four programs of one chunk and
     head run side by side and share their loads of Q~, K~, dY, M o G and dS_out through L2 (with z slowest, until
     session 8, each plane of 1184 programs at c1 had streamed ~150 MB through the L2 before the next plane re-read
-    the same tiles). dphi / dphis hold two planes, the q side's and the k side's; each side gets its own.
-    Each program runs HG heads in turn (a loop, not unrolled) and sums their rotated-back dQ~ / dK~ rows into one
-    (T, H / HG, N) partial (`_m3b_side_out`), so the finish kernel's GQA sum reads H / HG rows per token instead of H
-    (the partials' bytes cost ~28 us per call at c1, bench/mamba3/NOTES.md "Session 21")."""
+    the same tiles). dphi / dphis hold two planes, the q side's and the k side's; each side gets its own."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     z = tl.program_id(0) % 4
     slot = tl.program_id(0) // 4
+    h = tl.program_id(1)
     for zz in tl.static_range(4):  # one branch per side and half, each built for its half (HALF a constexpr)
         if z == zz:
-            for g in range(HG):
-                _m3b_side(slot, tl.program_id(1) * HG + g, zz // 2, zz % 2, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr,
-                          kb_ptr, v_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr,
-                          dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr,
-                          dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC, HG)
+            _m3b_side(slot, h, zz // 2, zz % 2, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr,
+                      elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr,
+                      dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T,
+                      NSLOT, H, P, N, NA, C, SB, PREC)
 
 
 @triton.jit
@@ -645,10 +635,10 @@ def _m3b_head_sum(ptrs, msk, H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr)
 def _m3b_reduce(
     pid, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
     T, NSLOT,
-    H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr, HG: tl.constexpr,
+    H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr,
 ):
-    """(`_m3b_finish_kernel`, program pid of ceil(T/BT) + H) Token blocks sum dq_hat/dk_hat over the H / HG head-group
-    partials (GQA; each group's HG heads summed by the side kernel), one after the other into a (BT, N) fp32 tile that each thread keeps in registers (no cross-thread reduction: Nsight
+    """(`_m3b_finish_kernel`, program pid of ceil(T/BT) + H) Token blocks sum dq_hat/dk_hat over the H heads (GQA), head
+    after head into a (BT, N) fp32 tile that each thread keeps in registers (no cross-thread reduction: Nsight
     Compute showed the old (H, BT, N) tile sum stalled on the shared-memory queue, bench/mamba3/NOTES.md "Session
     4"); the last H programs sum one head's per-chunk-slot bias and D partials, BS slots per tile. Fixed reduction
     orders (bit-identical repeats)."""
@@ -657,12 +647,10 @@ def _m3b_reduce(
     if pid < nblocks:
         tok = pid * BT + tl.arange(0, BT)
         msk = (tok < T)[:, None]
-        off = tok[:, None] * (H // HG * N) + n[None, :]
+        off = tok[:, None] * (H * N) + n[None, :]
         out = tok[:, None] * N + n[None, :]
-        tl.store(dq_ptr + out, _m3b_head_sum(dqp_ptr + off, msk, H // HG, N, BT).to(dq_ptr.dtype.element_ty),
-                 mask=msk)
-        tl.store(dk_ptr + out, _m3b_head_sum(dkp_ptr + off, msk, H // HG, N, BT).to(dk_ptr.dtype.element_ty),
-                 mask=msk)
+        tl.store(dq_ptr + out, _m3b_head_sum(dqp_ptr + off, msk, H, N, BT).to(dq_ptr.dtype.element_ty), mask=msk)
+        tl.store(dk_ptr + out, _m3b_head_sum(dkp_ptr + off, msk, H, N, BT).to(dk_ptr.dtype.element_ty), mask=msk)
     else:
         h = pid - nblocks
         sl = tl.arange(0, BS)
@@ -687,7 +675,7 @@ def _m3b_finish_kernel(
     dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
     dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
     S, T, NSLOT, io_ptr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
-    BT: tl.constexpr, BS: tl.constexpr, ANGLES_WORD: tl.constexpr, DANGLES_WORD: tl.constexpr, HG: tl.constexpr,
+    BT: tl.constexpr, BS: tl.constexpr, ANGLES_WORD: tl.constexpr, DANGLES_WORD: tl.constexpr,
 ):
     """Grid (ceil(T/BT) + H + NSLOT * H,): the last step in one launch (one host launch less than two kernels):
     the first ceil(T/BT) + H programs are `_m3b_reduce`'s, the others `_m3b_angle`'s (slot, head). The reduce
@@ -699,7 +687,7 @@ def _m3b_finish_kernel(
     nreduce = tl.cdiv(T, BT) + H
     if pid < nreduce:
         _m3b_reduce(pid, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr,
-                    dd_ptr, T, NSLOT, H, N, BT, BS, HG)
+                    dd_ptr, T, NSLOT, H, N, BT, BS)
     else:
         slot_head = pid - nreduce
         _m3b_angle(slot_head // H, slot_head % H, dt_ptr, trap_ptr, ang_ptr, cu_ptr, carry_ptr, dphi_ptr, dl_ptr,
@@ -728,9 +716,7 @@ class Mamba3BwdConfig(NamedTuple):
     local-term kernel plus an elementwise reverse scan (measured slower: NOTES "Session 5", "Session 6");
     dstate_warps, dstate_stages: warps of the chain kernel (or of the local-term kernel) and the chain loop's
     software-pipelining stages (H200 c1: 1 stage 0.060 ms, 2 0.069, 3 0.070; same bits); scan_block: state
-    elements (of 64 x 128) per scan program, a power of two;
-    side_head_group: heads per side-kernel program (dividing H), their dQ~ / dK~ rows summed in the program into
-    one per-group partial, so the finish kernel's GQA sum reads H / side_head_group rows per token.
+    elements (of 64 x 128) per scan program, a power of two.
     """
 
     num_warps: int = 4
@@ -744,7 +730,6 @@ class Mamba3BwdConfig(NamedTuple):
     dstate_warps: int = 4  # H200, q~ loaded (3665772): c1 0.120 ms vs 0.121 at 8 warps, c3 0.113 vs 0.131, same bits
     dstate_stages: int = 1  # H200 (5cd0d97): c1 0.060 ms vs 0.070 at 3 stages, c3 0.059 vs 0.068, same bits
     scan_block: int = 1024
-    side_head_group: int = 1
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -878,11 +863,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     ds_parts = torch.empty((2, T, H), device=dev, dtype=f32)  # ds per k-side half
     e_tok = torch.empty((T, H), device=dev, dtype=f32)  # dY . v
     qk = torch.empty((T, H), device=dev, dtype=f32)  # q^ . k^
-    hg = config.side_head_group
-    if hg < 1 or H % hg:
-        raise ValueError(f"config.side_head_group: expected a divisor of {H} heads, got {hg}")
-    dq_part = torch.empty((T, H // hg, N), device=dev, dtype=f32)  # per group of hg heads (their sum)
-    dk_part = torch.empty((T, H // hg, N), device=dev, dtype=f32)
+    dq_part = torch.empty((T, H, N), device=dev, dtype=f32)
+    dk_part = torch.empty((T, H, N), device=dev, dtype=f32)
     dphi = torch.empty((2, T, H, NA), device=dev, dtype=f32)  # q side, k side
     dphi_sums = torch.empty((2, nslot, H, NA), device=dev, dtype=f32)
     dqb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
@@ -898,11 +880,11 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, num_warps=config.num_warps,
         **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
-    _m3b_sides_kernel[(4 * nslot, H // hg)](
+    _m3b_sides_kernel[(4 * nslot, H)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, side_scalars, exp_lam, dy, cu_seqlens, cos_phi, sin_phi, chunk_states,
         dstates, dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part,
         dkb_part,
-        S=S, T=T, NSLOT=nslot, NA=NA, **sizes, PREC=config.side_precision, HG=hg, **side_launch,
+        S=S, T=T, NSLOT=nslot, NA=NA, **sizes, PREC=config.side_precision, **side_launch,
         **posted_kwargs(posted, cu_seqlens, "v"),
     )
     angle_carry = torch.empty((nslot, H, NA), device=dev, dtype=f32)  # entering each chunk from its end
@@ -913,7 +895,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     _m3b_finish_kernel[(triton.cdiv(T, _REDUCE_TOKENS) + H + nslot * H,)](
         dt, trap, angles, cu_seqlens, angle_carry, dphi, dl_parts, dlam_parts, ds_parts, e_tok, qk,
         dadt, ddt, dtrap, dangles, dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd,
-        S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS, HG=hg,
+        S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS,
         num_warps=4, **posted_kwargs(posted, cu_seqlens, "angles", "dangles"),
     )
     return grads
