@@ -94,6 +94,8 @@ VARIANTS = {
 DECODE_SWEEP = {1: [(None, None, True, False), (None, None, True, True), (16, 4, True, True), (4, 4, True, True)],
                 8: [(None, None, True, False), (None, None, True, True), (16, 4, True, True), (16, 8, True, True),
                     (32, 8, True, True), (64, 8, True, True)],
+                16: [(None, None, True, False), (None, None, True, True)],
+                32: [(None, None, True, False), (None, None, True, True)],
                 64: [(None, None, True, False), (None, None, True, True), (4, 4, True, True), (32, 8, True, True),
                      (16, 4, True, True), (16, 8, True, True), (32, 4, True, True), (64, 4, True, True),
                      (64, 8, True, True)]}
