@@ -193,9 +193,8 @@ def decode_conv_apart(batch: int, on_gpu: bool) -> bool:
     from ``CONV_APART_MIN_BATCH`` rows; in the interpreter never (both forms are tested there explicitly).
     H200, session 21 (bench/results/session21/run1/, bench/granite/NOTES.md "Session 21"): the three launches
     against the two, alone in a graph, 60.6 -> 55.3-57.3 us at B=64, level at B=8 (9.8 / 9.7), +0.9 us at B=1;
-    layer call (same process) 101.1 -> 95.0 us at B=64, 45.9 / 46.1 at B=8, 32.8 / 33.5 at B=1. The threshold
-    between 8 and 64 is not measured more finely: the state's bytes, which the lighter programs stream faster,
-    grow with the batch."""
+    layer call (same process) 101.1 -> 95.0 us at B=64, 45.9 / 46.1 at B=8, 32.8 / 33.5 at B=1. Between them (run
+    8, kernels alone): B=16 15.6 -> 14.9 us, B=32 33.0 -> 30.2; B=8 9.9 / 9.8 (level)."""
     return on_gpu and batch >= CONV_APART_MIN_BATCH
 
 
