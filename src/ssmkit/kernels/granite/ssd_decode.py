@@ -56,6 +56,15 @@ def _decode_window(new_ptr, state_ptr, ch, stride_cs_c, stride_cs_k, D_CONV: tl.
 
 
 @triton.jit
+def _decode_roll(state_ptr, ch, window, stride_cs_c, stride_cs_k, D_CONV: tl.constexpr):
+    """conv_state[ch, :] <- ``window`` (the roll, spec §3.1 step 2), in place, once every thread of the program has
+    read the old window (``_decode_window``)."""
+    tl.debug_barrier()
+    k = tl.arange(0, D_CONV)
+    tl.store(state_ptr + ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, window)
+
+
+@triton.jit
 def _decode_conv_silu(window, weight_ptr, bias_ptr, ch, stride_cw_c, stride_cw_k, D_CONV: tl.constexpr,
                       HAS_CONV_BIAS: tl.constexpr):
     """fp32 silu(conv(window) + bias) for channels ``ch`` (1D), ``window`` from ``_decode_window``."""
@@ -91,10 +100,7 @@ def _granite_decode_conv_roll_kernel(
     act = _decode_conv_silu(window, conv_weight_ptr, conv_bias_ptr, ch, stride_cw_c, stride_cw_k, D_CONV,
                             HAS_CONV_BIAS)
     tl.store(act_ptr + row * stride_act_b + ch, act)
-    # Every thread's reads of the old window must land before any thread overwrites it.
-    tl.debug_barrier()
-    k = tl.arange(0, D_CONV)
-    tl.store(cs_row + ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, window)
+    _decode_roll(cs_row, ch, window, stride_cs_c, stride_cs_k, D_CONV)
 
 
 @triton.jit
@@ -182,10 +188,7 @@ def _granite_decode_norm_roll_kernel(
         cs_row = conv_state_ptr + row * stride_cs_b
         window = _decode_window(zxbcdt_ptr + row * stride_zx_b + INTERMEDIATE, cs_row, ch, stride_cs_c, stride_cs_k,
                                 D_CONV)
-        # Every thread's reads of the old window must land before any thread overwrites it.
-        tl.debug_barrier()
-        k = tl.arange(0, D_CONV)
-        tl.store(cs_row + ch[:, None] * stride_cs_c + k[None, :] * stride_cs_k, window)
+        _decode_roll(cs_row, ch, window, stride_cs_c, stride_cs_k, D_CONV)
 
 
 def decode_conv_apart(batch: int, on_gpu: bool) -> bool:
