@@ -196,7 +196,7 @@ def _label(r):
     return (f"{r['name']} b{b['num_warps']}/{b['side_warps']}w"
             f"{'-scan' + str(b['scan_block']) if b['dstate_scan'] else '-chain'}/d{b['dstate_warps']}w "
             f"{b['input_precision']}/{b['transposed_precision']}/side {b['side_precision']} cap{b['side_maxnreg']}"
-            f" f{f['chunk_warps']}/{f['scan_warps']}w"
+            f" f{f['chunk_warps']}/{f['rotate_warps']}/{f['scan_warps']}w"
             f"/p{f['passing_block_p']}")
 
 

@@ -1,12 +1,16 @@
 """The full-VJP graph path on a GPU with the real kernels: captured replays on fresh inputs give the direct call's
-bits, across streams too, and the default (graph=None) path captures on a key's second call. CUDA only (the CPU
-tests run the interpreter's stand-in for a graph: tests/mamba3/test_graph.py)."""
+bits, across streams too, and the default (graph=None) path captures on a key's second call; the forward's rotate
+kernel on a side stream (as the graph launches it) gives the one-stream bits. CUDA only (the CPU tests run the
+interpreter's stand-in for a graph: tests/mamba3/test_graph.py)."""
 import pytest
 import torch
 
+from ssmkit.kernels.mamba3 import fwd as fwd_module
+from ssmkit.kernels.mamba3 import mamba3_siso_fwd
 from ssmkit.mamba3 import graph as graph_module
 from ssmkit.mamba3 import mamba3_siso_varlen_joint_states_full_vjp
 from ssmkit.mamba3.inputs import make_inputs
+from ssmkit.mamba3.shapes import CHUNK, INPUT_NAMES
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
 DEVICE = torch.device("cuda")
@@ -51,3 +55,32 @@ def test_default_path_captures_on_the_second_call_and_queues_without_syncs():
     _assert_bits(first, direct[0])
     for i, got in enumerate(outs, 1):
         _assert_bits(got, direct[i % 3])
+
+
+def test_rotate_kernel_on_a_side_stream_matches_one_stream(monkeypatch):
+    """The forward with the rotate kernel on a side stream (walking the carry) against one stream, both orderings
+    tested: the side stream is held busy (a missing join would let the scan read q~ / k~ before they are written)
+    and so is the current one (a missing fork wait would let the rotate kernel read the angle sums before the
+    chunk-state kernel writes them); a forward on other inputs of the same shape runs in between, so that stale
+    buffers do not hold the right values. Above ROTATE_WALK_MAX_TOKENS the stream is not used: the same bits."""
+    args = make_inputs([900, 1, 64, 333], seed=21, device=DEVICE)  # up to 14 earlier chunks walked
+    other = make_inputs([900, 1, 64, 333], seed=22, device=DEVICE)
+    inputs = [args[n] for n in INPUT_NAMES]
+    cu = args["cu_seqlens"].tolist()  # chunk slots that hold a chunk (the others are never written)
+    used = [cu[s] // CHUNK + s + c for s in range(len(cu) - 1) for c in range(-(-(cu[s + 1] - cu[s]) // CHUNK))]
+    want = mamba3_siso_fwd(*inputs)
+    side = torch.cuda.Stream()
+    for limit in (fwd_module.ROTATE_WALK_MAX_TOKENS, 0):
+        monkeypatch.setattr(fwd_module, "ROTATE_WALK_MAX_TOKENS", limit)
+        for busy_stream in (side, torch.cuda.current_stream()):
+            mamba3_siso_fwd(*[other[n] for n in INPUT_NAMES])
+            with torch.cuda.stream(busy_stream):
+                busy = torch.randn(4096, 4096, device=DEVICE)
+                for _ in range(3):
+                    busy = busy @ busy / 64
+            got = mamba3_siso_fwd(*inputs, rotate_stream=side)
+            assert all(torch.equal(g, w) for g, w in zip(got[:5], want[:5]))
+            for name, g, w in zip(got[5]._fields, got[5], want[5]):
+                if name in ("chunk_states", "chunk_scalars"):  # (slot-indexed: only these slots are written)
+                    g, w = g[used], w[used]
+                assert torch.equal(g, w), name

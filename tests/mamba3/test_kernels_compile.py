@@ -69,14 +69,18 @@ for prec in ("tf32", "tf32x3"):
     for save, posted in ((True, False), (True, True), (False, False)):
         build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec), 4, posted=posted,
               maxnreg=168, bf16=() if save else ("y_ptr",))
-# the state passing with the rotation of its token rows (Mamba3FwdConfig.passing_block_p, passing_warps,
-# passing_maxnreg): saving for the backward, directly and in a graph (posted final_ssm), and mamba3_siso's without
-# a gradient (cos_ptr / sin_ptr the bf16 output); block_p 64 and 8 as the interpreter tests run them
-for save, posted in ((True, False), (True, True), (False, False)):
-    build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=16, SAVE=save), posted=posted, maxnreg=128,
+for walk in (False, True):
+    for save in (False, True):
+        for warps in (4, 8):
+            build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save, WALK=walk), warps)
+# under the register cap as launched (Mamba3FwdConfig.rotate_maxnreg, rotate_warps; the kernel reads no posted
+# pointer): reading the carry (the direct call saving; mamba3_siso's without a gradient, cos_ptr / sin_ptr the bf16
+# output) and walking it (a graph's, beside the state passing)
+for save, walk in ((True, False), (False, False), (True, True)):
+    build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save, WALK=walk), 8, maxnreg=128,
           bf16=() if save else ("cos_ptr", "sin_ptr"))
-for block_p in (64, 8):
-    build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=block_p, SAVE=True))
+for posted in (False, True):
+    build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=16), posted=posted)
 """
 
 

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from ssmkit.kernels.mamba3 import Mamba3FwdConfig, mamba3_siso_fwd
+from ssmkit.kernels.mamba3 import fwd as fwd_module
 from ssmkit.mamba3.inputs import make_inputs
 from ssmkit.mamba3.oracle import mamba3_siso_oracle
 from ssmkit.mamba3.shapes import CHUNK, INPUT_NAMES, NHEADS
@@ -231,18 +232,29 @@ def test_sequences_are_independent_bitwise(panel_run):
         assert torch.equal(one_saved.chunk_scalars[:n_chunks], saved.chunk_scalars[first : first + n_chunks])
 
 
-@pytest.mark.parametrize("block_p", [64, 8])
-def test_rotation_split_over_passing_programs_gives_the_same_bits(panel_run, monkeypatch, block_p):
-    """The state passing's programs of a head share the rotation of every chunk's 64 tokens, 64 * block_p / 64 rows
-    each (one program doing all 64 rows at block_p 64, eight of 8 rows at 8): every token rotated once (NaN-poisoned
-    allocations), the same bits as the default split (16 rows) everywhere."""
+def test_rotate_kernel_walking_the_carry_gives_the_same_bits(panel_run, monkeypatch):
+    """The rotate kernel's two forms (the carry read from the state passing, as the direct call runs it; walked
+    from the chunk-state kernel's angle sums, as a graph runs it beside the passing): the same bits everywhere, every
+    element written (NaN-poisoned allocations); without a rotate stream the default is not to walk."""
     args, (out, final_angle, final_ssm, final_k, final_v, saved), _ = panel_run
-    got = _run_poisoned(monkeypatch, args, config=Mamba3FwdConfig(passing_block_p=block_p))
-    for name, g, w in zip(("out", "final_angle", "final_ssm", "final_k", "final_v"), got[:5],
-                          (out, final_angle, final_ssm, final_k, final_v)):
-        assert torch.equal(g, w), name
-    for name in ("y", "cos_phi", "sin_phi", "q_rot", "k_rot"):
-        assert torch.equal(getattr(got[5], name), getattr(saved, name)), name
+    walked = _run_poisoned(monkeypatch, args, walk_carry=True)
+    for got, want in zip(walked[:5], (out, final_angle, final_ssm, final_k, final_v)):
+        assert torch.equal(got, want)
+    for name in ("y", "cos_phi", "sin_phi", "q_rot", "k_rot", "chunk_scalars"):
+        assert torch.equal(getattr(walked[5], name), getattr(saved, name)), name
+    calls, real = [], fwd_module._mamba3_fwd_rotate_kernel
+
+    class Spy:  # records each launch's WALK, then launches
+        def __getitem__(self, grid):
+            def launch(*a, **kw):
+                calls.append(kw["WALK"])
+                return real[grid](*a, **kw)
+            return launch
+
+    monkeypatch.setattr(fwd_module, "_mamba3_fwd_rotate_kernel", Spy())
+    mamba3_siso_fwd(**args)  # (no rotate_stream off CUDA: the walk is chosen only with one)
+    mamba3_siso_fwd(**args, walk_carry=True)
+    assert calls == [False, True]
 
 
 def test_without_saving_outputs_are_identical_and_nothing_saved():

@@ -1,6 +1,6 @@
 """The full-VJP call as one captured CUDA graph per (T, S, device, launch configs): host time per call ~ one replay.
 
-Why: a direct call was 10 Triton launches and ~40 allocations, 0.6-1.5 ms of host time on the H200 machines against
+Why: a direct call is 10 Triton launches and ~40 allocations, 0.6-1.5 ms of host time on the H200 machines against
 0.23-0.75 ms of GPU work at the visible panels (bench/mamba3/NOTES.md "Session 6", host time), so the call was
 host-bound. The graph holds static copies of the 17 arguments and the 16 results, and the kernels' workspace in its
 private memory pool. Its nodes: the ``MappedIO`` table fetch (which acknowledges the replay: the table is then free
@@ -8,13 +8,13 @@ for the next call's post) and one copy of the small posted arguments into the st
 forward and backward kernels as the direct call launches them, one copy of the small static results to the
 posted new tensors. Ten tensors are not copied (~95 % of the bytes at the visible panels): the six (T, 32, 64) ones
 (v, z, dout in; out, dv, dz out), angles and dangles, dfinal_ssm and final_ssm; the kernels that use them read
-their posted addresses from the stash (``Posted``). Inside, the backward's state-gradient chain and the gate run
-on two forked streams beside the forward's chunk-state kernel and chunk scan and the chunk kernels
-(``_launch_into``). A call allocates the 16 results, posts the 33
+their posted addresses from the stash (``Posted``). Inside, the forward's rotate kernel (walking the angle carry
+itself), the backward's state-gradient chain and the gate run on two forked streams beside the forward's state
+passing and chunk scan and the chunk kernels (``_launch_into``). A call allocates the 16 results, posts the 33
 addresses to pinned host memory and replays; the results of the next call are allocated right after the replay,
 while the GPU runs it (host time off the call's critical path: the GPU idles until the replay is launched), and
 used by the next call on the same stream. Results are bit-identical to the direct call (the same kernels and
-launch configurations on the same values).
+launch configurations on the same values; the walked carry is the one the direct call's state passing stores).
 When: ``graph_applies`` (the entry's ``graph=None``: CUDA, at most GRAPH_MAX_COPY_BYTES copied per call, the caller
 not capturing). A key's first call launches directly; its second runs the body eagerly (Triton compiles there; its
 results are that call's) and captures it; later calls replay. So keys that never repeat (packed batches whose
@@ -92,7 +92,8 @@ def _allocate_results(args) -> tuple:
 def _launch_into(args, results, fwd_config, bwd_config, side, posted=None) -> None:
     """The direct call's kernels on ``args`` (17 contiguous tensors), writing ``results`` (16 tensors), on three
     streams: ``side`` holds two more CUDA streams of the device; on the first, the backward's dY half of the gate
-    (beside the forward's chunk-state kernel) and the state-gradient chain (beside the chunk scan: it needs q~ but no scan result); on the second the dz half of the
+    (beside the forward's chunk-state kernel), the forward's rotate kernel (beside the state passing) and the
+    state-gradient chain (beside the chunk scan: it needs q~ but no scan result); on the second the dz half of the
     gate, beside the chunk kernels; the current stream waits for both before it returns. (Off CUDA, (None, None):
     the same launches in that order on one stream, for the interpreter tests.)
     ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses. The kernels and
@@ -114,7 +115,7 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None) -> No
                             posted=posted)
 
     *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5], before_scan=fork_chain,
-                                posted=posted)
+                                rotate_stream=side[0], posted=posted)
     with _forked(side[1], main):
         bwd_gate(dout, z, saved.y, dz=grads.dz, posted=posted)
     _join(main, side[0])

@@ -1,25 +1,27 @@
-# Mamba-3 SISO varlen forward (spec §3 F1-F8, chunked per §4) in three launches, SSD-style, so that only a light
+# Mamba-3 SISO varlen forward (spec §3 F1-F8, chunked per §4) in four launches, SSD-style, so that only a light
 # elementwise pass is sequential over chunks:
 #   1. chunk state, grid (chunk slots, H): per 64-token chunk and head, the chunk's own state contribution in the
 #      chunk's angle frame, dS_loc = (diag(e^{Lambda - ell}) V)^T (s * R(csum) k^) (64 x 128), where csum is the
-#      in-chunk cumsum of theta*dt; plus Lambda, csum itself (read by 2: its row at the chunk's last token is the
-#      chunk's angle sum) and its per-token scalars (ell, gamma, s: read by 3 and by the backward's intra kernel
+#      in-chunk cumsum of theta*dt; plus Lambda, csum itself (read by 2 and 3: its row at the chunk's last token is
+#      the chunk's angle sum) and its per-token scalars (ell, gamma, s: read by 4 and by the backward's intra kernel
 #      instead of recomputed).
 #   2. state passing, grid (H * 64 / BLOCK_P, S): walks each sequence's chunks in order, rotates dS_loc into the global
 #      frame (R(carry) on every row: k~ = R(carry + csum) k^ = R(carry) R(csum) k^), stores the state ENTERING each
-#      chunk, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm. Off that chain, each program also
-#      rotates its share of every chunk's tokens with the chunk's carry: Phi = wrap(carry + csum), q~ / k~ (pairs
-#      (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through), stored for 3 and the backward, with q^.k^,
-#      cos / sin of Phi (saved) and the final angle / k (`_fwd_rotate_rows`; a rotate kernel of its own until
-#      session 22, bench/mamba3/NOTES.md "Session 22").
-#   3. chunk scan, grid (chunk slots, H): strict-causal scores, readout from the entering state, gamma diagonal + D
+#      chunk and the carry entering it, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
+#   3. rotate, grid (chunk slots, H): launch 1's csum plus the carry (stored by 2, or walked here from launch 1's
+#      angle sums (csum rows) of the sequence's earlier chunks as 2 walks them: the same bits, and then it needs
+#      nothing from 2, so on a side stream it runs beside it: ``mamba3_siso_fwd``'s ``rotate_stream``), Phi =
+#      wrap(carry + csum), rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through);
+#      stores q~/k~ (read by 4, saved for the backward), q^.k^, cos/sin of Phi (saved) and the final angle/k.
+#   4. chunk scan, grid (chunk slots, H): strict-causal scores, readout from the entering state, gamma diagonal + D
 #      skip, silu(z) gate from q~/k~; the output, y (saved) and the final v.
-#   (The rotation and 3 were one kernel until session 6: 255 registers with spills at 8 warps; split, 0.190 -> 0.134
-#   ms at c1, same bits, bench/mamba3/NOTES.md "Session 6".)
+#   (3 and 4 were one kernel until session 6: 255 registers with spills at 8 warps; split, 0.190 -> 0.134 ms at c1,
+#   same bits, bench/mamba3/NOTES.md "Session 6".)
 # Chunk slots: sequence s, local chunk c -> slot cu_seqlens[s] // 64 + s + c < T // 64 + S (no host sync); programs of
 # unused slots exit. Tiles: 64 tokens x 128 state dims (as a rotated and a pass-through 64-wide half) x 64 values.
 # All arithmetic fp32; dots take fp32 operands with the configured input precision (rotated q/k and scaled k never
 # go to bf16). Deterministic: no atomics.
+import contextlib
 from typing import NamedTuple
 
 import torch
@@ -33,20 +35,26 @@ from ssmkit.mamba3.validate import validate_inputs
 _FWD_TWO_PI = tl.constexpr(6.283185307179586)
 _FWD_PI = tl.constexpr(3.141592653589793)
 _FWD_TWO_OVER_PI = tl.constexpr(0.6366197466850281)
+#: The rotate kernel walks the carry itself (so that it can run beside the state passing, ``rotate_stream``) only up
+#: to this many tokens: chunk c walks c angle-sum rows, so the kernel's work grows with the square of a sequence's
+#: chunk count (H200, one sequence, rotate kernel alone, reading the carry -> walking it: 8192 tokens 0.155 -> 0.245
+#: ms, 32768 0.70 -> 1.70, 131072 2.76 -> 20.2; the visible panels, at most 15 chunks: 0.048 -> 0.051; session 14's
+#: review, a helper's device run whose output was not kept: not under bench/results). 3072 is the full-VJP graph's
+#: default size limit (ssmkit.mamba3.graph.GRAPH_MAX_COPY_BYTES).
+ROTATE_WALK_MAX_TOKENS = 3072
 
 
 class Mamba3FwdConfig(NamedTuple):
-    """Launch configuration of the three forward kernels (see bench/mamba3/NOTES.md `## Forward`).
+    """Launch configuration of the four forward kernels (see bench/mamba3/NOTES.md `## Forward`).
 
-    chunk_warps, scan_warps: warps per program of the chunk-state and chunk-scan kernels (H200, c1, NOTES "Session
-    6": scan 0.071 at 4 vs 0.101 at 8; chunk state 0.055 at 8, 0.049 at 4 but 0.061 vs 0.055 at c4; the results do
-    not depend on them); passing_block_p / passing_warps: value rows per program and warps of the state-passing
-    kernel, whose P / passing_block_p programs per head and sequence also share the rotation of each chunk's 64
-    tokens (passing_block_p divides 64); passing_maxnreg: its register cap (0: none; CUDA only: 128 keeps four 4-warp
-    programs per SM, 528 on the H200, where the build without a cap takes 168 registers, three per SM, and the c1
-    panel's 512 programs would run in two waves; capped, 23 spill instructions: bench/sass_stats.py, session 22);
-    input_precision: tl.dot precision of the fp32 operands ("tf32", "tf32x3" or
-    "ieee"); scan_maxnreg:
+    chunk_warps, rotate_warps, scan_warps: warps per program of the chunk-state, rotate and chunk-scan kernels (H200,
+    c1, NOTES "Session 6": rotate 0.062 ms at 8 warps vs 0.090 at 4; scan 0.071 at 4 vs 0.101 at 8; chunk state
+    0.055 at 8, 0.049 at 4 but 0.061 vs 0.055 at c4; the results do not depend on them); passing_block_p /
+    passing_warps: value rows per program and warps of the state-passing kernel; input_precision: tl.dot precision
+    of the fp32 operands ("tf32", "tf32x3" or "ieee"); rotate_maxnreg: register cap of the rotate kernel (0: none;
+    CUDA only): 128 keeps two 8-warp programs per SM, which the build without a cap (147 registers reading the
+    carry, 150 walking it, since ``_fwd_sincos``; at most 2 spill instructions with the cap: bench/sass_stats.py)
+    would not; H200, NOTES "Session 18": c1 0.028 ms capped vs 0.029 uncapped, c4 0.029 vs 0.031); scan_maxnreg:
     the chunk scan's (168: three 4-warp programs per SM, no spills, where the build without a cap takes 172
     registers since it reads the chunk scalars, session 15); chunk_maxnreg: the chunk-state kernel's (128: two
     8-warp programs per SM; a ceiling that no longer binds: 110 registers uncapped since session 17, and session 18
@@ -54,11 +62,12 @@ class Mamba3FwdConfig(NamedTuple):
     """
 
     chunk_warps: int = 8
+    rotate_warps: int = 8
     scan_warps: int = 4
     passing_block_p: int = 16
     passing_warps: int = 4
-    passing_maxnreg: int = 128
     input_precision: str = "tf32"  # H200, v1 kernel: out 1.84e-3, final_ssm 7.1e-4 vs fp64 (tf32x3: 2.3x slower)
+    rotate_maxnreg: int = 128
     scan_maxnreg: int = 168
     chunk_maxnreg: int = 128
 
@@ -134,7 +143,8 @@ def _fwd_angle_sum(csum_ptr, start, end, c, h, m, H: tl.constexpr, NA: tl.conste
 @triton.jit
 def _fwd_angle_carry_step(carry, angle_sum):
     """The angle carry past one more chunk, wrap(carry + the chunk's angle sum) (F2; `_fwd_angle_sum`). The
-    state-passing kernel walks a sequence's chunks with it."""
+    state-passing and rotate kernels both walk a sequence's chunks with it, the same operations in the same order,
+    so their carries are bit-identical."""
     return _fwd_wrap_angle(carry + angle_sum)
 
 
@@ -152,9 +162,8 @@ def _fwd_sincos(x):
     (Lawson-weighted least squares in float64; in fp32 at most 0.74 and 1.2 ulp on that range).
     Why not tl.sin / tl.cos: libdevice's sinf / cosf are as accurate but carry a Payne-Hanek reduction for huge
     arguments that never runs here, and it cost the instruction-latency-bound forward kernels registers, spills
-    and instructions (the rotate kernel of sessions 6-21 reading the carry, 8 warps, sm_90 build by
-    bench/sass_stats.py: 4032 -> 2528 SASS, 120 -> 0 spill instructions; state passing's chain loop 445 -> 161 per
-    chunk). The official kernels use
+    and instructions (rotate kernel reading the carry, 8 warps, sm_90 build by bench/sass_stats.py: 4032 -> 2528
+    SASS, 120 -> 0 spill instructions; state passing's chain loop 445 -> 161 per chunk). The official kernels use
     the PTX approximations (spec §0 [UTIL]), less accurate than either. tests/mamba3/test_sincos.py checks the
     bounds."""
     k = tl.floor(x * _FWD_TWO_OVER_PI + 0.5)
@@ -226,7 +235,7 @@ def _fwd_load_biased_half(x_ptr, bias_ptr, t, h, valid, half, N: tl.constexpr):
 @triton.jit
 def _fwd_tilde_half(xr_ptr, x_ptr, bias_ptr, t, h, valid, half, H: tl.constexpr, N: tl.constexpr):
     """q~ or k~ of one chunk for value head h on the dims [half * N/2, half * N/2 + N/2): (CHUNK, N/2) fp32, zero on
-    invalid rows. Half 0 (rotated): the state passing's stored tile (xr: (T, H, N/2) fp32, ``Mamba3FwdSaved.q_rot``
+    invalid rows. Half 0 (rotated): the rotate kernel's stored tile (xr: (T, H, N/2) fp32, ``Mamba3FwdSaved.q_rot``
     / ``k_rot``); half 1 (biased only): formed from x (T, 1, N) and the bias. Callers pass ``half`` as a constexpr
     (a run-time half merges both halves' tiles and layouts through register moves and layout conversions, as the
     side kernels and the state-gradient chain did until session 17)."""
@@ -278,110 +287,106 @@ def _mamba3_fwd_chunk_state_kernel(
 
 
 @triton.jit
-def _fwd_rotate_rows(q_ptr, k_ptr, qb_ptr, kb_ptr, csum_ptr, carry, t, end, seq, h, fangle_ptr, fk_ptr, qk_ptr,
-                     cos_ptr, sin_ptr, qrot_ptr, krot_ptr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr,
-                     ROWS: tl.constexpr, SAVE: tl.constexpr):
-    """The rotation for the tokens t (ROWS,) of one chunk of head h (rows at or past ``end`` not written), given
-    ``carry`` (NA,), the wrapped angle sum of the sequence's earlier chunks: Phi = wrap(carry + csum) (F2; csum,
-    the in-chunk angle cumsum, as the chunk-state kernel stored it), the biased q^, k^ (F3) and their rotation
-    (F4, pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through). Stores dims 0..63 of q~ and k~
-    (fp32, (T, H, N/2); read by the scan kernel and kept for the backward; the pass-through dims are formed where
-    they are needed, ``_fwd_tilde_half``), the unrotated q^.k^ (spec §9.2, fp32 (T, H)), cos / sin of Phi when
-    SAVE, and the final angle and final k (at the sequence's last token, when t holds it)."""
-    HALF: tl.constexpr = N // 2
-    rows = tl.arange(0, ROWS)
-    cols = tl.arange(0, HALF)
-    acols = tl.arange(0, NA)
-    valid = t < end
-    vmask = valid[:, None]
-    t_a = t[:, None] * (H * NA) + h * NA + acols[None, :]
-    phi = _fwd_wrap_angle(carry[None, :] + tl.load(csum_ptr + t_a, mask=vmask, other=0.0))
-    sin, cos = _fwd_sincos(phi)
-    # one 64-wide half at a time (fewer live tiles): the rotated half, then the pass-through half
-    t_n = t[:, None] * (H * HALF) + h * HALF + cols[None, :]
-    q_r = _fwd_load_biased_half(q_ptr, qb_ptr, t, h, valid, 0, N)
-    tl.store(qrot_ptr + t_n, _fwd_rotate_pairs(q_r, cos, sin, ROWS, NA), mask=vmask)
-    k_r = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 0, N)
-    qk_r = tl.sum(q_r * k_r, axis=1)
-    kt_r = _fwd_rotate_pairs(k_r, cos, sin, ROWS, NA)
-    tl.store(krot_ptr + t_n, kt_r, mask=vmask)
-    q_p = _fwd_load_biased_half(q_ptr, qb_ptr, t, h, valid, 1, N)
-    k_p = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 1, N)
-    tl.store(qk_ptr + t * H + h, qk_r + tl.sum(q_p * k_p, axis=1), mask=valid)
-    if SAVE:
-        tl.store(cos_ptr + t_a, cos, mask=vmask)
-        tl.store(sin_ptr + t_a, sin, mask=vmask)
-    # final states of the sequence: the row of its last token
-    last = (t == end - 1)[:, None]
-    head_seq = seq * H + h
-    tl.store(fangle_ptr + head_seq * NA + acols[None, :] + rows[:, None] * 0, phi, mask=last)
-    tl.store(fk_ptr + head_seq * N + cols[None, :] + rows[:, None] * 0, kt_r, mask=last)
-    tl.store(fk_ptr + head_seq * N + HALF + cols[None, :] + rows[:, None] * 0, k_p, mask=last)
-
-
-@triton.jit
 def _mamba3_fwd_state_passing_kernel(
-    q_ptr, k_ptr, qb_ptr, kb_ptr, cu_ptr, dstate_ptr, decay_ptr, csum_ptr, states_ptr, fssm_ptr,
-    fangle_ptr, fk_ptr, qk_ptr, cos_ptr, sin_ptr, qrot_ptr, krot_ptr, io_ptr,
+    cu_ptr, dstate_ptr, decay_ptr, csum_ptr, states_ptr, carry_ptr, fssm_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
-    BLOCK_P: tl.constexpr, SAVE: tl.constexpr, FINAL_SSM_WORD: tl.constexpr,
+    BLOCK_P: tl.constexpr, FINAL_SSM_WORD: tl.constexpr,
 ):
-    """Grid (H * P / BLOCK_P, S): the sequential pass over one sequence's chunks, for BLOCK_P value rows of one
-    head: stores the state entering each chunk, rotates each chunk's dS_loc into the global frame (R(carry) on the
-    rotated half of every row; the other half passes through), S <- e^Lambda S + dS, carry <- wrap(carry + angle
-    sum); final_ssm. Beside that chain, each of a head's P / BLOCK_P programs rotates its share of every chunk's
-    tokens (CHUNK_ * BLOCK_P / P rows, `_fwd_rotate_rows`) with the carry entering the chunk: work off the chain's
-    dependent path, which a rotate kernel of its own did until session 22 (reading or walking this kernel's
-    carry)."""
     fssm_ptr = posted_pointer(fssm_ptr, io_ptr, FINAL_SSM_WORD)
     NPB: tl.constexpr = P // BLOCK_P
-    ROWS: tl.constexpr = CHUNK_ // NPB
-    HALF: tl.constexpr = N // 2
     pid = tl.program_id(0)
     seq = tl.program_id(1)
     h = pid // NPB
     start = tl.load(cu_ptr + seq)
     end = tl.load(cu_ptr + seq + 1)
-    acols = tl.arange(0, NA)
-    # the state's two halves apart: dims 0..N/2-1 (NA rotated pairs) and the pass-through dims (rotating them by a
-    # zero angle was the identity, the same bits)
-    rot = ((pid % NPB) * BLOCK_P + tl.arange(0, BLOCK_P))[:, None] * N + tl.arange(0, HALF)[None, :]
-    state_r = tl.zeros((BLOCK_P, HALF), dtype=tl.float32)
-    state_p = tl.zeros((BLOCK_P, HALF), dtype=tl.float32)
-    carry = tl.zeros((NA,), dtype=tl.float32)  # the wrapped angle sum of the chunks before
+    pairs = tl.arange(0, N // 2)
+    tile = ((pid % NPB) * BLOCK_P + tl.arange(0, BLOCK_P))[:, None] * N + tl.arange(0, N)[None, :]
+    state = tl.zeros((BLOCK_P, N), dtype=tl.float32)
+    carry = tl.zeros((N // 2,), dtype=tl.float32)  # angle of each dim pair; pairs >= NA stay 0 (pass through)
     first_slot = start // CHUNK_ + seq
     nchunks = tl.cdiv(end - start, CHUNK_)
-    rows = (pid % NPB) * ROWS + tl.arange(0, ROWS)  # this program's token rows of every chunk
     # (every sequence holds at least one token, cu_seqlens strictly increasing as validate_cu_seqlens checks: the
     # first loads assume it)
-    # each chunk's loads are issued one chunk ahead (a hand-made one-stage pipeline, as the backward's chain): the
-    # loop is a chain of dependent steps whose only long latencies are these loads
-    head_state = dstate_ptr + (first_slot * H + h) * (P * N)
-    dr_n = tl.load(head_state + rot)
-    dp_n = tl.load(head_state + rot + HALF)
+    # each chunk's three loads are issued one chunk ahead (a hand-made one-stage pipeline, as the backward's chain):
+    # the loop is a chain of dependent steps whose only long latencies are these loads
+    dstate_n = tl.load(dstate_ptr + (first_slot * H + h) * (P * N) + tile)
     decay_n = tl.load(decay_ptr + first_slot * H + h)
-    asum_n = _fwd_angle_sum(csum_ptr, start, end, 0, h, acols, H, NA, CHUNK_)
+    asum_n = _fwd_angle_sum(csum_ptr, start, end, 0, h, pairs, H, NA, CHUNK_)
     for c in range(0, nchunks):
         head_slot = (first_slot + c) * H + h
-        dr, dp, decay, asum = dr_n, dp_n, decay_n, asum_n
+        dstate, decay, asum = dstate_n, decay_n, asum_n
         more = c + 1 < nchunks
-        head_state = dstate_ptr + (head_slot + H) * (P * N)
-        dr_n = tl.load(head_state + rot, mask=more, other=0.0)
-        dp_n = tl.load(head_state + rot + HALF, mask=more, other=0.0)
+        dstate_n = tl.load(dstate_ptr + (head_slot + H) * (P * N) + tile, mask=more, other=0.0)
         decay_n = tl.load(decay_ptr + head_slot + H, mask=more, other=0.0)
-        asum_n = _fwd_angle_sum(csum_ptr, start, end, tl.minimum(c + 1, nchunks - 1), h, acols, H, NA, CHUNK_)
-        tl.store(states_ptr + head_slot * (P * N) + rot, state_r)
-        tl.store(states_ptr + head_slot * (P * N) + rot + HALF, state_p)
-        _fwd_rotate_rows(q_ptr, k_ptr, qb_ptr, kb_ptr, csum_ptr, carry, start + c * CHUNK_ + rows, end, seq, h,
-                         fangle_ptr, fk_ptr, qk_ptr, cos_ptr, sin_ptr, qrot_ptr, krot_ptr, H, N, NA, ROWS, SAVE)
+        asum_n = _fwd_angle_sum(csum_ptr, start, end, tl.minimum(c + 1, nchunks - 1), h, pairs, H, NA, CHUNK_)
+        tl.store(states_ptr + head_slot * (P * N) + tile, state)
+        tl.store(carry_ptr + head_slot * NA + pairs, carry, mask=(pairs < NA) & (pid % NPB == 0))
         sin_c, cos_c = _fwd_sincos(carry)
-        e = tl.exp(decay)
-        state_r = state_r * e + _fwd_rotate_pairs(dr, cos_c[None, :], sin_c[None, :], BLOCK_P, NA)
-        state_p = state_p * e + dp
+        dstate = _fwd_rotate_pairs(dstate, cos_c[None, :], sin_c[None, :], BLOCK_P, N // 2)
+        state = state * tl.exp(decay) + dstate
         carry = _fwd_angle_carry_step(carry, asum)
-    fssm = fssm_ptr + (seq * H + h) * (P * N) + rot
-    tl.store(fssm, state_r)
-    tl.store(fssm + HALF, state_p)
+    tl.store(fssm_ptr + (seq * H + h) * (P * N) + tile, state)
+
+
+@triton.jit
+def _mamba3_fwd_rotate_kernel(
+    q_ptr, k_ptr, qb_ptr, kb_ptr, csum_ptr, cu_ptr, S, carry_ptr, fangle_ptr, fk_ptr, qk_ptr,
+    cos_ptr, sin_ptr, qrot_ptr, krot_ptr,
+    H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
+    SAVE: tl.constexpr, WALK: tl.constexpr,
+):
+    """Grid (chunk slots, H): the elementwise half of the chunk scan. The carry (the wrapped angle sum of the
+    sequence's earlier chunks): read from the state passing's ``carry``, or with WALK computed here from their
+    angle sums (``csum`` rows) by ``_fwd_angle_carry_step`` as the passing does (same bits; this
+    kernel then does not wait for the passing, but chunk c walks c rows). Phi = wrap(carry + csum) (F2; csum, the
+    in-chunk angle cumsum, as the chunk-state kernel stored it: its tanh and cumsum were ~30 % of this kernel's SASS
+    instructions until session 15), the biased
+    q^, k^ (F3) and their rotation (F4, pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through):
+    stores dims 0..63 of q~ and k~ (fp32, (T, H, N/2); read by the scan kernel, and kept for the backward; the
+    pass-through dims are formed where they are needed, ``_fwd_tilde_half``), the unrotated q^.k^
+    (spec §9.2, fp32 (T, H)), cos / sin of Phi when SAVE, and the final angle and final k (the sequence's last
+    token, in its last chunk)."""
+    HALF: tl.constexpr = N // 2
+    slot = tl.program_id(0)
+    h = tl.program_id(1)
+    seq, start, end, c = _fwd_locate_chunk(cu_ptr, slot, S, BLOCK_S, CHUNK_)
+    if c < tl.cdiv(end - start, CHUNK_):
+        rows = tl.arange(0, CHUNK_)
+        cols = tl.arange(0, HALF)
+        acols = tl.arange(0, NA)
+        t = start + c * CHUNK_ + rows
+        valid = t < end
+        vmask = valid[:, None]
+        t_a = t[:, None] * (H * NA) + h * NA + acols[None, :]
+        if WALK:
+            carry = tl.zeros((NA,), dtype=tl.float32)
+            for prev in range(0, c):  # the sequence's earlier chunks, in order (as the passing kernel)
+                carry = _fwd_angle_carry_step(carry, _fwd_angle_sum(csum_ptr, start, end, prev, h, acols, H, NA,
+                                                                    CHUNK_))
+        else:
+            carry = tl.load(carry_ptr + (slot * H + h) * NA + acols)
+        phi = _fwd_wrap_angle(carry[None, :] + tl.load(csum_ptr + t_a, mask=vmask, other=0.0))
+        sin, cos = _fwd_sincos(phi)
+        # one 64-wide half at a time (fewer live tiles): the rotated half, then the pass-through half
+        t_n = t[:, None] * (H * HALF) + h * HALF + cols[None, :]
+        q_r = _fwd_load_biased_half(q_ptr, qb_ptr, t, h, valid, 0, N)
+        tl.store(qrot_ptr + t_n, _fwd_rotate_pairs(q_r, cos, sin, CHUNK_, NA), mask=vmask)
+        k_r = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 0, N)
+        qk_r = tl.sum(q_r * k_r, axis=1)
+        kt_r = _fwd_rotate_pairs(k_r, cos, sin, CHUNK_, NA)
+        tl.store(krot_ptr + t_n, kt_r, mask=vmask)
+        q_p = _fwd_load_biased_half(q_ptr, qb_ptr, t, h, valid, 1, N)
+        k_p = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 1, N)
+        tl.store(qk_ptr + t * H + h, qk_r + tl.sum(q_p * k_p, axis=1), mask=valid)
+        if SAVE:
+            tl.store(cos_ptr + t_a, cos, mask=vmask)
+            tl.store(sin_ptr + t_a, sin, mask=vmask)
+        # final states of the sequence: the row of its last token (only in its last chunk)
+        last = (t == end - 1)[:, None]
+        head_seq = seq * H + h
+        tl.store(fangle_ptr + head_seq * NA + acols[None, :] + rows[:, None] * 0, phi, mask=last)
+        tl.store(fk_ptr + head_seq * N + cols[None, :] + rows[:, None] * 0, kt_r, mask=last)
+        tl.store(fk_ptr + head_seq * N + HALF + cols[None, :] + rows[:, None] * 0, k_p, mask=last)
 
 
 @triton.jit
@@ -393,7 +398,7 @@ def _mamba3_fwd_chunk_scan_kernel(
     SAVE: tl.constexpr, PRECISION: tl.constexpr, V_WORD: tl.constexpr, Z_WORD: tl.constexpr,
     OUT_WORD: tl.constexpr,
 ):
-    """Grid (chunk slots, H): the dot half of the chunk scan (§4), from the state passing's q~, k~ (their rotated
+    """Grid (chunk slots, H): the dot half of the chunk scan (§4), from the rotate kernel's q~, k~ (their rotated
     dims; the others formed from q, k and the biases, ``_fwd_tilde_half``) and q^.k^:
     strict-causal intra-chunk scores, readout of the entering state, gamma diagonal + D skip, silu(z) gate (F8);
     stores the output, y (fp32, pre-gate, when SAVE) and the final v."""
@@ -464,8 +469,9 @@ def allocate_fwd_outputs(T: int, S: int, device) -> tuple:
 
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None,
-                    before_scan=None, posted: Posted | None = None):
-    """Mamba-3 SISO varlen forward with Triton (spec §3, §4), three launches, no host synchronisation.
+                    before_scan=None, rotate_stream: torch.cuda.Stream | None = None, walk_carry: bool | None = None,
+                    posted: Posted | None = None):
+    """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
     fp32; trap (T, 32) bf16; q_bias, k_bias (32, 128) fp32; angles (T, 32, 32) bf16; d (32,) fp32; cu_seqlens
@@ -477,12 +483,17 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, saved): saved is a Mamba3FwdSaved, or None when
     save_for_backward is False (then y, cos_phi and sin_phi are not written, and the chunk states, chunk scalars,
     q_rot and k_rot are temporaries, as the angle cumsum, (T, 32, 32) fp32, is in every call: the scan kernel reads
-    the rotated dims of q~ and k~ from the state passing either way).
+    the rotated dims of q~ and k~ from the rotate kernel either way).
     ``out``: None (new tensors) or the five output tensors to write, as ``allocate_fwd_outputs`` makes them
     (contiguous; not checked), which are then returned (a graph-backed call writes its static buffers so).
-    ``before_scan``: None, or a function called with q_rot (T, 32, 64) fp32 once the state passing (which writes
-    it) is launched and before the chunk-scan launch (a graph forks the backward's state-gradient chain there,
-    which needs q~ but not the scan's results). ``posted``: None, or a Posted whose "v", "z" and "angles" the kernels read and whose "out" and "final_ssm" they write instead of
+    ``before_scan``: None, or a function called with q_rot (T, 32, 64) fp32 once the rotate kernel is launched and
+    before the chunk-scan launch (a graph forks the backward's state-gradient chain there, which needs q~ but not
+    the scan's results). ``rotate_stream``: None (every launch on the current stream), or a CUDA stream of the
+    device on which the rotate kernel runs beside the state passing, walking the carry itself (it then needs only
+    the chunk-state kernel's results), for T <= ROTATE_WALK_MAX_TOKENS; the current stream waits for it before the
+    scan. ``walk_carry``: None (walk exactly then), or True / False to force the form (tests; same bits either
+    way). ``posted``: None,
+    or a Posted whose "v", "z" and "angles" the kernels read and whose "out" and "final_ssm" they write instead of
     those tensors (a graph).
     """
     if validate:
@@ -504,7 +515,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     sizes = dict(H=NHEADS, N=DSTATE, P=HEADDIM, NA=NANGLES, CHUNK_=CHUNK)
     block_s = triton.next_power_of_2(S + 1)
     chunk_scalars = torch.empty((slots, NHEADS, 3, CHUNK), dtype=f32, device=dev)  # ell, gamma, s
-    csum = torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev)  # in-chunk angle cumsum (for the passing)
+    csum = torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev)  # in-chunk angle cumsum (rotate, passing)
     _mamba3_fwd_chunk_state_kernel[(slots, NHEADS)](
         k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, chunk_scalars, csum,
         **sizes, BLOCK_S=block_s, PRECISION=config.input_precision, num_warps=config.chunk_warps,
@@ -526,12 +537,31 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         saved = None
         save_bufs = (out,) * 3  # never written: SAVE is False
     qk = torch.empty((T, NHEADS), dtype=f32, device=dev)  # unrotated q^.k^
+    carry = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # wrapped Phi before the chunk
+    walk = (rotate_stream is not None and T <= ROTATE_WALK_MAX_TOKENS) if walk_carry is None else walk_carry
+
+    def launch_rotate():
+        _mamba3_fwd_rotate_kernel[(slots, NHEADS)](
+            q, k, q_bias, k_bias, csum, cu_seqlens, S, carry, final_angle, final_k, qk, save_bufs[1],
+            save_bufs[2], q_rot, k_rot, H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s,
+            SAVE=save_for_backward, WALK=walk, num_warps=config.rotate_warps,
+            **maxnreg_option(config.rotate_maxnreg, dev),
+        )
+    forked = walk and rotate_stream is not None  # (walking, it needs only the chunk state: beside the passing)
+    if forked:
+        rotate_stream.wait_stream(torch.cuda.current_stream(dev))
+    if walk:
+        with torch.cuda.stream(rotate_stream) if forked else contextlib.nullcontext():
+            launch_rotate()
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
-        q, k, q_bias, k_bias, cu_seqlens, dstate, decay, csum, chunk_states, final_ssm, final_angle, final_k, qk,
-        save_bufs[1], save_bufs[2], q_rot, k_rot,
-        **sizes, BLOCK_P=config.passing_block_p, SAVE=save_for_backward, num_warps=config.passing_warps,
-        **posted_kwargs(posted, cu_seqlens, "final_ssm"), **maxnreg_option(config.passing_maxnreg, dev),
+        cu_seqlens, dstate, decay, csum, chunk_states, carry, final_ssm,
+        **sizes, BLOCK_P=config.passing_block_p, num_warps=config.passing_warps,
+        **posted_kwargs(posted, cu_seqlens, "final_ssm"),
     )
+    if not walk:
+        launch_rotate()
+    if forked:
+        torch.cuda.current_stream(dev).wait_stream(rotate_stream)
     if before_scan is not None:
         before_scan(q_rot)
     _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
