@@ -85,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         if name == "bench":
             p.add_argument("--plot", metavar="PNG", default=None, help="write a bar chart here")
-            p.add_argument("--reps", type=_positive, default=None, help="A/B/B/A pairs per workload (default 4)")
+            p.add_argument("--reps", type=_positive, default=None,
+                           help="A/B/B/A pairs per workload (default 16 on CUDA, 4 on the CPU)")
             p.add_argument("--inner", type=_positive, default=None,
                            help="candidate calls per pair (default 5 on CUDA, 1 on the CPU)")
     p = gcmd.add_parser("judge", help="clean-room judge of a candidate (isolated worker)")

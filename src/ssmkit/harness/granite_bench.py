@@ -36,6 +36,11 @@ from ssmkit.harness.workloads import (CPU_NOTE, PREFILL, Workload, default_workl
                                       resolve_device, select)
 
 ROTATIONS = 3
+#: A/B/B/A pairs per workload on CUDA. 4 until session 22, when the candidate's decode rows moved by up to 2x between
+#: runs of the same code (B=8: 0.047-0.097 ms over sessions 11-21, while a same-process A/B of 400 calls measured
+#: 49.6 us, bench/granite/NOTES.md "Session 22"): the median of 4 per-pair medians follows a host's slow stretches.
+#: 16 pairs cost ~1 s more per workload (the reference's calls: 1-24 ms each).
+CUDA_PAIRS = 16
 
 
 @dataclass
@@ -171,8 +176,8 @@ def bench_command(candidate: str | None = None, workloads: str | None = None, sl
                   out: Callable[[str], None] = emit) -> int:
     """``ssmkit granite bench``: time, print the table, write JSON and the plot; 0 unless a workload failed.
 
-    ``reps``: A/B/B/A pairs per workload (default 4); ``inner``: candidate calls per pair (default 5 on CUDA,
-    1 on the CPU); warm-up: 2 calls per side on CUDA (Triton autotuning), 1 on the CPU.
+    ``reps``: A/B/B/A pairs per workload (default ``CUDA_PAIRS`` on CUDA, 4 on the CPU); ``inner``: candidate calls
+    per pair (default 5 on CUDA, 1 on the CPU); warm-up: 2 calls per side on CUDA (Triton autotuning), 1 on the CPU.
     """
     device = resolve_device(device)
     on_cuda = torch.device(device).type == "cuda"
@@ -182,7 +187,7 @@ def bench_command(candidate: str | None = None, workloads: str | None = None, sl
     todo = load_workloads(workloads_path)
     candidate_cls = load_granite_candidate(candidate)
     layer_slice = slice_from_path(slice_path)
-    pairs = reps if reps is not None else 4
+    pairs = reps if reps is not None else (CUDA_PAIRS if on_cuda else 4)
     inner = inner if inner is not None else (5 if on_cuda else 1)
     warmup = 2 if on_cuda else 1
     out(f"granite bench: candidate {candidate or 'ReferenceMambaLayer (default)'} vs ReferenceMambaLayer, "
