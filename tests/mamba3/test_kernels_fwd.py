@@ -198,7 +198,7 @@ def test_lengths_one_and_two_match_oracle_with_other_launch_config():
     args = _inputs(SHORT_PANEL, seed=5)
     with pytest.MonkeyPatch.context() as monkeypatch:
         result = _run_poisoned(monkeypatch, args,
-                               config=Mamba3FwdConfig(chunk_warps=4, passing_block_p=32, passing_warps=2))
+                               config=Mamba3FwdConfig(chunk_warps=8, passing_block_p=32, passing_warps=2))
     _check_against_oracle(args, result, mamba3_siso_oracle(**args))
 
 

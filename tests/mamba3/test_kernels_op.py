@@ -146,7 +146,7 @@ def test_op_passes_launch_configs_to_the_kernels(args):
     """fwd_config / bwd_config reach the kernels: another forward config and the chunk-parallel state-gradient form
     give all 16 results within the oracle bounds, every element written; an invalid config is refused."""
     with poisoned_allocations():
-        got = mamba3_siso_varlen_joint_states_full_vjp(**args, fwd_config=Mamba3FwdConfig(chunk_warps=4),
+        got = mamba3_siso_varlen_joint_states_full_vjp(**args, fwd_config=Mamba3FwdConfig(chunk_warps=8),
                                                        bwd_config=Mamba3BwdConfig(dstate_scan=True, scan_block=8192))
     assert_results_match_oracle(args, got)
     with pytest.raises(ValueError, match="scan_block"):
