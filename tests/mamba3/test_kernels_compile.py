@@ -60,9 +60,9 @@ for posted in (False, True):
 build(bwd._m3b_dphi_carry_kernel, dict(CB=bwd._ANGLE_SLOTS), 1)
 for prec in ("tf32", "tf32x3"):
     for posted in (False, True):
-        for warps in (4, 8):  # (4: Mamba3FwdConfig.chunk_warps; 8 until session 22)
-            build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, PRECISION=prec), warps, posted=posted,
-                  maxnreg=128)
+        # as launched (Mamba3FwdConfig.chunk_warps 4, chunk_maxnreg none) and as until session 22 (8 warps, 128)
+        build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, PRECISION=prec), 4, posted=posted)
+        build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, PRECISION=prec), 8, posted=posted, maxnreg=128)
     for save in (False, True):
         for warps in (4, 8):
             build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec), warps)

@@ -47,20 +47,22 @@ ROTATE_WALK_MAX_TOKENS = 3072
 class Mamba3FwdConfig(NamedTuple):
     """Launch configuration of the four forward kernels (see bench/mamba3/NOTES.md `## Forward`).
 
-    chunk_warps, rotate_warps, scan_warps: warps per program of the chunk-state, rotate and chunk-scan kernels (H200,
-    c1, NOTES "Session 6": rotate 0.062 ms at 8 warps vs 0.090 at 4; scan 0.071 at 4 vs 0.101 at 8; chunk state
-    at 4 since session 22, four programs per SM at 110 registers: c1 0.043 ms vs 0.048 at 8, c4 0.045 vs 0.051,
-    the same bits (in session 6, at more registers: c1 0.049 vs 0.055, c4 0.061 vs 0.055); the results do not
-    depend on them); passing_block_p /
-    passing_warps: value rows per program and warps of the state-passing kernel; input_precision: tl.dot precision
-    of the fp32 operands ("tf32", "tf32x3" or "ieee"); rotate_maxnreg: register cap of the rotate kernel (0: none;
-    CUDA only): 128 keeps two 8-warp programs per SM, which the build without a cap (147 registers reading the
-    carry, 150 walking it, since ``_fwd_sincos``; at most 2 spill instructions with the cap: bench/sass_stats.py)
-    would not; H200, NOTES "Session 18": c1 0.028 ms capped vs 0.029 uncapped, c4 0.029 vs 0.031); scan_maxnreg:
-    the chunk scan's (168: three 4-warp programs per SM, no spills, where the build without a cap takes 172
-    registers since it reads the chunk scalars, session 15); chunk_maxnreg: the chunk-state kernel's (128, set when
-    it ran two 8-warp programs per SM; a ceiling that no longer binds: 110 registers uncapped since session 17, and
-    session 18 measured the same bits and times capped, uncapped and at 112 at 8 warps: c1 0.047 ms, c4 0.051).
+    chunk_warps, rotate_warps, scan_warps: warps per program of the chunk-state, rotate and chunk-scan kernels
+    (H200, c1, NOTES "Session 6": rotate 0.062 ms at 8 warps vs 0.090 at 4; scan 0.071 at 4 vs 0.101 at 8; chunk
+    state at 4 since session 22: c1 0.043 ms vs 0.048 at 8, c4 0.045 vs 0.051, under the 128 cap then, the same bits
+    (in session 6, at more registers: c1 0.049 vs 0.055, c4 0.061 vs 0.055); the results do not depend on them);
+    passing_block_p / passing_warps: value rows per program and warps of the state-passing kernel; input_precision:
+    tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); rotate_maxnreg: register cap of the rotate
+    kernel (0: none; CUDA only): 128 keeps two 8-warp programs per SM, which the build without a cap (147 registers
+    reading the carry, 150 walking it, since ``_fwd_sincos``; at most 2 spill instructions with the cap:
+    bench/sass_stats.py) would not; H200, NOTES "Session 18": c1 0.028 ms capped vs 0.029 uncapped, c4 0.029 vs
+    0.031); scan_maxnreg: the chunk scan's (168: three 4-warp programs per SM, no spills, where the build without a
+    cap takes 172 registers since it reads the chunk scalars, session 15); chunk_maxnreg: the chunk-state kernel's
+    (0 since session 22: at 4 warps the build takes 146 registers, three programs per SM, no spills; capped at 128
+    it spills 58 instructions (bench/sass_stats.py) and ran c1 0.043 ms against 0.037 uncapped, c4 0.045 against
+    0.043, the same bits; 96: 0.047. The cap of 128 dates from two 8-warp programs per SM, where 110 registers
+    uncapped since session 17 no longer needed it: session 18 measured the same times capped and uncapped at 8
+    warps).
     """
 
     chunk_warps: int = 4
@@ -71,7 +73,7 @@ class Mamba3FwdConfig(NamedTuple):
     input_precision: str = "tf32"  # H200, v1 kernel: out 1.84e-3, final_ssm 7.1e-4 vs fp64 (tf32x3: 2.3x slower)
     rotate_maxnreg: int = 128
     scan_maxnreg: int = 168
-    chunk_maxnreg: int = 128
+    chunk_maxnreg: int = 0
 
 
 DEFAULT_FWD_CONFIG = Mamba3FwdConfig()
