@@ -19,11 +19,11 @@
 #    bench/mamba3/NOTES.md "Session 6".)
 # 4. `_m3b_dphi_carry_kernel`, grid (S, H): the dPhi carry entering each chunk from the sequence's end
 #    (dfinal_angle + the later chunks' dPhi sums), one backward pass over each sequence's chunks.
-# 5. `_m3b_finish_kernel`, grid (ceil(T/8) + H + chunk slots x H,), two roles in one launch, the reduce programs
+# 5. `_m3b_finish_kernel`, grid (ceil(T/16) + H + chunk slots x H,), two roles in one launch, the reduce programs
 #    first (the longest). `_m3b_angle`, per (chunk slot, head): the chunk body's per-token parts combined in a fixed
 #    order (dadt, ds, dgamma, dPhi), then the terms that cross chunk edges, per chunk: reverse cumsum of dPhi (+ the
 #    carry) -> dangles and the angle part of ddt; the shifted-gamma term (ds of the token before) -> ddt, dtrap.
-#    `_m3b_reduce`: GQA sum of dq_hat/dk_hat over the 32 heads per 8 tokens; bias/D sums per head.
+#    `_m3b_reduce`: GQA sum of dq_hat/dk_hat over the 32 heads per 16 tokens; bias/D sums per head.
 # Q~ and K~ (biased, rotated) come from the forward (Mamba3FwdSaved.q_rot / k_rot: the rotated dims 0..63; dims
 # 64..127, biased only, formed from q, k and the biases by ``_fwd_tilde_half``) instead of being rebuilt from q, k,
 # the biases and cos / sin in each kernel; cos / sin are still read to rotate dQ~, dK~ back.
