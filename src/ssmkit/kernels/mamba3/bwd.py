@@ -46,7 +46,7 @@ from ssmkit.kernels.mamba3.fwd import (
 from ssmkit.mamba3.shapes import CHUNK
 
 _REDUCE_TOKENS = 16  # (16, 128) fp32 accumulator per tensor: 16 registers a thread at 4 warps (8 until session 22;
-# H200, direct launches, the finish kernel at c1 0.042 -> 0.036 ms, the call -5 to -10 us at four panels, same bits:
+# H200, direct launches, the finish kernel at c1 0.042 -> 0.036 ms, the call -6 to -10 us at four panels, same bits:
 # bench/mamba3/NOTES.md "Session 22")
 _REDUCE_SLOTS = 64
 _ANGLE_SLOTS = 16  # chunks per tile of the dPhi carry kernel
