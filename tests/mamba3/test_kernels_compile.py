@@ -56,7 +56,8 @@ for posted in (False, True):
 for dz, dy, posted in ((True, True, False), (False, True, True), (True, False, True)):  # direct; a graph's halves
     build(bwd._m3b_gate_kernel, dict(BLOCK=bwd._GATE_BLOCK, DZ=dz, DY=dy), posted=posted)
 for posted in (False, True):
-    build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd._REDUCE_TOKENS, BS=bwd._REDUCE_SLOTS), posted=posted)
+    build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS),
+          bwd.DEFAULT_BWD_CONFIG.finish_warps, posted=posted)
 build(bwd._m3b_dphi_carry_kernel, dict(CB=bwd._ANGLE_SLOTS), 1)
 for prec in ("tf32", "tf32x3"):
     for posted in (False, True):

@@ -143,12 +143,16 @@ def test_op_checks_cu_seqlens_values_when_asked(args):
 
 
 def test_op_passes_launch_configs_to_the_kernels(args):
-    """fwd_config / bwd_config reach the kernels: another forward config and the chunk-parallel state-gradient form
-    give all 16 results within the oracle bounds, every element written; an invalid config is refused."""
+    """fwd_config / bwd_config reach the kernels: another forward config, the chunk-parallel state-gradient form and
+    another finish-kernel split (4 tokens per GQA-reduce program, 2 warps) give all 16 results within the oracle
+    bounds, every element written; invalid configs are refused."""
     with poisoned_allocations():
-        got = mamba3_siso_varlen_joint_states_full_vjp(**args, fwd_config=Mamba3FwdConfig(chunk_warps=8),
-                                                       bwd_config=Mamba3BwdConfig(dstate_scan=True, scan_block=8192))
+        got = mamba3_siso_varlen_joint_states_full_vjp(
+            **args, fwd_config=Mamba3FwdConfig(chunk_warps=8),
+            bwd_config=Mamba3BwdConfig(dstate_scan=True, scan_block=8192, reduce_tokens=4, finish_warps=2))
     assert_results_match_oracle(args, got)
     with pytest.raises(ValueError, match="scan_block"):
         mamba3_siso_varlen_joint_states_full_vjp(**args, bwd_config=Mamba3BwdConfig(scan_block=96))
+    with pytest.raises(ValueError, match="reduce_tokens"):
+        mamba3_siso_varlen_joint_states_full_vjp(**args, bwd_config=Mamba3BwdConfig(reduce_tokens=12))
 

@@ -45,9 +45,6 @@ from ssmkit.kernels.mamba3.fwd import (
 )
 from ssmkit.mamba3.shapes import CHUNK
 
-_REDUCE_TOKENS = 16  # (16, 128) fp32 accumulator per tensor: 16 registers a thread at 4 warps (8 until session 22;
-# H200, direct launches, the finish kernel at c1 0.042 -> 0.036 ms, the call -6 to -10 us at four panels, same bits:
-# bench/mamba3/NOTES.md "Session 22")
 _REDUCE_SLOTS = 64
 _ANGLE_SLOTS = 16  # chunks per tile of the dPhi carry kernel
 _GATE_BLOCK = 1024
@@ -718,7 +715,13 @@ class Mamba3BwdConfig(NamedTuple):
     local-term kernel plus an elementwise reverse scan (measured slower: NOTES "Session 5", "Session 6");
     dstate_warps, dstate_stages: warps of the chain kernel (or of the local-term kernel) and the chain loop's
     software-pipelining stages (H200 c1: 1 stage 0.060 ms, 2 0.069, 3 0.070; same bits); scan_block: state
-    elements (of 64 x 128) per scan program, a power of two.
+    elements (of 64 x 128) per scan program, a power of two;
+    finish_warps, reduce_tokens: warps of the finish kernel and tokens per GQA-reduce program, a power of two (each
+    program keeps a (reduce_tokens, 128) fp32 accumulator per tensor: 16 registers a thread at 4 warps). Module
+    constants until session 22, when 16 tokens replaced 8: H200, direct launches, the finish kernel at c1 0.042 ->
+    0.036 ms, the call -6 to -10 us at four panels, the same bits; 2 warps 0.037 ms alone, level with the default
+    combined with 16 tokens; 32 tokens level at 4 warps, spilling at 2 (0.457 ms); bench/mamba3/NOTES.md "Session
+    22".
     """
 
     num_warps: int = 4
@@ -732,6 +735,8 @@ class Mamba3BwdConfig(NamedTuple):
     dstate_warps: int = 4  # H200, q~ loaded (3665772): c1 0.120 ms vs 0.121 at 8 warps, c3 0.113 vs 0.131, same bits
     dstate_stages: int = 1  # H200 (5cd0d97): c1 0.060 ms vs 0.070 at 3 stages, c3 0.059 vs 0.068, same bits
     scan_block: int = 1024
+    finish_warps: int = 4
+    reduce_tokens: int = 16
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -837,6 +842,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     finish kernel, "dfinal_ssm" the state-gradient chain and "dout", "z", "dz" the gate (a graph).
     Returns `Mamba3BwdGrads` (dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz); no host sync.
     """
+    if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1):
+        raise ValueError(f"config.reduce_tokens: expected a power of two, got {config.reduce_tokens}")
     T, H, P = v.shape
     N = q.shape[-1]
     NA = angles.shape[-1]
@@ -894,10 +901,10 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         cu_seqlens, dfinal_angle, dphi_sums, angle_carry, nslot, H=H, NA=NA, C=CHUNK, CB=_ANGLE_SLOTS, num_warps=1,
     )
     dq, dk, _, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, _ = grads
-    _m3b_finish_kernel[(triton.cdiv(T, _REDUCE_TOKENS) + H + nslot * H,)](
+    _m3b_finish_kernel[(triton.cdiv(T, config.reduce_tokens) + H + nslot * H,)](
         dt, trap, angles, cu_seqlens, angle_carry, dphi, dl_parts, dlam_parts, ds_parts, e_tok, qk,
         dadt, ddt, dtrap, dangles, dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd,
-        S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, BT=_REDUCE_TOKENS, BS=_REDUCE_SLOTS,
-        num_warps=4, **posted_kwargs(posted, cu_seqlens, "angles", "dangles"),
+        S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, BT=config.reduce_tokens, BS=_REDUCE_SLOTS,
+        num_warps=config.finish_warps, **posted_kwargs(posted, cu_seqlens, "angles", "dangles"),
     )
     return grads
