@@ -50,8 +50,8 @@ TARGET_ERROR = {name: err / 2 for name, err in OFFICIAL_ERROR.items()}
 TARGET_FULL_WALL_MS, TARGET_FULL_GPU_MS = 0.45, 0.35  # at T ~ 2100-2450, 3-5 sequences
 # (forward, backward) configs: the default and the two nearest alternatives. Dropped after the final speed-pass run
 # (NOTES `### Speed pass outcome`), all slower than the 4-warp chain: chunk_sides 2, forward chunk_warps 4 (then;
-# the default since session 22) and passing_block_p 32. The session-2 chunk bodies (row blocks, state halves; NOTES `## Session 2: chunk body
-# rewrite`) measured slower and were removed.
+# the default since session 22) and passing_block_p 32. The session-2 chunk bodies (row blocks, state halves; NOTES
+# `## Session 2: chunk body rewrite`) measured slower and were removed.
 SWEEP = [(DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4)),
          (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=8)),
          (DEFAULT_FWD_CONFIG, Mamba3BwdConfig(num_warps=4, dstate_scan=True))]

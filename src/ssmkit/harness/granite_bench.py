@@ -39,7 +39,8 @@ ROTATIONS = 3
 #: A/B/B/A pairs per workload on CUDA. 4 until session 22, when the candidate's decode rows moved by up to 2x between
 #: runs of the same code (B=8: 0.047-0.097 ms over sessions 11-21, while a same-process A/B of 400 calls measured
 #: 49.6 us, bench/granite/NOTES.md "Session 22"): the median of 4 per-pair medians follows a host's slow stretches.
-#: 16 pairs cost ~1 s more per workload (the reference's calls: 1-24 ms each).
+#: 16 pairs cost little: a whole bench run took 13-14 s end to end at either count (session 22 run 2; the
+#: reference's calls take 1-24 ms each).
 CUDA_PAIRS = 16
 
 
