@@ -55,12 +55,8 @@ VARIANTS.update({f"fused_n{n}_s{st}": dict(fused_state=True, block_n=n, fused_st
 # four: at L = 4096 the chunk state's 768 programs fill 1.45 rounds of 528 at 4 warps, 2.9 of 264 at 8)
 VARIANTS.update({f"{k}_8_warps": dict(launch={k: {**_CAP[k], "num_warps": 8}}, fused_state=False)
                  for k in ("state", "scan")})
-# Session 23: chunk-state programs of 64 or 32 state columns (two or four per head and chunk: 1536 or 3072 programs
-# at L = 4096; offline sm_90, no spills at the 128 cap, the loop body 691 -> 492 / 477 SASS instructions), under the
-# default cap or a 96-register one (five programs per SM; 12 / 6 spill instructions)
-VARIANTS.update({f"state_n{n}{'_cap96' if cap == 96 else ''}":
-                 dict(state_block_n=n, launch={"state": {**_CAP["state"], "maxnreg": cap}}, fused_state=False)
-                 for n in (64, 32) for cap in (128, 96)})
+# Session 23's state_n64 / state_n32 (chunk-state programs over 64 or 32 state columns, 2b73080): slower at every
+# size, so removed with the parameter (bench/granite/NOTES.md "Session 23").
 
 
 def main() -> None:

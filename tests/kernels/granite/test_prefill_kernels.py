@@ -328,21 +328,19 @@ def test_ssd_fp32_y_is_within_two_roundings():
     _check_ssd(y, final, args, H, P, N, rel=2 * U_BF16)
 
 
-@pytest.mark.parametrize("shared_cb, cb_spread, scan_heads, block_m, fused, state_block_n",
-                         [(True, False, 1, 64, False, None), (True, True, 1, 2, False, None),
-                          (False, False, 3, 4, False, None), (True, False, 1, 2, True, None),
-                          (False, False, 1, 4, True, None), (True, True, 1, 2, False, 4), (True, False, 1, 4, False, 8)])
-def test_ssd_fp32_operands_match_float64_tightly(shared_cb, cb_spread, scan_heads, block_m, fused, state_block_n):
+@pytest.mark.parametrize("shared_cb, cb_spread, scan_heads, block_m, fused",
+                         [(True, False, 1, 64, False), (True, True, 1, 2, False), (False, False, 3, 4, False),
+                          (True, False, 1, 2, True), (False, False, 1, 4, True)])
+def test_ssd_fp32_operands_match_float64_tightly(shared_cb, cb_spread, scan_heads, block_m, fused):
     """With fp32 dot operands the only differences left are fp32 rounding: this pins dt's bf16 rounding, the
     decays and the chunk hand-off far below bf16 level. block_m < chunk: several row blocks per chunk (block_m 2:
-    10 causal C.B^T blocks spread over 3 heads, so some heads compute several; with state_block_n 4, over the 12
-    chunk-state programs of 4 state columns each)."""
+    10 causal C.B^T blocks spread over 3 heads, so some heads compute several)."""
     gen = torch.Generator().manual_seed(3)
     args = _ssd_inputs(gen, 2, 2 * CH + 3, H, P, N)
     final = torch.full((2, H, P, N), float("nan"))
     y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, precision=PREC_IEEE, shared_cb=shared_cb,
                             cb_spread=cb_spread, scan_heads=scan_heads, block_m=block_m, y_dtype=torch.float32,
-                            fused_state=fused, block_n=8, state_block_n=state_block_n)
+                            fused_state=fused, block_n=8)
     _check_ssd(y, final, args, H, P, N, rel=0.0)
 
 
@@ -371,27 +369,6 @@ def test_ssd_fp32_dt_is_not_rounded_to_bf16():
     final = torch.full((1, H, P, N), float("nan"))
     y = ssd_chunked_prefill(*args, chunk_size=CH, ssm_state_out=final, precision=PREC_IEEE, y_dtype=torch.float32)
     _check_ssd(y, final, args, H, P, N, rel=0.0)
-
-
-@pytest.mark.parametrize("state_block_n", [None, 8])
-def test_ssd_state_column_blocks_on_padded_and_packed_rows(state_block_n):
-    """Chunk-state programs of state_block_n state columns (two per head at N = 16), on a left-padded batch whose
-    pad chunks hold no real token (the column-block-0 programs alone store dt and the cumsum there): y and the final
-    state within the float64 bound, pads 0, and the packed layout equal to the padded one bit for bit."""
-    gen = torch.Generator().manual_seed(17)
-    seqlen, lengths = 4 * CH + 3, [4 * CH + 3, CH + 2, 1]
-    mask = _left_pad_mask(lengths, seqlen)
-    xbc, dt_raw, *params = _ssd_inputs(gen, 3, seqlen, H, P, N, mask=mask)
-    finals = [torch.full((3, H, P, N), float("nan")) for _ in range(2)]
-    y = ssd_chunked_prefill(xbc, dt_raw, *params, chunk_size=CH, ssm_state_out=finals[0], attention_mask=mask,
-                            cb_spread=True, fused_state=False, state_block_n=state_block_n)
-    _check_ssd(y, finals[0], (xbc, dt_raw, *params), H, P, N)
-    assert (y[mask == 0] == 0).all()
-    packed = ssd_chunked_prefill(_packed(xbc, mask), _packed(dt_raw, mask), *params, chunk_size=CH,
-                                 ssm_state_out=finals[1], cb_spread=True, fused_state=False,
-                                 state_block_n=state_block_n, packed_rows=packed_layout_rows(mask.sum(1), seqlen),
-                                 seqlen=seqlen)
-    assert torch.equal(packed, y[mask.bool()]) and torch.equal(finals[0], finals[1])
 
 
 @pytest.mark.parametrize("fused", [False, True])
@@ -539,9 +516,6 @@ def test_ssd_rejects_bad_inputs():
         ssd_chunked_prefill(xbc, dt_raw, dt_bias, a_log, d, chunk_size=CH, d_state=N + 1)
     with pytest.raises(ValueError, match="chunk_size"):
         ssd_chunked_prefill(xbc, dt_raw, dt_bias, a_log, d, chunk_size=12, d_state=N)
-    for bad in (0, 3, 2 * N):
-        with pytest.raises(ValueError, match="state_block_n"):
-            ssd_chunked_prefill(xbc, dt_raw, dt_bias, a_log, d, chunk_size=CH, d_state=N, state_block_n=bad)
 
 
 # ---------------------------------------------------------------- gated RMSNorm
@@ -605,17 +579,16 @@ def build(fn, consts, types=None, warps=4, options=None):
 
 for packed, mask, flag in itertools.product((False, True), (False, True), (False, True)):
     if not (packed and mask):
-        build(ssd_prefill._ssd_chunk_state_kernel, dict(P=64, N=128, CH=256, BLOCK_K=64, BLOCK_N=128, HAS_MASK=mask,
+        build(ssd_prefill._ssd_chunk_state_kernel, dict(P=64, N=128, CH=256, BLOCK_K=64, HAS_MASK=mask,
               ROUND_DT=True, STORE_CB=True, CB_SPREAD=flag, PREC=0, SPLIT_STATE=True, PACKED=packed))
         build(ssd_prefill._ssd_state_pass_kernel, dict(PN=8192, CH=256, BLOCK_S=512, HAS_INIT=flag, HAS_FINAL=True,
               HAS_MASK=mask, PACKED=packed))
         build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=mask, LOAD_CB=True,
               PREC=0, HEADS=1, PACKED=packed))
         if not mask:  # the register caps the unmasked layouts launch with (ssd_launch_options)
-            for bn in (128, 64):  # one program per head and chunk, or two per head (state_block_n)
-                build(ssd_prefill._ssd_chunk_state_kernel, dict(P=64, N=128, CH=256, BLOCK_K=64, BLOCK_N=bn,
-                      HAS_MASK=False, ROUND_DT=True, STORE_CB=True, CB_SPREAD=flag, PREC=0, SPLIT_STATE=True,
-                      PACKED=packed), options=dict(maxnreg=128, num_stages=2))
+            build(ssd_prefill._ssd_chunk_state_kernel, dict(P=64, N=128, CH=256, BLOCK_K=64, HAS_MASK=False,
+                  ROUND_DT=True, STORE_CB=True, CB_SPREAD=flag, PREC=0, SPLIT_STATE=True, PACKED=packed),
+                  options=dict(maxnreg=128, num_stages=2))
             build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=64, N=128, CH=256, BLOCK_M=64, HAS_MASK=False,
                   LOAD_CB=True, PREC=0, HEADS=1, PACKED=packed), options=dict(maxnreg=128))
         for rows in (False, True):  # the 2-D interior tiles, and the default sliding window
@@ -632,8 +605,8 @@ for packed, init in itertools.product((False, True), (False, True)):  # the fuse
 for ch, p, n, packed in ((16, 16, 16, False), (16, 16, 16, True), (64, 64, 128, False)):
     build(ssd_prefill._ssd_chunk_scan_kernel, dict(P=p, N=n, CH=ch, BLOCK_M=ch, HAS_MASK=False, LOAD_CB=True,
           PREC=0, HEADS=1, PACKED=packed), options=dict(maxnreg=128))
-    build(ssd_prefill._ssd_chunk_state_kernel, dict(P=p, N=n, CH=ch, BLOCK_K=ch, BLOCK_N=n, HAS_MASK=False,
-          ROUND_DT=True, STORE_CB=True, CB_SPREAD=True, PREC=0, SPLIT_STATE=True, PACKED=packed),
+    build(ssd_prefill._ssd_chunk_state_kernel, dict(P=p, N=n, CH=ch, BLOCK_K=ch, HAS_MASK=False, ROUND_DT=True,
+          STORE_CB=True, CB_SPREAD=True, PREC=0, SPLIT_STATE=True, PACKED=packed),
           options=dict(maxnreg=128, num_stages=2))
     build(ssd_prefill._ssd_chunk_prep_kernel, dict(P=p, N=n, CH=ch, BLOCK_K=ch, HAS_MASK=False, ROUND_DT=True,
           PACKED=packed))

@@ -1,10 +1,10 @@
 # Chunked SSD (Mamba-2 state-space duality) prefill for Granite: G = 1, specialised for P = 64, N = 128, chunk 256
 # (block sizes are constexprs, so tests run it at tiny P/N/chunk). Three launches (spec §2.1 step 9):
-#   1. _ssd_chunk_state_kernel, grid (H * N / BLOCK_N, chunks, b): dt = softplus(dt_raw + dt_bias) with 5.17's
-#      bf16 rounding, the in-chunk cumsum of A*dt (stored, fp32), and BLOCK_N columns of the chunk's local state
-#      sum_s (x_s w_s) B_s^T, (P, N) fp32, in one pass over BLOCK_K = 64 token blocks (tl.dot, rescaled per block;
-#      the weights on x, the smaller tile, that fp32 operand as two bf16 terms, B the exact bf16 one).
-#      Program 0 (or all programs, cb_spread) also stores C.B^T of the chunk (causal blocks only, fp32),
+#   1. _ssd_chunk_state_kernel, grid (H, chunks, b): dt = softplus(dt_raw + dt_bias) with 5.17's bf16 rounding,
+#      the in-chunk cumsum of A*dt (stored, fp32), and the chunk's local state sum_s (x_s w_s) B_s^T, (P, N) fp32,
+#      in one pass over BLOCK_K = 64 token blocks (tl.dot, rescaled per block; the weights on x, the smaller tile,
+#      that fp32 operand as two bf16 terms, B the exact bf16 one).
+#      Programs of head 0 (or all heads, cb_spread) also store C.B^T of the chunk (causal blocks only, fp32),
 #      shared by all heads in launch 3.
 #   2. _ssd_state_pass_kernel, grid (P*N / BLOCK_S, H, b): the sequential recurrence over chunks, writing the state
 #      entering each chunk and the final state (fp32).
@@ -106,19 +106,18 @@ def _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen
 
 
 @triton.jit
-def _dt_cumsum_block(dt_row, stride_dl, h, t, seqlen, first, dt_bias, A, offset, out_ptr, store,
+def _dt_cumsum_block(dt_row, stride_dl, h, t, seqlen, first, dt_bias, A, offset, out_ptr,
                      ROUND_DT: tl.constexpr, BLOCK_K: tl.constexpr):
     """dt and the running in-chunk cumsum of A*dt over token block t (offset = cumsum before the block; dt = 0 past
-    L; dt_raw = 0 before ``first``), both stored interleaved at out_ptr (dt, cs) for launches 2 and 3 when ``store``
-    (a scalar condition: one program of several that compute the same values). dt_row: dt_raw of the row's position
-    0. Returns dt, cs, cs at the block's last position."""
+    L; dt_raw = 0 before ``first``), both stored at out_ptr (dt) and out_ptr + STRIDE (cs) for launches 2 and 3.
+    dt_row: dt_raw of the row's position 0. Returns dt, cs, cs at the block's last position."""
     valid = t < seqlen
     raw = tl.load(dt_row + t * stride_dl + h, mask=valid & (t >= first), other=0.0).to(tl.float32)
     dt = tl.where(valid, _granite_softplus_dt(raw, dt_bias, ROUND_DT), 0.0)
     cs = tl.cumsum(dt * A, axis=0) + offset
     offs = tl.arange(0, BLOCK_K)
-    tl.store(out_ptr + 2 * offs, dt, mask=(offs >= 0) & store)
-    tl.store(out_ptr + 2 * offs + 1, cs, mask=(offs >= 0) & store)
+    tl.store(out_ptr + 2 * offs, dt)
+    tl.store(out_ptr + 2 * offs + 1, cs)
     return dt, cs, tl.sum(tl.where(offs == BLOCK_K - 1, cs, 0.0), axis=0)
 
 
@@ -131,7 +130,7 @@ def _dt_cumsum_chunk(dt_row, stride_dl, h, chunk_start, seqlen, first, dt_bias, 
     cs_end = A * 0.0
     for k in range(0, CH, BLOCK_K):
         _, _, cs_end = _dt_cumsum_block(dt_row, stride_dl, h, chunk_start + k + offs_k, seqlen, first, dt_bias, A,
-                                        cs_end, out_ptr + 2 * k, True, ROUND_DT, BLOCK_K)
+                                        cs_end, out_ptr + 2 * k, ROUND_DT, BLOCK_K)
 
 
 @triton.jit
@@ -162,16 +161,11 @@ def _ssd_chunk_state_kernel(
     cb_ptr,  # (b, chunks, CH, CH) fp32 (STORE_CB)
     rows_ptr,  # (b, 2) int64 [base, first] of the packed layout (PACKED), or unused
     seqlen, nheads, nchunks,
-    P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr,
+    P: tl.constexpr, N: tl.constexpr, CH: tl.constexpr, BLOCK_K: tl.constexpr,
     HAS_MASK: tl.constexpr, ROUND_DT: tl.constexpr, STORE_CB: tl.constexpr, CB_SPREAD: tl.constexpr,
     PREC: tl.constexpr, SPLIT_STATE: tl.constexpr, PACKED: tl.constexpr,
 ):
-    # program q = (head, state column block): heads fastest, so the programs of one chunk run together and share
-    # B (and C) in L2; the column blocks of a head each compute dt and the cumsum, block 0 stores them
-    NUM_N: tl.constexpr = N // BLOCK_N
-    q = tl.program_id(0)
-    h = q // NUM_N
-    nb = q % NUM_N
+    h = tl.program_id(0)  # heads fastest: the programs of one chunk run together and share B (and C) in L2
     c = tl.program_id(1)
     pid_b = tl.program_id(2).to(tl.int64)
     chunk_start = c * CH
@@ -187,15 +181,15 @@ def _ssd_chunk_state_kernel(
     if _chunk_has_tokens(mask_ptr, stride_mb, stride_ml, pid_b, chunk_start, seqlen, first, HAS_MASK, CH):
         xbc = xbc_ptr + xbc_row
         offs_p = tl.arange(0, P)
-        offs_n = nb * BLOCK_N + tl.arange(0, BLOCK_N)
+        offs_n = tl.arange(0, N)
         # One pass, rescaled as it goes: after block k, acc = sum_{s <= end_k} (x_s dt_s exp(cs_end_k - cs_s)) B_s^T,
         # so every exponent is <= 0; at the end acc is the chunk's local state.
-        acc = tl.zeros((P, BLOCK_N), dtype=tl.float32)
+        acc = tl.zeros((P, N), dtype=tl.float32)
         for k in range(0, CH, BLOCK_K):
             t = chunk_start + k + offs_k
             valid = (t < seqlen) & (t >= first)
             dt, cs, new_end = _dt_cumsum_block(dt_row, stride_dl, h, t, seqlen, first, dt_bias, A, cs_end,
-                                               aux + 2 * k, nb == 0, ROUND_DT, BLOCK_K)
+                                               aux + 2 * k, ROUND_DT, BLOCK_K)
             w = tl.exp(new_end - cs) * dt
             x_t = tl.load(xbc + t[None, :] * stride_xl + (h * P + offs_p)[:, None], mask=valid[None, :], other=0.0)
             b_s = tl.load(xbc + t[:, None] * stride_xl + (nheads * P + offs_n)[None, :], mask=valid[:, None],
@@ -213,16 +207,16 @@ def _ssd_chunk_state_kernel(
 
         if STORE_CB:
             # C.B^T of this chunk (exact products of bf16 operands, fp32 sums), causal BLOCK_K blocks only: all by
-            # program 0, or (CB_SPREAD) causal block number r by program r % (H * NUM_N)
+            # the head-0 program, or (CB_SPREAD) causal block number q by the program of head q % H
             cb = cb_ptr + (pid_b * nchunks + c) * (CH * CH)
-            r = 0
+            q = 0
             for i in range(0, CH, BLOCK_K):
                 for j in range(0, i + BLOCK_K, BLOCK_K):
-                    if (r % (nheads * NUM_N) == q) if CB_SPREAD else (q == 0):
+                    if (q % nheads == h) if CB_SPREAD else (h == 0):
                         _ssd_store_cb_block(xbc, stride_xl, cb, i, j, chunk_start, seqlen, first, nheads, P, N, CH,
                                             BLOCK_K)
-                    r += 1
-    elif nb == 0:
+                    q += 1
+    else:
         # no real token: only dt and the cumsum (the decay through the chunk) are needed
         _dt_cumsum_chunk(dt_row, stride_dl, h, chunk_start, seqlen, first, dt_bias, A, aux, ROUND_DT, CH, BLOCK_K)
 
@@ -488,7 +482,6 @@ def ssd_chunked_prefill(
     fused_state: bool | None = None,
     block_n: int = 64,
     fused_stages: int = 2,
-    state_block_n: int | None = None,
     launch: dict[str, dict] | None = None,
     packed_rows: torch.Tensor | None = None,
     seqlen: int | None = None,
@@ -536,9 +529,6 @@ def ssd_chunked_prefill(
             (bench/results/session11/run6/granite_ssd_ab.json): the packed B=8 bench batch 384 -> 360 us for the
             three SSD launches, but B=1 378 -> 493-611 us at L = 16384 (96-384 programs, each a chain of 64 chunks
             at ~4 us a link). block_n: a power of two (>= 16 on the GPU, tl.dot tiles).
-        state_block_n: state columns (of N) per chunk-state program (launch 1 without fused_state), a power of two
-            dividing N (>= 16 on the GPU); None = N (one program per head and chunk). Smaller blocks give more,
-            shorter programs with fewer registers, each recomputing its chunk's dt and cumsum.
         launch: optional Triton launch options per kernel, keys "state", "pass", "scan", "prep", "fused" (e.g.
             num_warps); a key given replaces that kernel's defaults (``ssd_launch_options``).
         packed_rows: the packed varlen layout (``packed_layout_rows`` of conv1d.py), or None. Then xBC (T, H*P + 2N)
@@ -607,9 +597,6 @@ def ssd_chunked_prefill(
         raise ValueError(f"scan_heads must divide H = {nheads}, got {scan_heads}")
     if block_n < 1 or block_n & (block_n - 1):
         raise ValueError(f"block_n must be a power of two, got {block_n}")
-    state_bn = d_state if state_block_n is None else state_block_n
-    if state_bn < 1 or state_bn & (state_bn - 1) or d_state % state_bn:
-        raise ValueError(f"state_block_n must be a power of two dividing N = {d_state}, got {state_block_n}")
     if state_dtype is None:
         state_dtype = torch.bfloat16 if precision == PREC_BF16 else torch.float32
     ch = chunk_size
@@ -654,11 +641,11 @@ def ssd_chunked_prefill(
             STAGES=fused_stages, **opts["fused"],
         )
     else:
-        _ssd_chunk_state_kernel[(nheads * (d_state // state_bn), nchunks, batch)](
+        _ssd_chunk_state_kernel[(nheads, nchunks, batch)](
             xBC, xBC.stride(0), xBC.stride(1), dt_raw, dt_raw.stride(0), dt_raw.stride(1),
             dt_bias, A_log, mask, *m_strides, dtcs, states, cb, rows,
             seqlen, nheads, nchunks,
-            P=head_dim, N=d_state, CH=ch, BLOCK_K=bm, BLOCK_N=state_bn,
+            P=head_dim, N=d_state, CH=ch, BLOCK_K=bm,
             HAS_MASK=has_mask, ROUND_DT=dt_raw.dtype == torch.bfloat16, STORE_CB=shared_cb, CB_SPREAD=cb_spread,
             PREC=precision, SPLIT_STATE=split, PACKED=packed,
             **opts["state"],
