@@ -28,10 +28,8 @@ def build(fn, consts, num_warps=4, posted=False, bf16=(), **options):
     words = {w: 7 if posted else -1 for w in WORDS}
     consts = {k: v for k, v in {**SIZES, **words, **consts}.items() if k in fn.arg_names}
     ptr = {"cu_ptr": "*i32", "io_ptr": "*i64"}
-    # (the side kernel's *_desc: tensor descriptors of (64, 64) bf16 tiles, bwd.side_descriptors)
     sig = {n: "constexpr" if n in consts else ("*bf16" if n in BF16 | set(bf16) else ptr.get(n, "*fp32"))
-           if n.endswith("_ptr") else "tensordesc<bf16[64,64]>" if n.endswith("_desc") else "i32"
-           for n in fn.arg_names}
+           if n.endswith("_ptr") else "i32" for n in fn.arg_names}
     src = ASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
     triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps, **options})
 

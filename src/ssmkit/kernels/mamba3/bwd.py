@@ -33,7 +33,6 @@ from typing import NamedTuple
 import torch
 import triton
 import triton.language as tl
-from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ssmkit.kernels.common.mapped_io import posted_pointer
 from ssmkit.kernels.mamba3.fwd import (
@@ -70,6 +69,19 @@ def _m3b_split_bf16(x):
     rest = x - (bits & 0xFFFF0000).to(tl.float32, bitcast=True)
     return ((bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True),
             (rest.to(tl.uint32, bitcast=True) >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True))
+
+
+@triton.jit
+def _m3b_mg_tile(mg_ptr, slot, h, H: tl.constexpr, C: tl.constexpr, TRANSPOSED: tl.constexpr):
+    """Pointers (C, C) to the hi plane of chunk slot ``slot``, head h in the stored M o G, (nslot, H, 2, C, C) bf16
+    (hi, then lo at + C * C: `_m3b_split_bf16`); TRANSPOSED: to (M o G)^T."""
+    i = tl.arange(0, C)
+    base = mg_ptr + (slot * H + h) * 2 * C * C
+    if TRANSPOSED:
+        tile = base + i[None, :] * C + i[:, None]
+    else:
+        tile = base + i[:, None] * C + i[None, :]
+    return tile
 
 
 @triton.jit
@@ -300,13 +312,13 @@ def _m3b_chunk_setup(cu_ptr, fscal_ptr, slot, h, S, H: tl.constexpr, C: tl.const
 def _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H: tl.constexpr, C: tl.constexpr, SB: tl.constexpr):
     """`_m3b_chunk_setup` for the side kernels: where the slot's chunk lies and its per-token scalars as the intra
     kernel stored them (the same values, not recomputed: the cumsum, two sigmoids and the exps were 640 of the side
-    kernel's 5.5 k SASS instructions, session 15): (sequence, end, first token t0, tok (C,), valid (C,), active,
-    e^l, e^{L-l}, gamma, s)."""
+    kernel's 5.5 k SASS instructions, session 15): (sequence, end, tok (C,), valid (C,), active, e^l, e^{L-l},
+    gamma, s)."""
     s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
     t0 = bos + c * C
     tok = t0 + tl.arange(0, C)
     row = scal_ptr + (slot * H + h) * 4 * C + tl.arange(0, C)
-    return (s, eos, t0, tok, tok < eos, t0 < eos, tl.load(row), tl.load(row + C), tl.load(row + 2 * C),
+    return (s, eos, tok, tok < eos, t0 < eos, tl.load(row), tl.load(row + C), tl.load(row + 2 * C),
             tl.load(row + 3 * C))
 
 
@@ -361,8 +373,7 @@ def _m3b_intra_kernel(
     decay = tl.where(i[:, None] > i[None, :], tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
     mg = decay * g
     mg_hi, mg_lo = _m3b_split_bf16(mg)  # stored split for the side kernel's dots (`_m3b_dot`)
-    # M o G as (nslot, H, 2, C, C) bf16: the hi plane of slot and head, then the lo plane at + C * C
-    mg_tile = mg_ptr + (slot * H + h) * 2 * C * C + i[:, None] * C + i[None, :]
+    mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
     tl.store(mg_tile, mg_hi)
     tl.store(mg_tile + C * C, mg_lo)
     mm = mg * am  # decay o A o G
@@ -408,8 +419,8 @@ def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, 
 
 @triton.jit
 def _m3b_qside(
-    slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_desc, cu_ptr, cos_ptr,
-    sin_ptr, states_ptr, dstates_ptr, mg_desc, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
+    slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr,
+    sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
 ):
@@ -417,10 +428,9 @@ def _m3b_qside(
     dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e K~ (the q^.k^ diagonal path written as gamma e k~: rotating it back
     gives gamma e k^, and its dPhi parts from q and k cancel, q~.k~ being rotation-free). Stores dQ~ rotated back
     (per-head dq partial), dPhi from the q side (half 0), this half's terms of dl (e^l dY S_in . q~) and of dLambda
-    (e^Lambda S_in : dS_out). dY and M o G come through tensor descriptors (`_m3b_sides_kernel`)."""
+    (e^Lambda S_in : dS_out)."""
     NH: tl.constexpr = N // 2
-    s, eos, t0, tok, valid, active, e_ell, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C,
-                                                                             SB)
+    s, eos, tok, valid, active, e_ell, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
     vmask = valid[:, None]
     pv = tl.arange(0, P)
     th_ = tok * H + h
@@ -428,18 +438,17 @@ def _m3b_qside(
     s_in = tl.load(states_ptr + st, mask=active, other=0.0)  # state entering the chunk
     ds_out = tl.load(dstates_ptr + st, mask=active, other=0.0)  # gradient of the state leaving it
     dlam = tl.load(elam_ptr + slot * H + h) * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
-    # dY's rows past the chunk's end are the next sequence's (or 0 past T): x's rows there are zeroed
-    x = tl.where(vmask, _m3b_dot(dy_desc.load([t0, 2 * h * P]), s_in, PREC, a_lo=dy_desc.load([t0, (2 * h + 1) * P])),
-                 0.0)
+    dy_hi, dy_lo = _m3b_dy_tiles(dy_ptr, tok, valid, h, H, P)
+    x = _m3b_dot(dy_hi, s_in, PREC, a_lo=dy_lo)
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
-    mg_row = (slot * H + h) * 2 * C
+    mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
     # (stored before the dot, so that x is dead after it: under the 168 cap, offline, the rotated half's branch
     # spills 8 instead of 50 instructions)
     tl.store(dl_ptr + (1 + half) * T * H + th_, e_ell * tl.sum(x * qt, axis=1), mask=valid)
-    dqt = (_m3b_dot(mg_desc.load([mg_row, 0]), kt * sc[:, None], PREC, e_ell[:, None] * x,
-                    a_lo=mg_desc.load([mg_row + C, 0])) + ge[:, None] * kt)
+    dqt = (_m3b_dot(tl.load(mg_tile), kt * sc[:, None], PREC, e_ell[:, None] * x, a_lo=tl.load(mg_tile + C * C))
+           + ge[:, None] * kt)
     tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
     _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
                   H, N, NA, C)
@@ -448,17 +457,16 @@ def _m3b_qside(
 @triton.jit
 def _m3b_kside(
     slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr, sin_ptr,
-    dstates_ptr, dfk_ptr, mg_desc, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
+    dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
 ):
     """Chunk body part 3 (`_m3b_sides_kernel`), the k side of one state half of one chunk and head:
     dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS_out, dk~ = s dKs + gamma e q~ (+ dfinal_k on a sequence's last token).
     Stores dk~ rotated back (per-head dk partial), dPhi from the k side (half 0), ds = dKs . k~ per token, this
-    half's terms of dl (-e^{L-l} V dS_out . ks) and of dLambda (their sum). M o G comes through a tensor
-    descriptor (`_m3b_sides_kernel`)."""
+    half's terms of dl (-e^{L-l} V dS_out . ks) and of dLambda (their sum)."""
     NH: tl.constexpr = N // 2
-    s, eos, _, tok, valid, active, _, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
+    s, eos, tok, valid, active, _, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
     vmask = valid[:, None]
     pv = tl.arange(0, P)
     th_ = tok * H + h
@@ -469,9 +477,8 @@ def _m3b_kside(
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
-    mg_row = (slot * H + h) * 2 * C
-    dks = _m3b_dot(tl.trans(mg_desc.load([mg_row, 0])), qt, PREC, e_rev[:, None] * vds,
-                   a_lo=tl.trans(mg_desc.load([mg_row + C, 0])))
+    mgt_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, True)
+    dks = _m3b_dot(tl.load(mgt_tile), qt, PREC, e_rev[:, None] * vds, a_lo=tl.load(mgt_tile + C * C))
     tl.store(ds_ptr + half * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
     if half == 0:  # reloaded (L1 / L2) rather than kept through the dot: under the 168 cap, offline, the rotated
@@ -488,27 +495,27 @@ def _m3b_kside(
 @triton.jit
 def _m3b_side(
     slot, h, SIDE: tl.constexpr, HALF: tl.constexpr, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr,
-    elam_ptr, dy_desc, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_desc, etok_ptr, dqp_ptr,
+    elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dqp_ptr,
     dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T, NSLOT, H: tl.constexpr,
     P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
 ):
     """One program of `_m3b_sides_kernel`: the q side (SIDE 0) or the k side (1) of state half HALF."""
     if SIDE == 0:
-        _m3b_qside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_desc,
-                   cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, mg_desc, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr,
+        _m3b_qside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr,
+                   cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr,
                    dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
     else:
         _m3b_kside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr,
-                   sin_ptr, dstates_ptr, dfk_ptr, mg_desc, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
+                   sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
                    dphis_ptr + NSLOT * H * NA, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB,
                    PREC)
 
 
 @triton.jit
 def _m3b_sides_kernel(
-    qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, elam_ptr, dy_desc, cu_ptr, cos_ptr, sin_ptr,
+    qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr,
     states_ptr, dstates_ptr,
-    dfk_ptr, mg_desc, etok_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr,
+    dfk_ptr, mg_ptr, etok_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr,
     io_ptr, S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr,
 ):
@@ -518,11 +525,7 @@ def _m3b_sides_kernel(
     through register moves and layout conversions). z varies fastest, so the four programs of one chunk and
     head run side by side and share their loads of Q~, K~, dY, M o G and dS_out through L2 (with z slowest, until
     session 8, each plane of 1184 programs at c1 had streamed ~150 MB through the L2 before the next plane re-read
-    the same tiles). dphi / dphis hold two planes, the q side's and the k side's; each side gets its own.
-    dY and M o G, stored by the gate and intra kernels, come in as tensor descriptors (``side_descriptors``): on
-    Hopper their (C, 64) bf16 tiles are TMA copies into shared memory, which the dots read there, instead of loads
-    through registers staged into shared memory (the LSU pipe ran at 72 % in this kernel, Nsight Compute session
-    23)."""
+    the same tiles). dphi / dphis hold two planes, the q side's and the k side's; each side gets its own."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     z = tl.program_id(0) % 4
     slot = tl.program_id(0) // 4
@@ -530,7 +533,7 @@ def _m3b_sides_kernel(
     for zz in tl.static_range(4):  # one branch per side and half, each built for its half (HALF a constexpr)
         if z == zz:
             _m3b_side(slot, h, zz // 2, zz % 2, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr,
-                      elam_ptr, dy_desc, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_desc, etok_ptr,
+                      elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr,
                       dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T,
                       NSLOT, H, P, N, NA, C, SB, PREC)
 
@@ -816,17 +819,6 @@ def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, 
         )
 
 
-def side_descriptors(dy: torch.Tensor, mg: torch.Tensor) -> tuple[TensorDescriptor, TensorDescriptor]:
-    """Tensor descriptors of the side kernel's two bf16 operand tensors, each read as (64, 64) tiles: dY (T, H, 2,
-    P) as (T, H * 2 * P) (the hi and lo planes of head h at columns 2 h P and (2 h + 1) P; rows past T read 0), and
-    M o G (nslot, H, 2, C, C) as (nslot * H * 2 * C, C)."""
-    T, H, two, P = dy.shape
-    if not (dy.is_contiguous() and mg.is_contiguous()):
-        raise ValueError("dY and M o G must be contiguous")
-    return (TensorDescriptor.from_tensor(dy.view(T, H * two * P), [CHUNK, P]),
-            TensorDescriptor.from_tensor(mg.view(-1, CHUNK), [CHUNK, CHUNK]))
-
-
 def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, saved,
                     dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, config=DEFAULT_BWD_CONFIG, grads=None,
                     state_grads=None, posted: Posted | None = None):
@@ -897,10 +889,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, num_warps=config.num_warps,
         **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
-    dy_desc, mg_desc = side_descriptors(dy, mg)
     _m3b_sides_kernel[(4 * nslot, H)](
-        q_rot, k_rot, q, k, q_bias, k_bias, v, side_scalars, exp_lam, dy_desc, cu_seqlens, cos_phi, sin_phi,
-        chunk_states, dstates, dfinal_k, mg_desc, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part,
+        q_rot, k_rot, q, k, q_bias, k_bias, v, side_scalars, exp_lam, dy, cu_seqlens, cos_phi, sin_phi, chunk_states,
+        dstates, dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part,
         dkb_part,
         S=S, T=T, NSLOT=nslot, NA=NA, **sizes, PREC=config.side_precision, **side_launch,
         **posted_kwargs(posted, cu_seqlens, "v"),
