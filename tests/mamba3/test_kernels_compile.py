@@ -59,19 +59,21 @@ for posted in (False, True):
     build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS),
           bwd.DEFAULT_BWD_CONFIG.finish_warps, posted=posted)
 build(bwd._m3b_dphi_carry_kernel, dict(CB=bwd._ANGLE_SLOTS), 1)
-for prec in ("tf32", "tf32x3"):
+# the dots whose B operand wgmma would need transposed: split into bf16 (Mamba3FwdConfig.transposed_precision, the
+# default) or at the input precision
+for prec, tprec in (("tf32", "bf16x3"), ("tf32", "tf32"), ("tf32x3", "tf32x3")):
     for posted in (False, True):
         # as launched (Mamba3FwdConfig.chunk_warps 4, chunk_maxnreg none) and as until session 22 (8 warps, 128)
-        build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, PRECISION=prec), 4, posted=posted)
-        build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, PRECISION=prec), 8, posted=posted, maxnreg=128)
+        build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec), 4, posted=posted)
+        build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec), 8, posted=posted, maxnreg=128)
     for save in (False, True):
         for warps in (4, 8):
-            build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec), warps)
+            build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec, TPREC=tprec), warps)
     # under the register cap as launched (Mamba3FwdConfig.scan_maxnreg, scan_warps): the direct call saving for the
     # backward, a graph's (posted), and mamba3_siso's without a gradient (nothing saved: y_ptr is the bf16 output)
     for save, posted in ((True, False), (True, True), (False, False)):
-        build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec), 4, posted=posted,
-              maxnreg=168, bf16=() if save else ("y_ptr",))
+        build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec, TPREC=tprec), 4,
+              posted=posted, maxnreg=168, bf16=() if save else ("y_ptr",))
 for walk in (False, True):
     for save in (False, True):
         for warps in (4, 8):

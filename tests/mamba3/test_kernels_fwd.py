@@ -195,10 +195,13 @@ def test_forward_matches_float64_oracle_on_ragged_panel(panel_run):
 
 
 def test_lengths_one_and_two_match_oracle_with_other_launch_config():
+    """Another launch configuration, with the transposed-operand dots at the input precision (tf32) instead of
+    split into bf16 (the default, which the other tests run)."""
     args = _inputs(SHORT_PANEL, seed=5)
     with pytest.MonkeyPatch.context() as monkeypatch:
         result = _run_poisoned(monkeypatch, args,
-                               config=Mamba3FwdConfig(chunk_warps=8, passing_block_p=32, passing_warps=2))
+                               config=Mamba3FwdConfig(chunk_warps=8, passing_block_p=32, passing_warps=2,
+                                                      transposed_precision="tf32"))
     _check_against_oracle(args, result, mamba3_siso_oracle(**args))
 
 

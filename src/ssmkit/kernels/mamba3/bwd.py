@@ -8,7 +8,7 @@
 #    scan: `_m3b_dstate_local_kernel`, grid (chunk slots, H), the per-chunk term (one 64x64x128 dot) in parallel,
 #    then `_m3b_dstate_scan_kernel`, grid (64*128 / BLOCK, H, S), an elementwise reverse scan in place.
 # 3. the chunk body, everything that stays inside one chunk of one head (fp32 operands, M o G stored split into
-#    bf16: tf32 dots, and split-bf16 dots where wgmma would need an operand transposed, `_m3b_dot`; the 128 state
+#    bf16: tf32 dots, and split-bf16 dots where wgmma would need an operand transposed, `_m3_dot`; the 128 state
 #    dims as two 64-wide halves), two launches:
 #    `_m3b_intra_kernel`, grid (chunk slots, H): the (C, C) matrices, M o G (stored), the intra-chunk part of dl, dv;
 #    and the chunk's per-token scalars (e^l, e^{L-l}, gamma, s; stored for the side kernels);
@@ -35,6 +35,7 @@ import triton
 import triton.language as tl
 
 from ssmkit.kernels.common.mapped_io import posted_pointer
+from ssmkit.kernels.mamba3.dots import _m3_dot, _m3_split_bf16
 from ssmkit.kernels.mamba3.fwd import (
     Posted,
     _fwd_locate_chunk,
@@ -59,22 +60,9 @@ def _m3b_tanh(x):
 
 
 @triton.jit
-def _m3b_split_bf16(x):
-    """fp32 x as bf16 (hi, lo), x ~ hi + lo, by integer adds, shifts and masks instead of F2F conversions (a quarter
-    of the FP32 rate; offline 480 of them in the side kernel, none this way; bench/mamba3/NOTES.md "Session 19"):
-    hi = x rounded to bf16 (nearest, ties away from zero), so |x - hi| <= 2^-8 |x|; lo = x - hi (exact in fp32)
-    truncated to bf16, so |x - hi - lo| < 2^-16 |x|. Outside the operands' range: |x| >= ~3.396e38 (where hi rounds
-    to inf) and inf give NaN in hi + lo; subnormal x lose their lo (absolute error < 2^-133)."""
-    bits = x.to(tl.uint32, bitcast=True) + 0x8000
-    rest = x - (bits & 0xFFFF0000).to(tl.float32, bitcast=True)
-    return ((bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True),
-            (rest.to(tl.uint32, bitcast=True) >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True))
-
-
-@triton.jit
 def _m3b_mg_tile(mg_ptr, slot, h, H: tl.constexpr, C: tl.constexpr, TRANSPOSED: tl.constexpr):
     """Pointers (C, C) to the hi plane of chunk slot ``slot``, head h in the stored M o G, (nslot, H, 2, C, C) bf16
-    (hi, then lo at + C * C: `_m3b_split_bf16`); TRANSPOSED: to (M o G)^T."""
+    (hi, then lo at + C * C: `_m3_split_bf16`); TRANSPOSED: to (M o G)^T."""
     i = tl.arange(0, C)
     base = mg_ptr + (slot * H + h) * 2 * C * C
     if TRANSPOSED:
@@ -82,46 +70,6 @@ def _m3b_mg_tile(mg_ptr, slot, h, H: tl.constexpr, C: tl.constexpr, TRANSPOSED: 
     else:
         tile = base + i[:, None] * C + i[None, :]
     return tile
-
-
-@triton.jit
-def _m3b_join_bf16(hi, lo):
-    """hi + lo in fp32 for a tile given as bf16 halves (`_m3b_split_bf16`); lo None: hi (exact in bf16) alone; an
-    fp32 hi (lo None) is returned as it is."""
-    x = hi.to(tl.float32)
-    if lo is not None:
-        x += lo.to(tl.float32)
-    return x
-
-
-@triton.jit
-def _m3b_dot(a, b, PREC: tl.constexpr, acc=None, a_lo=None, b_lo=None):
-    """a @ b (+ acc) in fp32, a (M, K), b (K, N), acc (M, N) fp32 or None. Each operand is an fp32 tile, or a bf16
-    tile: the hi half of a split its producer made (`_m3b_split_bf16`), with the lo half in a_lo / b_lo, or with
-    a_lo / b_lo None for a tile exact in bf16 (a bf16 input such as v).
-    PREC "bf16x3": fp32 operands split here into bf16 halves x ~ hi + lo, then the bf16 dots lo.hi + hi.lo + hi.hi
-    accumulated in fp32 onto acc (the lo.lo term dropped: relative error ~2^-16 per product against tf32's 2^-11;
-    a term whose lo is absent, an operand exact in bf16, left out: the same bits as a zero lo). Why: wgmma reads
-    tf32 operands from shared memory K-major only, so Triton stages an N-contiguous fp32 B tile with element-wise
-    (bank-conflicted) stores; 16-bit operands may lie in either orientation (bench/mamba3/NOTES.md "Session 19").
-    PREC "tf32", "tf32x3", "ieee": the operands as fp32 (halves added back, `_m3b_join_bf16`), one tl.dot at that
-    input precision, acc added after it."""
-    if PREC == "bf16x3":
-        if a.dtype == tl.float32:
-            a, a_lo = _m3b_split_bf16(a)
-        if b.dtype == tl.float32:
-            b, b_lo = _m3b_split_bf16(b)
-        d = acc
-        if a_lo is not None:
-            d = tl.dot(a_lo, b, d)
-        if b_lo is not None:
-            d = tl.dot(a, b_lo, d)
-        d = tl.dot(a, b, d)
-    else:
-        d = tl.dot(_m3b_join_bf16(a, a_lo), _m3b_join_bf16(b, b_lo), input_precision=PREC)
-        if acc is not None:
-            d += acc
-    return d
 
 
 @triton.jit
@@ -151,7 +99,7 @@ def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, io_ptr, NUMEL, P: t
                      DZ_WORD: tl.constexpr):
     """Grid (cdiv(T * H * P, BLOCK),): the gate (F8), elementwise over (T, H, P): with DZ, dz = dout * y * silu'(z)
     (the input's dtype); with DY, dY = dout * silu(z), computed in fp32 and stored split into bf16 hi and lo
-    (`_m3b_split_bf16`), (T, H, 2, P): the dots of the state-gradient and chunk-body kernels take the halves as
+    (`_m3_split_bf16`), (T, H, 2, P): the dots of the state-gradient and chunk-body kernels take the halves as
     they are instead of each splitting dY for itself (hi + lo is within 2^-16 of the fp32 value; the intra kernel
     folds dY's elementwise uses into its dots, `_m3b_intra_kernel`). dY needs no forward result, so a graph can
     compute it beside the forward (ssmkit.mamba3.graph). *_WORD: posted pointers (``posted_pointer``,
@@ -168,7 +116,7 @@ def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, io_ptr, NUMEL, P: t
         yy = tl.load(y_ptr + e, mask=m, other=0.0)
         tl.store(dz_ptr + e, (dout * yy * sig * (1.0 + zz * (1.0 - sig))).to(dz_ptr.dtype.element_ty), mask=m)
     if DY:
-        hi, lo = _m3b_split_bf16(dout * zz * sig)
+        hi, lo = _m3_split_bf16(dout * zz * sig)
         row = dy_ptr + (e // P) * (2 * P) + e % P
         tl.store(row, hi, mask=m)
         tl.store(row + P, lo, mask=m)
@@ -234,7 +182,7 @@ def _m3b_dstate_chain(h, s, half: tl.constexpr, qr_ptr, q_ptr, qb_ptr, adt_ptr, 
         ell = tl.cumsum(adt, axis=0)
         lam = tl.sum(adt, axis=0)
         # dY^T (diag(e^l) Q~): dY's halves as the gate kernel split them, e^l on the other operand
-        ds = tl.exp(lam) * ds + _m3b_dot(tl.trans(dy_hi), qt * tl.exp(ell)[:, None], TPREC, a_lo=tl.trans(dy_lo))
+        ds = tl.exp(lam) * ds + _m3_dot(tl.trans(dy_hi), qt * tl.exp(ell)[:, None], TPREC, a_lo=tl.trans(dy_lo))
         adt, dy_hi, dy_lo, qt = adt_n, dy_hi_n, dy_lo_n, qt_n
 
 
@@ -261,7 +209,7 @@ def _m3b_dstate_local_kernel(
         for half in tl.static_range(2):
             qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
             tl.store(row + (half * NH + tl.arange(0, NH))[None, :],
-                     _m3b_dot(tl.trans(dy_hi), qt * e_ell[:, None], TPREC, a_lo=tl.trans(dy_lo)))
+                     _m3_dot(tl.trans(dy_hi), qt * e_ell[:, None], TPREC, a_lo=tl.trans(dy_lo)))
 
 
 @triton.jit
@@ -368,11 +316,11 @@ def _m3b_intra_kernel(
     # halves are neither added back nor converted between layouts
     dy_hi, dy_lo = _m3b_dy_tiles(dy_ptr, tok, valid, h, H, P)
     diag = i[:, None] == i[None, :]
-    g = _m3b_dot(dy_hi, tl.trans(tl.load(v_ptr + hp, mask=vmask, other=0.0)), TPREC, a_lo=dy_lo)  # (v exact)
+    g = _m3_dot(dy_hi, tl.trans(tl.load(v_ptr + hp, mask=vmask, other=0.0)), TPREC, a_lo=dy_lo)  # (v exact)
     e_tok = tl.sum(tl.where(diag, g, 0.0), axis=1)
     decay = tl.where(i[:, None] > i[None, :], tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
     mg = decay * g
-    mg_hi, mg_lo = _m3b_split_bf16(mg)  # stored split for the side kernel's dots (`_m3b_dot`)
+    mg_hi, mg_lo = _m3_split_bf16(mg)  # stored split for the side kernel's dots (`_m3_dot`)
     mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
     tl.store(mg_tile, mg_hi)
     tl.store(mg_tile + C * C, mg_lo)
@@ -382,7 +330,7 @@ def _m3b_intra_kernel(
     is_last = tok == eos - 1
     e_rev = tl.exp(lam - ell)
     w = tl.trans(decay * am) + tl.where(diag, (tl.load(d_ptr + h) + gam * qk)[:, None], 0.0)  # (decay: 0 on i = j)
-    dvv = (_m3b_dot(w, dy_hi, TPREC, b_lo=dy_lo) + e_rev[:, None] * ks_ds
+    dvv = (_m3_dot(w, dy_hi, TPREC, b_lo=dy_lo) + e_rev[:, None] * ks_ds
            + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
     row = scal_ptr + (slot * H + h) * 4 * C + i
     tl.store(row, tl.exp(ell))
@@ -439,7 +387,7 @@ def _m3b_qside(
     ds_out = tl.load(dstates_ptr + st, mask=active, other=0.0)  # gradient of the state leaving it
     dlam = tl.load(elam_ptr + slot * H + h) * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
     dy_hi, dy_lo = _m3b_dy_tiles(dy_ptr, tok, valid, h, H, P)
-    x = _m3b_dot(dy_hi, s_in, PREC, a_lo=dy_lo)
+    x = _m3_dot(dy_hi, s_in, PREC, a_lo=dy_lo)
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
@@ -447,7 +395,7 @@ def _m3b_qside(
     # (stored before the dot, so that x is dead after it: under the 168 cap, offline, the rotated half's branch
     # spills 8 instead of 50 instructions)
     tl.store(dl_ptr + (1 + half) * T * H + th_, e_ell * tl.sum(x * qt, axis=1), mask=valid)
-    dqt = (_m3b_dot(tl.load(mg_tile), kt * sc[:, None], PREC, e_ell[:, None] * x, a_lo=tl.load(mg_tile + C * C))
+    dqt = (_m3_dot(tl.load(mg_tile), kt * sc[:, None], PREC, e_ell[:, None] * x, a_lo=tl.load(mg_tile + C * C))
            + ge[:, None] * kt)
     tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
     _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
@@ -473,12 +421,12 @@ def _m3b_kside(
     cols = half * NH + tl.arange(0, NH)
     ds_out = tl.load(dstates_ptr + (slot * H + h) * P * N + pv[:, None] * N + cols[None, :], mask=active, other=0.0)
     vv = tl.load(v_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
-    vds = _m3b_dot(vv, ds_out, PREC)  # v is bf16, exact: no split, no lo.hi dot
+    vds = _m3_dot(vv, ds_out, PREC)  # v is bf16, exact: no split, no lo.hi dot
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
     mgt_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, True)
-    dks = _m3b_dot(tl.load(mgt_tile), qt, PREC, e_rev[:, None] * vds, a_lo=tl.load(mgt_tile + C * C))
+    dks = _m3_dot(tl.load(mgt_tile), qt, PREC, e_rev[:, None] * vds, a_lo=tl.load(mgt_tile + C * C))
     tl.store(ds_ptr + half * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
     ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
     if half == 0:  # reloaded (L1 / L2) rather than kept through the dot: under the 168 cap, offline, the rotated
@@ -707,7 +655,7 @@ class Mamba3BwdConfig(NamedTuple):
     programs per SM; 0-121 spill instructions per branch offline) 0.153 ms at c1 against 0.162 uncapped, 0.170 at
     200);
     input_precision: tl.dot precision of the intra kernel's other dots ("tf32", "tf32x3" or "ieee");
-    transposed_precision: the same, or "bf16x3" (`_m3b_dot`), for the dots whose fp32 operands wgmma would need
+    transposed_precision: the same, or "bf16x3" (`_m3_dot`), for the dots whose fp32 operands wgmma would need
     transposed in shared memory, and for those with dY (stored split by the gate kernel): the intra kernel's
     (M o A)^T dY and G = dY V^T, the chain's and the local-term kernel's dY^T diag(e^l) Q~; side_precision: the
     same for the side kernel's four dots (all of them transposed-operand dots);

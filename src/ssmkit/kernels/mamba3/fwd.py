@@ -20,7 +20,8 @@
 # Chunk slots: sequence s, local chunk c -> slot cu_seqlens[s] // 64 + s + c < T // 64 + S (no host sync); programs of
 # unused slots exit. Tiles: 64 tokens x 128 state dims (as a rotated and a pass-through 64-wide half) x 64 values.
 # All arithmetic fp32; dots take fp32 operands with the configured input precision (rotated q/k and scaled k never
-# go to bf16). Deterministic: no atomics.
+# go to bf16 alone), those whose B operand wgmma would need transposed as bf16 dots of split operands (`_m3_dot`,
+# Mamba3FwdConfig.transposed_precision). Deterministic: no atomics.
 import contextlib
 from typing import NamedTuple
 
@@ -29,6 +30,7 @@ import triton
 import triton.language as tl
 
 from ssmkit.kernels.common.mapped_io import posted_pointer
+from ssmkit.kernels.mamba3.dots import _m3_dot
 from ssmkit.mamba3.shapes import CHUNK, DSTATE, HEADDIM, INPUT_NAMES, NANGLES, NHEADS
 from ssmkit.mamba3.validate import validate_inputs
 
@@ -52,7 +54,9 @@ class Mamba3FwdConfig(NamedTuple):
     state at 4 since session 22: c1 0.043 ms vs 0.048 at 8, c4 0.045 vs 0.051, under the 128 cap then, the same bits
     (in session 6, at more registers: c1 0.049 vs 0.055, c4 0.061 vs 0.055); the results do not depend on them);
     passing_block_p / passing_warps: value rows per program and warps of the state-passing kernel; input_precision:
-    tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); rotate_maxnreg: register cap of the rotate
+    tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); transposed_precision: the same, or "bf16x3"
+    (`_m3_dot`: the fp32 operand split into bf16 halves), for the dots whose B operand is N-contiguous, which wgmma
+    would read transposed (the chunk state's V^T (decay o Ks), the scan's scores V; session 23); rotate_maxnreg: register cap of the rotate
     kernel (0: none; CUDA only): 128 keeps two 8-warp programs per SM, which the build without a cap (147 registers
     reading the carry, 150 walking it, since ``_fwd_sincos``; at most 2 spill instructions with the cap:
     bench/sass_stats.py) would not; H200, NOTES "Session 18": c1 0.028 ms capped vs 0.029 uncapped, c4 0.029 vs
@@ -71,6 +75,7 @@ class Mamba3FwdConfig(NamedTuple):
     passing_block_p: int = 16
     passing_warps: int = 4
     input_precision: str = "tf32"  # H200, v1 kernel: out 1.84e-3, final_ssm 7.1e-4 vs fp64 (tf32x3: 2.3x slower)
+    transposed_precision: str = "bf16x3"
     rotate_maxnreg: int = 128
     scan_maxnreg: int = 168
     chunk_maxnreg: int = 0
@@ -257,7 +262,7 @@ def _mamba3_fwd_chunk_state_kernel(
     k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, kb_ptr, ang_ptr, cu_ptr, S, dstate_ptr, decay_ptr, scal_ptr,
     csum_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
-    BLOCK_S: tl.constexpr, PRECISION: tl.constexpr, V_WORD: tl.constexpr, ANGLES_WORD: tl.constexpr,
+    BLOCK_S: tl.constexpr, TPREC: tl.constexpr, V_WORD: tl.constexpr, ANGLES_WORD: tl.constexpr,
 ):
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     ang_ptr = posted_pointer(ang_ptr, io_ptr, ANGLES_WORD)
@@ -282,11 +287,14 @@ def _mamba3_fwd_chunk_state_kernel(
         ks_r = _fwd_rotate_pairs(k_r, cos_c, sin_c, CHUNK_, NA) * scale[:, None]
         pcols = tl.arange(0, P)
         v = tl.load(v_ptr + t[:, None] * (H * P) + h * P + pcols[None, :], mask=valid[:, None], other=0.0)
-        vd = tl.trans(v.to(tl.float32) * tl.exp(ell_end - ell)[:, None])
+        # V^T diag(e^{Lambda - ell}) Ks: the decay on the k side, so that V^T (bf16, exact) is the A operand as it is
+        # and only the (tokens, N/2) k tiles, N-contiguous B operands, are split (TPREC "bf16x3")
+        w = tl.exp(ell_end - ell)
+        vt = tl.trans(v)
         cols = tl.arange(0, N // 2)
         out = dstate_ptr + (slot * H + h) * (P * N) + pcols[:, None] * N + cols[None, :]
-        tl.store(out, tl.dot(vd, ks_r, input_precision=PRECISION))
-        tl.store(out + N // 2, tl.dot(vd, k_p * scale[:, None], input_precision=PRECISION))
+        tl.store(out, _m3_dot(vt, ks_r * w[:, None], TPREC))
+        tl.store(out + N // 2, _m3_dot(vt, k_p * (scale * w)[:, None], TPREC))
         tl.store(decay_ptr + slot * H + h, ell_end)
 
 
@@ -399,7 +407,7 @@ def _mamba3_fwd_chunk_scan_kernel(
     states_ptr, qk_ptr,
     out_ptr, fv_ptr, y_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
-    SAVE: tl.constexpr, PRECISION: tl.constexpr, V_WORD: tl.constexpr, Z_WORD: tl.constexpr,
+    SAVE: tl.constexpr, PRECISION: tl.constexpr, TPREC: tl.constexpr, V_WORD: tl.constexpr, Z_WORD: tl.constexpr,
     OUT_WORD: tl.constexpr,
 ):
     """Grid (chunk slots, H): the dot half of the chunk scan (§4), from the rotate kernel's q~, k~ (their rotated
@@ -438,7 +446,7 @@ def _mamba3_fwd_chunk_scan_kernel(
         vals = tl.load(v_ptr + tv_off, mask=vmask, other=0.0)
         v = vals.to(tl.float32)
         qk = tl.load(qk_ptr + t * H + h, mask=valid, other=0.0)
-        y = tl.dot(scores, v, input_precision=PRECISION) + tl.exp(ell)[:, None] * readout
+        y = _m3_dot(scores, vals, TPREC) + tl.exp(ell)[:, None] * readout  # (v exact in bf16: no lo term)
         y += (tl.load(d_ptr + h) + gamma * qk)[:, None] * v
         zg = tl.load(z_ptr + tv_off, mask=vmask, other=0.0).to(tl.float32)
         tl.store(out_ptr + tv_off, (y * zg * tl.sigmoid(zg)).to(out_ptr.dtype.element_ty), mask=vmask)
@@ -522,7 +530,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     csum = torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev)  # in-chunk angle cumsum (rotate, passing)
     _mamba3_fwd_chunk_state_kernel[(slots, NHEADS)](
         k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, chunk_scalars, csum,
-        **sizes, BLOCK_S=block_s, PRECISION=config.input_precision, num_warps=config.chunk_warps,
+        **sizes, BLOCK_S=block_s, TPREC=config.transposed_precision, num_warps=config.chunk_warps,
         **posted_kwargs(posted, cu_seqlens, "v", "angles"), **maxnreg_option(config.chunk_maxnreg, dev),
     )
     out, final_angle, final_ssm, final_k, final_v = allocate_fwd_outputs(T, S, dev) if out is None else out
@@ -572,7 +580,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         q_rot, k_rot, q, k, q_bias, k_bias, v, chunk_scalars, d, z, cu_seqlens, S, chunk_states, qk, out, final_v,
         save_bufs[0],
         H=NHEADS, N=DSTATE, P=HEADDIM, CHUNK_=CHUNK, BLOCK_S=block_s, SAVE=save_for_backward,
-        PRECISION=config.input_precision, num_warps=config.scan_warps,
+        PRECISION=config.input_precision, TPREC=config.transposed_precision, num_warps=config.scan_warps,
         **posted_kwargs(posted, cu_seqlens, "v", "z", "out"),
         **maxnreg_option(config.scan_maxnreg, dev),
     )
