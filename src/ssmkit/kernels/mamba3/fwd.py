@@ -60,13 +60,13 @@ class Mamba3FwdConfig(NamedTuple):
     kernel (0: none; CUDA only): 128 keeps two 8-warp programs per SM, which the build without a cap (147 registers
     reading the carry, 150 walking it, since ``_fwd_sincos``; at most 2 spill instructions with the cap:
     bench/sass_stats.py) would not; H200, NOTES "Session 18": c1 0.028 ms capped vs 0.029 uncapped, c4 0.029 vs
-    0.031); scan_maxnreg: the chunk scan's (168: three 4-warp programs per SM, no spills, where the build without a
-    cap takes 172 registers since it reads the chunk scalars, session 15); chunk_maxnreg: the chunk-state kernel's
-    (0 since session 22: at 4 warps the build takes 146 registers, three programs per SM, no spills; capped at 128
-    it spills 58 instructions (bench/sass_stats.py) and ran c1 0.043 ms against 0.037 uncapped, c4 0.045 against
-    0.043, the same bits; 96: 0.047. The cap of 128 dates from two 8-warp programs per SM, where 110 registers
-    uncapped since session 17 no longer needed it: session 18 measured the same times capped and uncapped at 8
-    warps).
+    0.031); scan_maxnreg: the chunk scan's (168: three 4-warp programs per SM, where the build without a cap takes
+    172 registers since it reads the chunk scalars, session 15; with the split-bf16 scores V, 20 spill instructions
+    at 168, and still 0.048 ms at c1 against 0.055-0.056 uncapped or at 184, session 23); chunk_maxnreg: the
+    chunk-state kernel's (0 since session 22, when at 4 warps the build took 146 registers, three programs per SM,
+    and capped at 128 spilled 58 instructions and ran c1 0.043 ms against 0.037 uncapped. With the split-bf16 dots of
+    session 23 the build takes 128 registers uncapped (four programs per SM): c1 0.032 ms, against 0.031 at a 96 cap
+    (37 spill instructions) and 0.047 at 8 warps, c4 level at 96, bench/mamba3/NOTES.md "Session 23").
     """
 
     chunk_warps: int = 4
