@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 23 run 1 (device, one call; bench/_ab carried): the Granite chunk-state kernel split over state columns
 # (state_block_n 64 / 32, under the 128 cap or a 96 one; granite_ssd_ab.py against HEAD~'s ssd_prefill.py in
-# bench/_ab/g_head, kernels alone, same process), and the interpreter-free CUDA tests of the Granite kernels.
+# bench/_ab/g_head, kernels alone, same process).
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=src
 OUT="${OUT:-out}"; mkdir -p "$OUT"

@@ -1,7 +1,7 @@
 # Mamba-3 SISO varlen forward (spec §3 F1-F8, chunked per §4) in four launches, SSD-style, so that only a light
 # elementwise pass is sequential over chunks:
 #   1. chunk state, grid (chunk slots, H): per 64-token chunk and head, the chunk's own state contribution in the
-#      chunk's angle frame, dS_loc = (diag(e^{Lambda - ell}) V)^T (s * R(csum) k^) (64 x 128), where csum is the
+#      chunk's angle frame, dS_loc = V^T diag(e^{Lambda - ell}) (s * R(csum) k^) (64 x 128), where csum is the
 #      in-chunk cumsum of theta*dt; plus Lambda, csum itself (read by 2 and 3: its row at the chunk's last token is
 #      the chunk's angle sum) and its per-token scalars (ell, gamma, s: read by 4 and by the backward's intra kernel
 #      instead of recomputed).
@@ -19,9 +19,10 @@
 #   same bits, bench/mamba3/NOTES.md "Session 6".)
 # Chunk slots: sequence s, local chunk c -> slot cu_seqlens[s] // 64 + s + c < T // 64 + S (no host sync); programs of
 # unused slots exit. Tiles: 64 tokens x 128 state dims (as a rotated and a pass-through 64-wide half) x 64 values.
-# All arithmetic fp32; dots take fp32 operands with the configured input precision (rotated q/k and scaled k never
-# go to bf16 alone), those whose B operand wgmma would need transposed as bf16 dots of split operands (`_m3_dot`,
-# Mamba3FwdConfig.transposed_precision). Deterministic: no atomics.
+# All arithmetic fp32. The scan's scores and readout dots take fp32 operands at Mamba3FwdConfig.input_precision; the
+# dots whose B operand wgmma would need transposed (the chunk state's two, the scan's scores V) take an fp32 operand
+# split into two bf16 halves (`_m3_dot`, Mamba3FwdConfig.transposed_precision): rotated q/k and scaled k never go to
+# a single bf16. Deterministic: no atomics.
 import contextlib
 from typing import NamedTuple
 
@@ -54,19 +55,20 @@ class Mamba3FwdConfig(NamedTuple):
     state at 4 since session 22: c1 0.043 ms vs 0.048 at 8, c4 0.045 vs 0.051, under the 128 cap then, the same bits
     (in session 6, at more registers: c1 0.049 vs 0.055, c4 0.061 vs 0.055); the results do not depend on them);
     passing_block_p / passing_warps: value rows per program and warps of the state-passing kernel; input_precision:
-    tl.dot precision of the fp32 operands ("tf32", "tf32x3" or "ieee"); transposed_precision: the same, or "bf16x3"
-    (`_m3_dot`: the fp32 operand split into bf16 halves), for the dots whose B operand is N-contiguous, which wgmma
-    would read transposed (the chunk state's V^T (decay o Ks), the scan's scores V; session 23); rotate_maxnreg: register cap of the rotate
-    kernel (0: none; CUDA only): 128 keeps two 8-warp programs per SM, which the build without a cap (147 registers
-    reading the carry, 150 walking it, since ``_fwd_sincos``; at most 2 spill instructions with the cap:
-    bench/sass_stats.py) would not; H200, NOTES "Session 18": c1 0.028 ms capped vs 0.029 uncapped, c4 0.029 vs
-    0.031); scan_maxnreg: the chunk scan's (168: three 4-warp programs per SM, where the build without a cap takes
-    172 registers since it reads the chunk scalars, session 15; with the split-bf16 scores V, 20 spill instructions
-    at 168, and still 0.048 ms at c1 against 0.055-0.056 uncapped or at 184, session 23); chunk_maxnreg: the
-    chunk-state kernel's (0 since session 22, when at 4 warps the build took 146 registers, three programs per SM,
-    and capped at 128 spilled 58 instructions and ran c1 0.043 ms against 0.037 uncapped. With the split-bf16 dots of
-    session 23 the build takes 128 registers uncapped (four programs per SM): c1 0.032 ms, against 0.031 at a 96 cap
-    (37 spill instructions) and 0.047 at 8 warps, c4 level at 96, bench/mamba3/NOTES.md "Session 23").
+    tl.dot precision of the scan's scores and readout dots ("tf32", "tf32x3" or "ieee"); transposed_precision: the same,
+    or "bf16x3" (`_m3_dot`: the fp32 operand split into bf16 halves), for the dots whose B operand is N-contiguous,
+    which wgmma would read transposed (the chunk state's V^T (decay o Ks), the scan's scores V; H200, session 23: chunk
+    state c1 0.032 ms vs 0.041 at tf32, scan 0.048 vs 0.050; final_ssm's error vs float64 7.1e-4 -> 4.9e-6);
+    rotate_maxnreg: register cap of the rotate kernel (0: none; CUDA only): 128 keeps two 8-warp programs per SM, which
+    the build without a cap (147 registers reading the carry, 150 walking it, since ``_fwd_sincos``; at most 2 spill
+    instructions with the cap: bench/sass_stats.py) would not; H200, NOTES "Session 18": c1 0.028 ms capped vs 0.029
+    uncapped, c4 0.029 vs 0.031); scan_maxnreg: the chunk scan's (168: three 4-warp programs per SM, where the build
+    without a cap takes 172 registers since it reads the chunk scalars, session 15; with the split-bf16 scores V, 20
+    spill instructions at 168, and still 0.048 ms at c1 against 0.055-0.056 uncapped or at 184, session 23);
+    chunk_maxnreg: the chunk-state kernel's (0 since session 22, when at 4 warps the build took 146 registers, three
+    programs per SM, and capped at 128 spilled 58 instructions and ran c1 0.043 ms against 0.037 uncapped. With the
+    split-bf16 dots of session 23 the build takes 128 registers uncapped (four programs per SM): c1 0.032 ms, against
+    0.031 at a 96 cap (37 spill instructions) and 0.047 at 8 warps, c4 level at 96, bench/mamba3/NOTES.md "Session 23").
     """
 
     chunk_warps: int = 4
@@ -74,7 +76,8 @@ class Mamba3FwdConfig(NamedTuple):
     scan_warps: int = 4
     passing_block_p: int = 16
     passing_warps: int = 4
-    input_precision: str = "tf32"  # H200, v1 kernel: out 1.84e-3, final_ssm 7.1e-4 vs fp64 (tf32x3: 2.3x slower)
+    # H200, v1 kernel (every dot tf32): out 1.84e-3, final_ssm 7.1e-4 vs fp64 (tf32x3: 2.3x slower)
+    input_precision: str = "tf32"
     transposed_precision: str = "bf16x3"
     rotate_maxnreg: int = 128
     scan_maxnreg: int = 168
