@@ -287,17 +287,16 @@ def _mamba3_fwd_chunk_state_kernel(
         k_r = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 0, N)
         k_p = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 1, N)
         sin_c, cos_c = _fwd_sincos(csum)
-        ks_r = _fwd_rotate_pairs(k_r, cos_c, sin_c, CHUNK_, NA) * scale[:, None]
+        # V^T diag(e^{Lambda - ell}) Ks: the decay goes on the k side with the scale s (one per-token factor), so
+        # that V^T (bf16, exact) is the A operand as it is and only the (tokens, N/2) k tiles, N-contiguous B
+        # operands, are split (TPREC "bf16x3")
+        sw = (scale * tl.exp(ell_end - ell))[:, None]
         pcols = tl.arange(0, P)
-        v = tl.load(v_ptr + t[:, None] * (H * P) + h * P + pcols[None, :], mask=valid[:, None], other=0.0)
-        # V^T diag(e^{Lambda - ell}) Ks: the decay on the k side, so that V^T (bf16, exact) is the A operand as it is
-        # and only the (tokens, N/2) k tiles, N-contiguous B operands, are split (TPREC "bf16x3")
-        w = tl.exp(ell_end - ell)
-        vt = tl.trans(v)
+        vt = tl.trans(tl.load(v_ptr + t[:, None] * (H * P) + h * P + pcols[None, :], mask=valid[:, None], other=0.0))
         cols = tl.arange(0, N // 2)
         out = dstate_ptr + (slot * H + h) * (P * N) + pcols[:, None] * N + cols[None, :]
-        tl.store(out, _m3_dot(vt, ks_r * w[:, None], TPREC))
-        tl.store(out + N // 2, _m3_dot(vt, k_p * (scale * w)[:, None], TPREC))
+        tl.store(out, _m3_dot(vt, _fwd_rotate_pairs(k_r, cos_c, sin_c, CHUNK_, NA) * sw, TPREC))
+        tl.store(out + N // 2, _m3_dot(vt, k_p * sw, TPREC))
         tl.store(decay_ptr + slot * H + h, ell_end)
 
 
