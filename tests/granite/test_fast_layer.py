@@ -610,6 +610,7 @@ def _check_gate_apart_matches_whole_in_proj(device: str) -> None:
             fast(h)
 
 
+@INTERPRETER_ONLY
 def test_gate_apart_matches_whole_in_proj():
     _check_gate_apart_matches_whole_in_proj("cpu")
 
