@@ -505,15 +505,13 @@ ALL_GRAPH_MODES = ((False, "whole"), ("packed", "whole"), (False, "kernels"), ("
 
 
 def _check_prefill_graphs_match_eager(device: str, modes=ALL_GRAPH_MODES, length: int = 21,
-                                      unmasked: bool = True, gate_stream=False) -> None:
+                                      unmasked: bool = True) -> None:
     """prefill_graphs ("whole" / "kernels", with packed projections or not, per ``modes``): replays with new inputs
     and masks of the captured shape equal eager calls bit for bit (outputs, caches), and what was returned
-    survives later replays. ``gate_stream``: the layer's ``prefill_gate_stream`` (the gate's GEMM apart: its
-    graphs against its eager form, which runs the same two GEMMs)."""
+    survives later replays."""
     tiny = GraniteMambaConfig.tiny(chunk_size=16)  # the GPU's tl.dot tiles need >= 16
     fast = FastMambaLayer(tiny).to(device, BF16)
     fast.load_state_dict(synthetic_slice(tiny, 43).mamba)
-    fast.prefill_gate_stream = gate_stream
     g = torch.Generator().manual_seed(44)
     masks = [left_pad_mask([length, 9, 2]).to(device), left_pad_mask([length, length - 4, 1]).to(device)]
     masks += [None] if unmasked else []
@@ -531,8 +529,7 @@ def _check_prefill_graphs_match_eager(device: str, modes=ALL_GRAPH_MODES, length
             assert torch.equal(ec.conv_state, gc.conv_state) and torch.equal(ec.ssm_state, gc.ssm_state), (mode, i)
         assert torch.equal(again[0], graph[0][0]) and again[0].data_ptr() != graph[0][0].data_ptr()
         assert again[1].ssm_state.data_ptr() != graph[0][1].ssm_state.data_ptr()
-    if len(modes) > 2:  # LRU bound (2-3 keys per mode and packing), the oldest dropped
-        assert len(fast._prefill_graphs) == 4
+    assert len(fast._prefill_graphs) == 4  # LRU bound (2-3 keys per mode and packing), the oldest dropped
     # a graph of a packed key keeps its packing (index tensors built at capture from that key's lengths)
     assert all((entry.packing is None) == (key[4] is None) for key, entry in fast._prefill_graphs.items())
 
@@ -567,59 +564,6 @@ def test_prefill_graph_logic_matches_eager_with_a_stand_in_graph(monkeypatch):
     batch are left to the CUDA test to save interpreter time.)"""
     _stand_in_graphs(monkeypatch)
     _check_prefill_graphs_match_eager("cpu", ALL_GRAPH_MODES[1:], length=17, unmasked=False)
-
-
-GATE_GRAPH_MODES = ((False, "kernels"), ("packed", "kernels"), ("packed", "mapped"))
-
-
-def test_prefill_gate_stream_graph_logic_matches_eager_with_a_stand_in_graph(monkeypatch):
-    """prefill_gate_stream's graphs (the graph holds the conv and SSD; the gate's GEMM, the norm and out_proj
-    outside, or the gate's GEMM a branch of a "mapped" graph) against its eager form, on the CPU stand-in."""
-    _stand_in_graphs(monkeypatch)
-    _check_prefill_graphs_match_eager("cpu", GATE_GRAPH_MODES[::2], length=17, unmasked=False,
-                                      gate_stream="after_xbcdt")
-
-
-def _check_gate_apart_matches_whole_in_proj(device: str) -> None:
-    """prefill_gate_stream (in_proj as two GEMMs, the gate's rows apart) against in_proj as one GEMM, eager: the
-    same results up to the GEMMs' rounding (each output element is the same dot product; a GEMM library may order
-    its sums by the matrix shape, so bit equality is not asked). Every output and cache element written (NaN
-    poison in a given cache), and an unknown mode raises."""
-    tiny = GraniteMambaConfig.tiny(chunk_size=16)
-    fast = FastMambaLayer(tiny).to(device, BF16)
-    fast.load_state_dict(synthetic_slice(tiny, 61).mamba)
-    fast.prefill_graphs = False
-    g = torch.Generator().manual_seed(62)
-    h = torch.randn(3, 19, tiny.hidden_size, generator=g).to(device, BF16)
-    with torch.no_grad():
-        for mask in (None, left_pad_mask([19, 7, 2]).to(device)):
-            want, want_cache = fast(h, attention_mask=mask)
-            fast.prefill_gate_stream = "concurrent"
-            given = MambaCache.zeros(tiny, 3, device=device, dtype=BF16)
-            given.conv_state.fill_(float("nan"))
-            given.ssm_state.fill_(float("nan"))
-            got, cache = fast(h, given, mask)
-            fast.prefill_gate_stream = False
-            assert torch.isfinite(got).all() and torch.isfinite(cache.ssm_state).all()
-            assert torch.isfinite(cache.conv_state).all()
-            for a, b in ((got, want), (cache.conv_state, want_cache.conv_state),
-                         (cache.ssm_state, want_cache.ssm_state)):
-                torch.testing.assert_close(a.float(), b.float(), rtol=2 ** -7, atol=2 ** -7 * b.abs().max().item())
-        fast.prefill_gate_stream = "sideways"
-        with pytest.raises(ValueError, match="prefill_gate_stream"):
-            fast(h)
-
-
-@INTERPRETER_ONLY
-def test_gate_apart_matches_whole_in_proj():
-    _check_gate_apart_matches_whole_in_proj("cpu")
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
-@pytest.mark.parametrize("gate_stream", ["concurrent", "after_xbcdt"])
-def test_prefill_gate_stream_graphs_match_eager_cuda(gate_stream):
-    _check_prefill_graphs_match_eager("cuda", GATE_GRAPH_MODES, gate_stream=gate_stream)
-    _check_gate_apart_matches_whole_in_proj("cuda")
 
 
 def _check_mapped_prefill_fills_given_caches(device: str) -> None:

@@ -107,9 +107,6 @@ _MAX_PREFILL_GRAPHS = 4
 # FastMambaLayer.prefill_graphs: off, the whole forward in the graph, the kernels between the GEMMs only, or
 # ("mapped") the whole forward with MappedIO for packed left-padded batches ("kernels" for the others).
 _PREFILL_GRAPH_MODES = (False, "whole", "kernels", "mapped")
-# FastMambaLayer.prefill_gate_stream: off, or the gate's in_proj GEMM on a side stream from the call's start or after
-# the xBC | dt GEMM (``FastMambaLayer._forked_in_proj``).
-_GATE_STREAM_MODES = (False, "concurrent", "after_xbcdt")
 # FastMambaLayer.pack_padded_gemms -> _Packing mode (None: projections over every position; True = "packed").
 _PACK_MODES = {False: None, True: "packed", "rows": "rows", "packed": "packed"}
 # FastMambaLayer.decode_io: how a decode graph gets its token and returns its output (_DecodeGraph).
@@ -243,9 +240,6 @@ class _PrefillGraph:
         self.static_out = static_out
         self.static_cache = static_cache
         self.io = io
-        # a "kernels" graph of the conv and SSD only (``prefill_gate_stream``): z's GEMM runs on gate_stream
-        self.gate_apart = False
-        self.gate_stream = None
         self._stream = ReplayStream(static_in.device)  # ("mapped": the stream of the last replay)
 
     def run_mapped(self, hidden_states: torch.Tensor, cache: MambaCache | None) -> tuple[torch.Tensor, MambaCache]:
@@ -396,7 +390,6 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.cb_spread = True
         self.ssd_fused_state = None
         self.speculate_packed_prefill = True
-        self.prefill_gate_stream = False
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
         # cache.ssm_state.data_ptr() -> the binding of the graph captured on that state (forward's fast path), at
         # most _MAX_DECODE_GRAPHS; keyed by the state's address, so a new cache object on the same memory hits too
@@ -516,8 +509,6 @@ class FastMambaLayer(ReferenceMambaLayer):
                 entry.static_in.copy_(hidden_states)
                 cache = entry.replay(mask, cache)
                 return entry.static_out.clone(), cache
-            if entry.gate_apart:
-                return self._gate_stream_call(entry, hidden_states, mask, cache)
             self._in_proj(hidden_states, mask, entry.packing, out=entry.static_in)
             cache = entry.replay(mask, cache)
             return self._out_proj(entry.static_out, entry.packing), cache
@@ -527,56 +518,11 @@ class FastMambaLayer(ReferenceMambaLayer):
         packing = None if lengths is None else _Packing(mode, lengths, mask)
         return self._prefill_step(hidden_states, mask, packing, cache, continuing), cache
 
-    def _gate_stream_call(self, entry: _PrefillGraph, hidden_states: torch.Tensor, mask: torch.Tensor | None,
-                          cache: MambaCache | None) -> tuple[torch.Tensor, MambaCache]:
-        """A "kernels" graph call with the gate's projection apart (``prefill_gate_stream``): in_proj's xBC | dt
-        rows into the graph's static input and z on ``entry.gate_stream`` (``_forked_in_proj``), the replay (conv
-        + SSD, y into its static output) beside z's GEMM, then the gated norm (after z) and out_proj."""
-        packing = entry.packing
-        # (x stays alive until the current stream has waited for z's GEMM)
-        x = apply_padding_mask(hidden_states, mask) if packing is None else packing.gather(hidden_states)
-        z = self._forked_in_proj(x, entry.static_in, entry.gate_stream)
-        cache = entry.replay(mask, cache)
-        if entry.gate_stream is not None:
-            torch.cuda.current_stream(x.device).wait_stream(entry.gate_stream)
-        return self._out_proj(self._gate_norm(entry.static_out, z, mask, packing), packing), cache
-
-    def _gate_apart(self, packing: _Packing | None) -> bool:
-        """Whether a prefill with this packing runs in_proj's gate rows as a GEMM of their own
-        (``prefill_gate_stream``; not with the "rows" packing)."""
-        return bool(self.prefill_gate_stream) and (packing is None or packing.mode == "packed")
-
-    def _forked_in_proj(self, x: torch.Tensor, xbcdt: torch.Tensor, side: torch.cuda.Stream | None) -> torch.Tensor:
-        """in_proj of x (..., hidden), after the padding mask or the packing's gather, as two GEMMs: its xBC | dt
-        rows into ``xbcdt`` (..., conv_dim + H) on the current stream, and its first I rows, the gate z (..., I),
-        returned, on stream ``side`` (None: the current stream, one GEMM after the other): from the call's start
-        ("concurrent") or once the first GEMM has finished ("after_xbcdt": z then overlaps what follows it on the
-        current stream). The current stream must wait for ``side`` before z is read."""
-        inter = self.config.intermediate_size
-        weight, bias = self.in_proj.weight, self.in_proj.bias
-        z = x.new_empty(*x.shape[:-1], inter)  # (allocated on the current stream: in a capture, in its pool)
-        if side is None:
-            _linear_into(x, weight[inter:], None if bias is None else bias[inter:], xbcdt)
-            _linear_into(x, weight[:inter], None if bias is None else bias[:inter], z)
-            return z
-        current = torch.cuda.current_stream(x.device)
-        if self.prefill_gate_stream == "concurrent":
-            side.wait_stream(current)
-        _linear_into(x, weight[inter:], None if bias is None else bias[inter:], xbcdt)
-        if self.prefill_gate_stream != "concurrent":
-            side.wait_stream(current)
-        with torch.cuda.stream(side):
-            _linear_into(x, weight[:inter], None if bias is None else bias[:inter], z)
-        return z
-
     def _prefill_route(self, hidden_states: torch.Tensor, continuing: bool, mask: torch.Tensor | None,
                        facts: MaskFacts | None) -> tuple[str | None, tuple[int, ...] | None, str | None]:
         """What ``_prefill`` runs: (packing mode or None, packed lengths or None, graph mode or None for eager)."""
         if self.prefill_graphs not in _PREFILL_GRAPH_MODES:
             raise ValueError(f"prefill_graphs must be one of {_PREFILL_GRAPH_MODES}, got {self.prefill_graphs!r}")
-        if self.prefill_gate_stream not in _GATE_STREAM_MODES:
-            raise ValueError(f"prefill_gate_stream must be one of {_GATE_STREAM_MODES}, "
-                             f"got {self.prefill_gate_stream!r}")
         if self.pack_padded_gemms not in _PACK_MODES:
             raise ValueError(f"pack_padded_gemms must be one of {list(_PACK_MODES)}, got {self.pack_padded_gemms!r}")
         mode = _PACK_MODES[self.pack_padded_gemms]
@@ -592,8 +538,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         """What a left-padded prefill without a cache is known by before its mask's values are read: the shapes,
         dtypes, device and the prefill switches (``_packed_routes``)."""
         return (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device, attention_mask.dtype,
-                self.prefill_graphs, self.pack_padded_gemms, self.cb_spread, self.ssd_fused_state,
-                self.prefill_gate_stream)
+                self.prefill_graphs, self.pack_padded_gemms, self.cb_spread, self.ssd_fused_state)
 
     def _note_route(self, route: tuple, key: tuple | None) -> None:
         """Record that a call of ``route`` ran the "mapped" graph ``key`` (None: another path)."""
@@ -659,32 +604,22 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _prefill_step(self, hidden_states: torch.Tensor, mask: torch.Tensor | None, packing: _Packing | None,
                       cache: MambaCache, continuing: bool) -> torch.Tensor:
         """in_proj -> conv -> SSD -> gated norm -> out_proj on (b, L, hidden); writes (and continues from) the
-        cache tensors. ``packing``: how the projections skip the pads of a left-padded batch, or None.
-        ``prefill_gate_stream`` (unpacked or "packed"): in_proj as the two GEMMs its graphs run, one after the
-        other (the same bits as those graphs)."""
-        if self._gate_apart(packing):
-            c = self.config
-            x = apply_padding_mask(hidden_states, mask) if packing is None else packing.gather(hidden_states)
-            xbcdt = x.new_empty(*x.shape[:-1], c.conv_dim + c.num_heads)
-            z = self._forked_in_proj(x, xbcdt, None)
-            y = self._ssm_kernels(xbcdt, mask, cache, continuing, packing)
-            return self._out_proj(self._gate_norm(y, z, mask, packing), packing)
+        cache tensors. ``packing``: how the projections skip the pads of a left-padded batch, or None."""
         zxbcdt = self._in_proj(hidden_states, mask, packing)
         if packing is not None and packing.zero_read_pads:
             _zero_read_pads(zxbcdt, packing.lengths, self.config)
         return self._out_proj(self._prefill_kernels(zxbcdt, mask, cache, continuing, packing), packing)
 
     def _in_proj(self, hidden_states: torch.Tensor, mask: torch.Tensor | None, packing: _Packing | None,
-                 out: torch.Tensor | None = None, part: slice = slice(None)) -> torch.Tensor:
+                 out: torch.Tensor | None = None) -> torch.Tensor:
         """in_proj after padding mask #1 -> (b, L, in_proj_dim) ("packed": (T, in_proj_dim), real tokens only),
-        into ``out`` when given. "rows": real rows only, pad positions not written (``_zero_read_pads``).
-        ``part``: only these output features (a row slice of the weight)."""
-        weight, bias = self.in_proj.weight[part], None if self.in_proj.bias is None else self.in_proj.bias[part]
+        into ``out`` when given. "rows": real rows only, pad positions not written (``_zero_read_pads``)."""
+        weight = self.in_proj.weight
         if packing is None:
             masked = apply_padding_mask(hidden_states, mask)
             if out is None:
-                return F.linear(masked, weight, bias)
-            _linear_into(masked, weight, bias, out)
+                return F.linear(masked, weight, self.in_proj.bias)
+            _linear_into(masked, weight, self.in_proj.bias, out)
             return out
         if packing.mode == "rows":
             return _real_rows_linear(hidden_states, weight, packing.lengths, out)
@@ -699,36 +634,22 @@ class FastMambaLayer(ReferenceMambaLayer):
         """The 5 Triton launches between the GEMMs: in_proj output (b, L, in_proj_dim) -> normed (b, L, I) bf16
         (packing "packed": (T, in_proj_dim) -> (T, I) through the packed varlen layout, no pad position read or
         written); writes (and continues from) the cache tensors."""
-        inter = self.config.intermediate_size
-        y = self._ssm_kernels(zxbcdt[..., inter:], mask, cache, continuing, packing)
-        return self._gate_norm(y, zxbcdt[..., :inter], mask, packing)
-
-    def _ssm_kernels(self, xbcdt: torch.Tensor, mask: torch.Tensor | None, cache: MambaCache, continuing: bool,
-                     packing: _Packing | None = None) -> torch.Tensor:
-        """conv + SiLU and the chunked SSD (4 launches): xBC | dt_raw, (b, L, conv_dim + H) (packed: (T, ...)),
-        channel stride 1, any row strides (a slice of the in_proj output) -> y (b, L, I) before the gated norm;
-        writes (and continues from) the cache tensors."""
         c = self.config
+        inter, conv_dim = c.intermediate_size, c.conv_dim
         varlen = {}
         if packing is not None and packing.mode == "packed":
             mask, varlen = None, {"packed_rows": packing.rows, "seqlen": packing.seqlen}
-        xbc = causal_conv1d_silu_prefill(xbcdt, self.conv1d.weight, self.conv1d.bias,
+        xbc = causal_conv1d_silu_prefill(zxbcdt, self.conv1d.weight, self.conv1d.bias,
                                          conv_state_in=cache.conv_state if continuing else None,
-                                         attention_mask=mask, conv_state_out=cache.conv_state, xbc_offset=0,
+                                         attention_mask=mask, conv_state_out=cache.conv_state, xbc_offset=inter,
                                          **varlen)
-        return ssd_chunked_prefill(xbc, xbcdt[..., c.conv_dim:], self.dt_bias, self.A_log, self.D,
-                                   c.chunk_size, initial_state=cache.ssm_state if continuing else None,
-                                   ssm_state_out=cache.ssm_state, attention_mask=mask, cb_spread=self.cb_spread,
-                                   fused_state=self.ssd_fused_state, **varlen)
-
-    def _gate_norm(self, y: torch.Tensor, z: torch.Tensor, mask: torch.Tensor | None,
-                   packing: _Packing | None) -> torch.Tensor:
-        """The gated RMSNorm of the SSD output y with the gate z, (b, L, I) each (packed: (T, I)) -> (b, L, I)
-        bf16."""
-        eps = self.config.rms_norm_eps
-        if packing is not None and packing.mode == "packed":  # a batch of one (T, I) sequence, every row real
-            return gated_rmsnorm(y[None], z[None], self.norm.weight, eps)[0]
-        return gated_rmsnorm(y, z, self.norm.weight, eps, attention_mask=mask)
+        y = ssd_chunked_prefill(xbc, zxbcdt[..., inter + conv_dim:], self.dt_bias, self.A_log, self.D,
+                                c.chunk_size, initial_state=cache.ssm_state if continuing else None,
+                                ssm_state_out=cache.ssm_state, attention_mask=mask, cb_spread=self.cb_spread,
+                                fused_state=self.ssd_fused_state, **varlen)
+        if varlen:  # packed rows: a batch of one (T, I) sequence, every row real
+            return gated_rmsnorm(y[None], zxbcdt[None, :, :inter], self.norm.weight, c.rms_norm_eps)[0]
+        return gated_rmsnorm(y, zxbcdt[..., :inter], self.norm.weight, c.rms_norm_eps, attention_mask=mask)
 
     def _out_proj(self, normed: torch.Tensor, packing: _Packing | None) -> torch.Tensor:
         """out_proj -> (b, L, hidden), a new tensor; packed: real rows only, 0 at pads (out_proj(0) = 0)."""
@@ -762,7 +683,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         """The key of the captured prefill graph that a call with these facts replays."""
         return (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device,
                 None if mask is None else mask.dtype, lengths, None if lengths is None else mode, self.cb_spread,
-                self.ssd_fused_state, graph_mode, self.prefill_gate_stream)
+                self.ssd_fused_state, graph_mode)
 
     def _capture_prefill(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
                          packing: _Packing | None, graph_mode: str) -> _PrefillGraph:
@@ -790,13 +711,6 @@ class FastMambaLayer(ReferenceMambaLayer):
 
                 def step():
                     return self._prefill_step(static_in, static_mask, packing, static_cache, False)
-            elif self._gate_apart(packing):
-                # the gate's projection apart: the graph holds the conv and the SSD, its output is y
-                static_in = self._in_proj(hidden_states, mask, packing,
-                                          part=slice(self.config.intermediate_size, None))
-
-                def step():
-                    return self._ssm_kernels(static_in, static_mask, static_cache, False, packing)
             else:
                 static_in = self._in_proj(hidden_states, mask, packing)
                 if packing is not None and packing.zero_read_pads:
@@ -806,11 +720,7 @@ class FastMambaLayer(ReferenceMambaLayer):
                     return self._prefill_kernels(static_in, static_mask, static_cache, False, packing)
 
             graph, static_out = capture_graph(step, step, device)
-        entry = _PrefillGraph(graph, static_in, static_mask, static_out, static_cache, packing, io)
-        if graph_mode == "kernels" and self._gate_apart(packing):
-            entry.gate_apart = True
-            entry.gate_stream = torch.cuda.Stream(device) if device.type == "cuda" else None
-        return entry
+        return _PrefillGraph(graph, static_in, static_mask, static_out, static_cache, packing, io)
 
     def _mapped_prefill_step(self, hidden_states: torch.Tensor, packing: _Packing, static_cache: MambaCache):
         """The "mapped" prefill graph's body and buffers: gather the real rows of the posted hidden states
@@ -826,21 +736,9 @@ class FastMambaLayer(ReferenceMambaLayer):
                 torch.empty_like(static_cache.conv_state), torch.empty_like(static_cache.ssm_state))
         io.post(warm[0], warm[1:])
 
-        apart, c = self._gate_apart(packing), self.config
-        side = torch.cuda.Stream(rows.device) if apart and rows.is_cuda else None
-        xbcdt = rows.new_empty(rows.shape[0], c.conv_dim + c.num_heads) if apart else None
-
         def step():
             io.gather_in(rows, packing.index)
-            if not apart:
-                normed = self._prefill_kernels(F.linear(rows, self.in_proj.weight), None, static_cache, False,
-                                               packing)
-            else:  # the gate's GEMM a parallel branch of the graph, beside the xBC | dt GEMM, conv and SSD
-                z = self._forked_in_proj(rows, xbcdt, side)
-                y = self._ssm_kernels(xbcdt, None, static_cache, False, packing)
-                if side is not None:
-                    torch.cuda.current_stream(rows.device).wait_stream(side)
-                normed = self._gate_norm(y, z, None, packing)
+            normed = self._prefill_kernels(F.linear(rows, self.in_proj.weight), None, static_cache, False, packing)
             out = F.linear(normed, self.out_proj.weight)
             unpack_varlen_rows(out, packing.rows, packing.seqlen, out_address=io.dst_address(0))
             io.copy_out(static_cache.conv_state, slot=1, ack=False)
