@@ -13,8 +13,9 @@ Usage (CUDA): PYTHONPATH=src python bench/mamba3_ab.py --baseline DIR [--baselin
 captured-graph path (graph=True, "new"; ssmkit.mamba3.graph), at each scale of the sequence lengths.
 ``--graph-streams``: the graph path with every launch on one stream ("baseline") against its forked side streams
 ("new"; ssmkit.mamba3.graph.CONCURRENT_STREAMS).
-``--side-priorities JSON``: the graph path at the default side-stream priorities ("baseline") against each pair of
-the list, e.g. '[[-1, 0]]' (ssmkit.mamba3.graph.SIDE_PRIORITIES; sides named after the pairs).
+``--stream-priorities JSON``: the graph path at its default stream priorities ("baseline") against each triple of the
+list (capture stream, side stream 1, side stream 2), e.g. '[[0, -1, 0]]' (ssmkit.mamba3.graph.STREAM_PRIORITIES;
+sides named after the triples).
 ``--package DIR`` (repeatable): whole code versions, each a renamed package copy made by bench/ab_package.py (e.g.
 bench/_ab/pkgs/ssmkit_s13), its public entry through its graph (graph=True) against the working tree's.
 Every mode also reports ``queued_ms``: CUDA-event time of QUEUED calls issued back to back without a host sync,
@@ -75,15 +76,18 @@ def full_call(fwd_mod, bwd_mod):
     return run
 
 
-def entry_call(graph: bool, concurrent: bool = True, priorities: tuple = (0, 0)):
+def entry_call(graph: bool, concurrent: bool = True, priorities: tuple | None = None):
     """args dict -> the 16 results of the public entry, launching directly or through its graph (with or without
-    its side streams, at these side-stream priorities)."""
+    its side streams, at these stream priorities; None: the default ones)."""
+    default = graph_module.STREAM_PRIORITIES
+
     def run(args):
-        graph_module.CONCURRENT_STREAMS, graph_module.SIDE_PRIORITIES = concurrent, tuple(priorities)
+        graph_module.CONCURRENT_STREAMS = concurrent
+        graph_module.STREAM_PRIORITIES = default if priorities is None else tuple(priorities)
         try:
             return mamba3_siso_varlen_joint_states_full_vjp(**args, graph=graph)
         finally:
-            graph_module.CONCURRENT_STREAMS, graph_module.SIDE_PRIORITIES = True, (0, 0)
+            graph_module.CONCURRENT_STREAMS, graph_module.STREAM_PRIORITIES = True, default
     return run
 
 
@@ -129,17 +133,17 @@ def main() -> None:
     ap.add_argument("--graph", action="store_true")
     ap.add_argument("--graph-streams", action="store_true")
     ap.add_argument("--package", type=Path, action="append")
-    ap.add_argument("--side-priorities", type=json.loads, default=None)
+    ap.add_argument("--stream-priorities", type=json.loads, default=None)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--cases", default="")
     ap.add_argument("--scales", default="1")
     args = ap.parse_args()
     device = torch.device("cuda")
-    if sum(map(bool, (args.baseline, args.package, args.graph, args.graph_streams, args.side_priorities))) > 1:
-        ap.error("--baseline, --package, --graph, --graph-streams and --side-priorities are exclusive")
-    if args.side_priorities:
+    if sum(map(bool, (args.baseline, args.package, args.graph, args.graph_streams, args.stream_priorities))) > 1:
+        ap.error("--baseline, --package, --graph, --graph-streams and --stream-priorities are exclusive")
+    if args.stream_priorities:
         sides = {"baseline": entry_call(True)}
-        sides.update({f"prio{a},{b}": entry_call(True, priorities=(a, b)) for a, b in args.side_priorities})
+        sides.update({"prio" + ",".join(map(str, p)): entry_call(True, priorities=p) for p in args.stream_priorities})
     elif args.graph:
         sides = {"baseline": entry_call(False), "new": entry_call(True)}
     elif args.graph_streams:

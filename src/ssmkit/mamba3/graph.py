@@ -78,10 +78,10 @@ MAX_GRAPHS = 8
 #: Whether a graph forks its two side streams (``_launch_into``); False keeps every launch on one stream (the same
 #: bits; for A/Bs, bench/mamba3_ab.py --graph-streams). Part of the key.
 CONCURRENT_STREAMS = True
-#: The CUDA priorities of the two side streams (0 the default and lowest; negative numbers are higher): the first
-#: holds the rotate kernel and the state-gradient chain, the second the dz half of the gate (``_launch_into``).
-#: Part of the key.
-SIDE_PRIORITIES = (0, 0)
+#: The CUDA priorities (0 the default and lowest; negative numbers are higher) of the capture stream and of the two
+#: side streams: the first side stream holds the rotate kernel and the state-gradient chain, the second the dz
+#: half of the gate (``_launch_into``). Part of the key.
+STREAM_PRIORITIES = (0, 0, 0)
 #: Captures per process at most (then new keys launch directly), and keys remembered for their first sighting.
 MAX_CAPTURES = 32
 _MAX_SEEN = 64
@@ -167,7 +167,8 @@ class FullVjpGraph:
         self.fwd_config, self.bwd_config = fwd_config, bwd_config
         self.graph = None
         forked = self.device.type == "cuda" and CONCURRENT_STREAMS
-        self._side = (tuple(torch.cuda.Stream(self.device, priority=p) for p in SIDE_PRIORITIES) if forked
+        self.priorities = STREAM_PRIORITIES
+        self._side = (tuple(torch.cuda.Stream(self.device, priority=p) for p in self.priorities[1:]) if forked
                       else (None, None))
         self._spare = None  # the next call's results, allocated after the last replay, on that stream
         self._stream = ReplayStream(self.device)
@@ -188,7 +189,7 @@ class FullVjpGraph:
             results = tuple(torch.empty_like(x) for x in self.static_results)
         if self.graph is None:
             self.io.post(args, results)
-            self.graph, _ = capture_graph(self._body, self._body, self.device)
+            self.graph, _ = capture_graph(self._body, self._body, self.device, self.priorities[0])
         else:
             self.io.replay(self.graph, args, results)
         self._spare = tuple(torch.empty_like(x) for x in self.static_results)
@@ -224,11 +225,11 @@ def _drop_oldest() -> None:
 
 def full_vjp_graphed(args, fwd_config, bwd_config, force: bool = False) -> tuple | None:
     """The 16 results of the full-VJP call on ``args`` (the 17 validated arguments, any layout) through the graph
-    of their key (T, S, device, configs, CONCURRENT_STREAMS, SIDE_PRIORITIES), or None where the caller should launch directly:
+    of their key (T, S, device, configs, CONCURRENT_STREAMS, STREAM_PRIORITIES), or None where the caller should launch directly:
     the key's first call (unless ``force``) or no capture left (MAX_CAPTURES). A first call that raises leaves no
     graph behind."""
     q = args[0]
-    key = (q.shape[0], args[11].shape[0] - 1, q.device, fwd_config, bwd_config, CONCURRENT_STREAMS, SIDE_PRIORITIES)
+    key = (q.shape[0], args[11].shape[0] - 1, q.device, fwd_config, bwd_config, CONCURRENT_STREAMS, STREAM_PRIORITIES)
     graph = _GRAPHS.get(key)
     if graph is None:
         if _CAPTURES[0] >= MAX_CAPTURES or not (force or key in _SEEN):

@@ -359,10 +359,12 @@ class _BodyReplay:
         self.body()
 
 
-def capture_graph(warm_up: Callable[[], object], body: Callable[[], object], device: torch.device):
+def capture_graph(warm_up: Callable[[], object], body: Callable[[], object], device: torch.device,
+                  priority: int = 0):
     """Run ``warm_up()`` on a side stream (Triton compiles, cuBLAS sets up), then capture ``body()`` into a new
-    CUDA graph; returns (the graph, body's result: the static output). Off CUDA ``warm_up()`` runs and the graph
-    is a stand-in whose replay runs ``body()`` (nothing is captured; the result is None)."""
+    CUDA graph, on a capture stream of this CUDA ``priority`` (0 the default and lowest; the kernels captured on it
+    keep it in the replays); returns (the graph, body's result: the static output). Off CUDA ``warm_up()`` runs and
+    the graph is a stand-in whose replay runs ``body()`` (nothing is captured; the result is None)."""
     if torch.device(device).type != "cuda":
         warm_up()
         return _BodyReplay(body), None
@@ -372,6 +374,6 @@ def capture_graph(warm_up: Callable[[], object], body: Callable[[], object], dev
         warm_up()
     torch.cuda.current_stream(device).wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=torch.cuda.Stream(device, priority=priority) if priority else None):
         result = body()
     return graph, result
