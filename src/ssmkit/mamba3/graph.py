@@ -80,8 +80,11 @@ MAX_GRAPHS = 8
 CONCURRENT_STREAMS = True
 #: The CUDA priorities (0 the default and lowest; negative numbers are higher) of the capture stream and of the two
 #: side streams: the first side stream holds the rotate kernel and the state-gradient chain, the second the dz
-#: half of the gate (``_launch_into``). Part of the key.
-STREAM_PRIORITIES = (0, 0, 0)
+#: half of the gate (``_launch_into``). Part of the key. The dz gate, which nothing waits for until the end, runs at
+#: a lower priority than the rest: H200, same process, the six panels of bench/results/session24/run5 (two
+#: processes), queued ms per call (0, 0, 0) -> (-1, -1, 0): c1 0.456 -> 0.450 / 0.459 -> 0.452, c4 0.488 -> 0.479 /
+#: 0.488 -> 0.481, c8 0.181 -> 0.174 / 0.182 -> 0.175, -5 to -9 us at every panel; the same bits.
+STREAM_PRIORITIES = (-1, -1, 0)
 #: Captures per process at most (then new keys launch directly), and keys remembered for their first sighting.
 MAX_CAPTURES = 32
 _MAX_SEEN = 64
