@@ -98,10 +98,10 @@ def _allocate_results(args) -> tuple:
 
 def _launch_into(args, results, fwd_config, bwd_config, side, posted=None) -> None:
     """The direct call's kernels on ``args`` (17 contiguous tensors), writing ``results`` (16 tensors), on three
-    streams: ``side`` holds two more CUDA streams of the device; on the first, the backward's dY half of the gate
-    (beside the forward's chunk-state kernel), the forward's rotate kernel (beside the state passing) and the
-    state-gradient chain (beside the chunk scan: it needs q~ but no scan result); on the second the dz half of the
-    gate, beside the chunk kernels; the current stream waits for both before it returns. (Off CUDA, (None, None):
+    streams: ``side`` holds two more CUDA streams of the device; on the first, the forward's rotate kernel (beside
+    the state passing) and the state-gradient chain (beside the chunk scan: it needs q~ but no scan result); on the
+    second (the lowest priority, STREAM_PRIORITIES) the two halves of the gate: dY beside the forward's chunk-state
+    kernel, dz beside the chunk kernels; the current stream waits for both before it returns. (Off CUDA, (None, None):
     the same launches in that order on one stream, for the interpreter tests.)
     ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses. The kernels and
     their inputs are those of the direct call, so are the bits."""
@@ -113,11 +113,14 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None) -> No
     # (allocated on the current stream, which outlives their use on the side streams by the joins below)
     dy, dstates = allocate_state_grads(v, inputs[0], cu_seqlens)
 
-    with _forked(side[0], main):  # dY needs only dout and z: beside the chunk-state kernel
+    # dY needs only dout and z: beside the chunk-state kernel, on the low-priority stream (its result is not waited
+    # for until the chain, after the rotate kernel)
+    with _forked(side[1], main):
         bwd_gate(dout, z, None, dy=dy, posted=posted)
 
     def fork_chain(q_rot):
         with _forked(side[0], main):
+            _join(side[0], side[1])  # (the dY gate)
             bwd_state_grads(q_rot, inputs[0], inputs[6], adt, dy, cu_seqlens, dfinal_ssm, dstates, config=bwd_config,
                             posted=posted)
 
