@@ -84,3 +84,22 @@ def test_rotate_kernel_on_a_side_stream_matches_one_stream(monkeypatch):
                 if name in ("chunk_states", "chunk_scalars"):  # (slot-indexed: only these slots are written)
                     g, w = g[used], w[used]
                 assert torch.equal(g, w), name
+
+
+def test_stream_priorities_are_in_the_key_and_keep_the_bits(monkeypatch):
+    """STREAM_PRIORITIES: a graph's side streams have the configured priorities (as CUDA clamps them), another
+    setting is another graph, and the results are the direct call's bits at either setting."""
+    graph_module.clear_graphs()
+    args = make_inputs([300, 77], seed=31, device=DEVICE)
+    want = mamba3_siso_varlen_joint_states_full_vjp(**args, graph=False)
+    settings = ((0, 0, 0), graph_module.STREAM_PRIORITIES)
+    assert settings[0] != settings[1]
+    for priorities in settings:
+        monkeypatch.setattr(graph_module, "STREAM_PRIORITIES", priorities)
+        for _ in range(2):  # capture, then replay
+            _assert_bits(mamba3_siso_varlen_joint_states_full_vjp(**args, graph=True), want)
+    graphs = list(graph_module._GRAPHS.values())
+    assert len(graphs) == 2
+    for g, priorities in zip(graphs, settings):
+        assert g.priorities == priorities
+        assert [s.priority for s in g._side] == [torch.cuda.Stream(priority=p).priority for p in priorities[1:]]
