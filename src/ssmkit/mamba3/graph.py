@@ -231,11 +231,12 @@ def _drop_oldest() -> None:
 
 def full_vjp_graphed(args, fwd_config, bwd_config, force: bool = False) -> tuple | None:
     """The 16 results of the full-VJP call on ``args`` (the 17 validated arguments, any layout) through the graph
-    of their key (T, S, device, configs, CONCURRENT_STREAMS, STREAM_PRIORITIES), or None where the caller should launch directly:
-    the key's first call (unless ``force``) or no capture left (MAX_CAPTURES). A first call that raises leaves no
-    graph behind."""
+    of their key (T, S, device, configs, CONCURRENT_STREAMS, STREAM_PRIORITIES), or None where the caller should
+    launch directly: the key's first call (unless ``force``) or no capture left (MAX_CAPTURES). A first call that
+    raises leaves no graph behind."""
     q = args[0]
-    key = (q.shape[0], args[11].shape[0] - 1, q.device, fwd_config, bwd_config, CONCURRENT_STREAMS, STREAM_PRIORITIES)
+    key = (q.shape[0], args[11].shape[0] - 1, q.device, fwd_config, bwd_config, CONCURRENT_STREAMS,
+           STREAM_PRIORITIES)
     graph = _GRAPHS.get(key)
     if graph is None:
         if _CAPTURES[0] >= MAX_CAPTURES or not (force or key in _SEEN):

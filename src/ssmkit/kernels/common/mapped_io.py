@@ -363,8 +363,9 @@ def capture_graph(warm_up: Callable[[], object], body: Callable[[], object], dev
                   priority: int = 0):
     """Run ``warm_up()`` on a side stream (Triton compiles, cuBLAS sets up), then capture ``body()`` into a new
     CUDA graph, on a capture stream of this CUDA ``priority`` (0 the default and lowest; the kernels captured on it
-    keep it in the replays: torch instantiates graphs to use their nodes' priorities); returns (the graph, body's result: the static output). Off CUDA ``warm_up()`` runs and
-    the graph is a stand-in whose replay runs ``body()`` (nothing is captured; the result is None)."""
+    keep it in the replays: torch instantiates graphs to use their nodes' priorities); returns (the graph, body's
+    result: the static output). Off CUDA ``warm_up()`` runs and the graph is a stand-in whose replay runs
+    ``body()`` (nothing is captured; the result is None)."""
     if torch.device(device).type != "cuda":
         warm_up()
         return _BodyReplay(body), None
