@@ -27,7 +27,7 @@ def build(fn, consts, num_warps=4, posted=False, bf16=(), **options):
     # bf16: pointers that are bf16 in this launch besides BF16 (the output standing in for unsaved buffers)
     words = {w: 7 if posted else -1 for w in WORDS}
     consts = {k: v for k, v in {**SIZES, **words, **consts}.items() if k in fn.arg_names}
-    ptr = {"cu_ptr": "*i32", "io_ptr": "*i64", "cnt_ptr": "*i32"}
+    ptr = {"cu_ptr": "*i32", "io_ptr": "*i64"}
     sig = {n: "constexpr" if n in consts else ("*bf16" if n in BF16 | set(bf16) else ptr.get(n, "*fp32"))
            if n.endswith("_ptr") else "i32" for n in fn.arg_names}
     src = ASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
@@ -36,32 +36,28 @@ def build(fn, consts, num_warps=4, posted=False, bf16=(), **options):
 
 # warps as launched (Mamba3BwdConfig / Mamba3FwdConfig defaults, and the chunk body's 8-warp options), and the side
 # kernels under a register cap (Mamba3BwdConfig.side_maxnreg); the transposed-operand dots at the input precision
-# and split into bf16 (Mamba3BwdConfig.transposed_precision); the heads of dq / dk summed in the side kernel (the
-# default) or in the finish kernel (Mamba3BwdConfig.head_sum)
-SIDES = dict(SB=4, HEAD_SUM=True, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens)
+# and split into bf16 (Mamba3BwdConfig.transposed_precision)
 for prec, tprec in (("tf32", "tf32"), ("tf32x3", "tf32x3"), ("tf32", "bf16x3")):
     for warps in (4, 8):
         build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, TPREC=tprec), warps)
-        build(bwd._m3b_sides_kernel, dict(SIDES, PREC=tprec), warps)
+        build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), warps)
     build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, TPREC=tprec), 4, posted=True)
-    build(bwd._m3b_sides_kernel, dict(SIDES, PREC=tprec), 4, posted=True)
+    build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), 4, posted=True)
     for maxnreg in (168, 128):  # (168: the default cap, Mamba3BwdConfig.side_maxnreg)
-        build(bwd._m3b_sides_kernel, dict(SIDES, PREC=tprec), 4, maxnreg=maxnreg)
+        build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), 4, maxnreg=maxnreg)
     for warps in (4, 8):
         build(bwd._m3b_dstate_kernel, dict(TPREC=tprec), warps, num_stages=1)  # (Mamba3BwdConfig.dstate_stages)
     build(bwd._m3b_dstate_kernel, dict(TPREC=tprec), 4, posted=True, num_stages=1)
     for warps in (4, 8):
         build(bwd._m3b_dstate_local_kernel, dict(SB=8, TPREC=tprec), warps)
 build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32x3", TPREC="bf16x3"), 4)  # (the precisions mixed)
-build(bwd._m3b_sides_kernel, dict(SIDES, PREC="bf16x3", HEAD_SUM=False), 4, posted=True, maxnreg=168)
 for posted in (False, True):
     build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024), posted=posted)
 for dz, dy, posted in ((True, True, False), (False, True, True), (True, False, True)):  # direct; a graph's halves
     build(bwd._m3b_gate_kernel, dict(BLOCK=bwd._GATE_BLOCK, DZ=dz, DY=dy), posted=posted)
 for posted in (False, True):
-    for token_sums in (False, True):
-        build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS,
-                                           TOKEN_SUMS=token_sums), bwd.DEFAULT_BWD_CONFIG.finish_warps, posted=posted)
+    build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS),
+          bwd.DEFAULT_BWD_CONFIG.finish_warps, posted=posted)
 build(bwd._m3b_dphi_carry_kernel, dict(CB=bwd._ANGLE_SLOTS), 1)
 # the dots whose B operand wgmma would need transposed: split into bf16 (Mamba3FwdConfig.transposed_precision, the
 # default) or at the input precision

@@ -36,7 +36,6 @@ from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, SlotCopy, ca
 from ssmkit.kernels.mamba3.bwd import (
     Mamba3BwdGrads,
     allocate_grads,
-    allocate_head_sum_counters,
     allocate_state_grads,
     bwd_gate,
     bwd_state_grads,
@@ -97,16 +96,15 @@ def _allocate_results(args) -> tuple:
     return (*allocate_fwd_outputs(q.shape[0], args[11].numel() - 1, q.device), *allocate_grads(*args[:11]))
 
 
-def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, counters=None) -> None:
+def _launch_into(args, results, fwd_config, bwd_config, side, posted=None) -> None:
     """The direct call's kernels on ``args`` (17 contiguous tensors), writing ``results`` (16 tensors), on three
     streams: ``side`` holds two more CUDA streams of the device; on the first, the forward's rotate kernel (beside
     the state passing) and the state-gradient chain (beside the chunk scan: it needs q~ but no scan result); on the
     second (the lowest priority, STREAM_PRIORITIES) the two halves of the gate: dY beside the forward's chunk-state
     kernel, dz beside the chunk kernels; the current stream waits for both before it returns. (Off CUDA, (None, None):
     the same launches in that order on one stream, for the interpreter tests.)
-    ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses; ``counters``: the
-    side kernel's arrival counters (``allocate_head_sum_counters``), kept by the graph (None: the backward allocates
-    them). The kernels and their inputs are those of the direct call, so are the bits."""
+    ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses. The kernels and
+    their inputs are those of the direct call, so are the bits."""
     inputs, cotangents = args[:12], args[12:]
     dout, dfinal_ssm = cotangents[0], cotangents[2]
     v, adt, z, cu_seqlens = inputs[2], inputs[3], inputs[10], inputs[11]
@@ -132,7 +130,7 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, count
         bwd_gate(dout, z, saved.y, dz=grads.dz, posted=posted)
     _join(main, side[0])
     mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads, state_grads=(dy, dstates),
-                    posted=posted, counters=counters)
+                    posted=posted)
     _join(main, side[1])
 
 
@@ -173,9 +171,6 @@ class FullVjpGraph:
         words.update({n: 1 + _N_ARGS + i for n, i in _POSTED_RESULTS.items()})
         self.posted = Posted(self.io.stash, words)
         self.fwd_config, self.bwd_config = fwd_config, bwd_config
-        # (zeros that every replay leaves zero: no memset node in the graph)
-        self.counters = (allocate_head_sum_counters(self.static_args[2], self.static_args[11])
-                         if bwd_config.head_sum == "sides" else None)
         self.graph = None
         forked = self.device.type == "cuda" and CONCURRENT_STREAMS
         self.priorities = STREAM_PRIORITIES
@@ -187,7 +182,7 @@ class FullVjpGraph:
     def _body(self) -> None:
         self.io.copy_in_slots(self.copy_in, ack=True)
         _launch_into(self.static_args, self.static_results, self.fwd_config, self.bwd_config, self._side,
-                     self.posted, self.counters)
+                     self.posted)
         self.io.copy_out_slots(self.copy_out, ack=False)
 
     def run(self, args) -> tuple:

@@ -12,27 +12,22 @@
 #    dims as two 64-wide halves), two launches:
 #    `_m3b_intra_kernel`, grid (chunk slots, H): the (C, C) matrices, M o G (stored), the intra-chunk part of dl, dv;
 #    and the chunk's per-token scalars (e^l, e^{L-l}, gamma, s; stored for the side kernels);
-#    `_m3b_sides_kernel`, grid (4 x chunk slots x H,): the q side (`_m3b_qside`) and the k side (`_m3b_kside`) of
+#    `_m3b_sides_kernel`, grid (4 x chunk slots, H): the q side (`_m3b_qside`) and the k side (`_m3b_kside`) of
 #    each state half, one launch: dQ~ and dK~ of one state half, rotated back (per-head dq_hat / dk_hat rows),
-#    dPhi, ds, and their parts of dl and dLambda; per-slot partial sums for q_bias, k_bias, D; and (the default,
-#    Mamba3BwdConfig.head_sum "sides") dq, dk: the last of a chunk's 32 head programs of a side and half to arrive
-#    (an atomic counter) sums the 32 heads' rows in head order.
+#    dPhi, ds, and their parts of dl and dLambda; per-slot partial sums for q_bias, k_bias, D.
 #    (One kernel did all of it until session 6: 255 registers with 2 KB of spills; split, 0.58 -> 0.42 ms at c1,
 #    bench/mamba3/NOTES.md "Session 6".)
 # 4. `_m3b_dphi_carry_kernel`, grid (S, H): the dPhi carry entering each chunk from the sequence's end
 #    (dfinal_angle + the later chunks' dPhi sums), one backward pass over each sequence's chunks.
-# 5. `_m3b_finish_kernel`, grid (H + chunk slots x H,) (+ ceil(T/16) with head_sum "finish"), two roles in one
-#    launch, the reduce programs first (the longest). `_m3b_angle`, per (chunk slot, head): the chunk body's
-#    per-token parts combined in a fixed order (dadt, ds, dgamma, dPhi), then the terms that cross chunk edges, per
-#    chunk: reverse cumsum of dPhi (+ the carry) -> dangles and the angle part of ddt; the shifted-gamma term (ds of
-#    the token before) -> ddt, dtrap.
-#    `_m3b_reduce`: bias/D sums per head; with head_sum "finish", the GQA sum of dq_hat/dk_hat over the 32 heads per
-#    16 tokens.
+# 5. `_m3b_finish_kernel`, grid (ceil(T/16) + H + chunk slots x H,), two roles in one launch, the reduce programs
+#    first (the longest). `_m3b_angle`, per (chunk slot, head): the chunk body's per-token parts combined in a fixed
+#    order (dadt, ds, dgamma, dPhi), then the terms that cross chunk edges, per chunk: reverse cumsum of dPhi (+ the
+#    carry) -> dangles and the angle part of ddt; the shifted-gamma term (ds of the token before) -> ddt, dtrap.
+#    `_m3b_reduce`: GQA sum of dq_hat/dk_hat over the 32 heads per 16 tokens; bias/D sums per head.
 # Q~ and K~ (biased, rotated) come from the forward (Mamba3FwdSaved.q_rot / k_rot: the rotated dims 0..63; dims
 # 64..127, biased only, formed from q, k and the biases by ``_fwd_tilde_half``) instead of being rebuilt from q, k,
 # the biases and cos / sin in each kernel; cos / sin are still read to rotate dQ~, dK~ back.
-# Every sum has a fixed order, so repeated calls are bit-identical (the side kernel's arrival counters decide
-# only which program sums the heads, not the order it sums them in).
+# No atomics: every sum has a fixed order, so repeated calls are bit-identical.
 from typing import NamedTuple
 
 import torch
@@ -265,13 +260,13 @@ def _m3b_chunk_setup(cu_ptr, fscal_ptr, slot, h, S, H: tl.constexpr, C: tl.const
 def _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H: tl.constexpr, C: tl.constexpr, SB: tl.constexpr):
     """`_m3b_chunk_setup` for the side kernels: where the slot's chunk lies and its per-token scalars as the intra
     kernel stored them (the same values, not recomputed: the cumsum, two sigmoids and the exps were 640 of the side
-    kernel's 5.5 k SASS instructions, session 15): (sequence, first token, end, tok (C,), valid (C,), active, e^l,
-    e^{L-l}, gamma, s)."""
+    kernel's 5.5 k SASS instructions, session 15): (sequence, end, tok (C,), valid (C,), active, e^l, e^{L-l},
+    gamma, s)."""
     s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
     t0 = bos + c * C
     tok = t0 + tl.arange(0, C)
     row = scal_ptr + (slot * H + h) * 4 * C + tl.arange(0, C)
-    return (s, t0, eos, tok, tok < eos, t0 < eos, tl.load(row), tl.load(row + C), tl.load(row + 2 * C),
+    return (s, eos, tok, tok < eos, t0 < eos, tl.load(row), tl.load(row + C), tl.load(row + 2 * C),
             tl.load(row + 3 * C))
 
 
@@ -351,15 +346,12 @@ def _m3b_intra_kernel(
 
 @triton.jit
 def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dx_ptr, dxb_ptr,
-                  sum_ptr, cnt_ptr, t0, eos, NSLOT, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr,
-                  C: tl.constexpr, HEAD_SUM: tl.constexpr, BT: tl.constexpr):
+                  H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr):
     """Store one side kernel's gradient g of the rotated vector xr (C, N/2) on state half ``half``: on the rotated
     half (0) its dPhi (C, NA) and dPhi's column sum per slot first, then R(Phi)^T g; the (T, H, N) per-head
     partial and its column sum per slot (the bias partial). Half 1 is not rotated: g is stored as it is (``half`` a
     constexpr since session 17; until session 7 half 1 ran the rotation as the identity through masked cos / sin
-    loads, a third of its instructions spent on nothing).
-    HEAD_SUM: then the GQA sum of the partials over the H heads (`_m3b_head_sum_last`), by the last of the chunk's H
-    programs of this side and half to arrive."""
+    loads, a third of its instructions spent on nothing)."""
     if half == 0:
         m = tl.arange(0, NA)
         dphi = _m3b_dphi(g, xr, C, NA)
@@ -371,47 +363,14 @@ def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, 
     cols = half * (N // 2) + tl.arange(0, N // 2)
     tl.store(dx_ptr + tok[:, None] * (H * N) + h * N + cols[None, :], dx, mask=vmask)
     tl.store(dxb_ptr + (slot * H + h) * N + cols, tl.sum(dx, axis=0))
-    if HEAD_SUM:
-        _m3b_head_sum_last(dx_ptr, sum_ptr, cnt_ptr + half * NSLOT + slot, cols, t0, eos, H, N, C, BT)
-
-
-@triton.jit
-def _m3b_head_sum(ptrs, msk, H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr, W: tl.constexpr,
-                  CACHE: tl.constexpr):
-    """Sum over the H heads of per-head (BT, W) fp32 tiles at ``ptrs`` (head h at ptrs + h * N), head after head in
-    one per-thread accumulator (fixed order: 0 + head 0 + head 1 + ...); CACHE: the loads' cache modifier."""
-    acc = tl.zeros([BT, W], dtype=tl.float32)
-    for hh in tl.static_range(H):
-        acc += tl.load(ptrs + hh * N, mask=msk, other=0.0, cache_modifier=CACHE)
-    return acc
-
-
-@triton.jit
-def _m3b_head_sum_last(dx_ptr, sum_ptr, cnt_ptr, cols, t0, eos, H: tl.constexpr, N: tl.constexpr, C: tl.constexpr,
-                       BT: tl.constexpr):
-    """(`_m3b_side_out`, HEAD_SUM) Count this program's partial of the chunk's tokens t0.. (< eos) and columns
-    ``cols`` (N/2,) as stored; the last of the H heads' programs to arrive sums the H partials (T, H, N) fp32 at
-    ``dx_ptr`` head after head (`_m3b_head_sum`: the order and the bits of the finish kernel's sum) into dq or dk
-    (T, N) at ``sum_ptr``, BT tokens at a time, and resets the counter at ``cnt_ptr`` (int32, zero at the launch) for
-    the next launch. The partials are read from L2 (cache-global loads: other SMs wrote them), where the chunk's H
-    heads, adjacent in the grid, left them moments before; the finish kernel read them back from HBM after the
-    side kernel (35.8 MB each for dq and dk at c1, bench/mamba3/NOTES.md "Session 21")."""
-    tl.debug_barrier()  # every thread's partial stored before the arrival is counted (release)
-    if tl.atomic_add(cnt_ptr, 1, sem="acq_rel") == H - 1:
-        for tb in range(C // BT):  # (a run-time loop: one copy of the 32 loads per branch)
-            tok = t0 + tb * BT + tl.arange(0, BT)
-            msk = (tok < eos)[:, None]
-            acc = _m3b_head_sum(dx_ptr + tok[:, None] * (H * N) + cols[None, :], msk, H, N, BT, N // 2, ".cg")
-            tl.store(sum_ptr + tok[:, None] * N + cols[None, :], acc.to(sum_ptr.dtype.element_ty), mask=msk)
-        tl.store(cnt_ptr, 0)
 
 
 @triton.jit
 def _m3b_qside(
     slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr,
     sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
-    dq_ptr, cnt_ptr, S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr,
-    C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr, HEAD_SUM: tl.constexpr, BT: tl.constexpr,
+    S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr,
 ):
     """Chunk body part 2 (`_m3b_sides_kernel`), the q side of one state half of one chunk and head:
     dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e K~ (the q^.k^ diagonal path written as gamma e k~: rotating it back
@@ -419,7 +378,7 @@ def _m3b_qside(
     (per-head dq partial), dPhi from the q side (half 0), this half's terms of dl (e^l dY S_in . q~) and of dLambda
     (e^Lambda S_in : dS_out)."""
     NH: tl.constexpr = N // 2
-    s, t0, eos, tok, valid, active, e_ell, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
+    s, eos, tok, valid, active, e_ell, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
     vmask = valid[:, None]
     pv = tl.arange(0, P)
     th_ = tok * H + h
@@ -440,22 +399,22 @@ def _m3b_qside(
            + ge[:, None] * kt)
     tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
     _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
-                  dq_ptr, cnt_ptr, t0, eos, NSLOT, H, N, NA, C, HEAD_SUM, BT)
+                  H, N, NA, C)
 
 
 @triton.jit
 def _m3b_kside(
     slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr, sin_ptr,
     dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
-    dk_ptr, cnt_ptr, S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr,
-    C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr, HEAD_SUM: tl.constexpr, BT: tl.constexpr,
+    S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr,
 ):
     """Chunk body part 3 (`_m3b_sides_kernel`), the k side of one state half of one chunk and head:
     dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS_out, dk~ = s dKs + gamma e q~ (+ dfinal_k on a sequence's last token).
     Stores dk~ rotated back (per-head dk partial), dPhi from the k side (half 0), ds = dKs . k~ per token, this
     half's terms of dl (-e^{L-l} V dS_out . ks) and of dLambda (their sum)."""
     NH: tl.constexpr = N // 2
-    s, t0, eos, tok, valid, active, _, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
+    s, eos, tok, valid, active, _, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
     vmask = valid[:, None]
     pv = tl.arange(0, P)
     th_ = tok * H + h
@@ -478,27 +437,26 @@ def _m3b_kside(
     tl.store(dl_ptr + (3 + half) * T * H + th_, -fwd_state, mask=valid)
     tl.store(dlam_ptr + ((2 + half) * NSLOT + slot) * H + h, tl.sum(fwd_state, axis=0))
     _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dkp_ptr, dkbp_ptr,
-                  dk_ptr, cnt_ptr, t0, eos, NSLOT, H, N, NA, C, HEAD_SUM, BT)
+                  H, N, NA, C)
 
 
 @triton.jit
 def _m3b_side(
     slot, h, SIDE: tl.constexpr, HALF: tl.constexpr, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr,
     elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dqp_ptr,
-    dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, dq_ptr, dk_ptr, cnt_ptr, S, T, NSLOT,
-    H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
-    PREC: tl.constexpr, HEAD_SUM: tl.constexpr, BT: tl.constexpr,
+    dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T, NSLOT, H: tl.constexpr,
+    P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
 ):
     """One program of `_m3b_sides_kernel`: the q side (SIDE 0) or the k side (1) of state half HALF."""
     if SIDE == 0:
         _m3b_qside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr,
                    cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr,
-                   dl_ptr, dlam_ptr, dqbp_ptr, dq_ptr, cnt_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC, HEAD_SUM, BT)
+                   dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
     else:
         _m3b_kside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr,
                    sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
-                   dphis_ptr + NSLOT * H * NA, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr, dk_ptr, cnt_ptr + 2 * NSLOT, S, T,
-                   NSLOT, H, P, N, NA, C, SB, PREC, HEAD_SUM, BT)
+                   dphis_ptr + NSLOT * H * NA, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB,
+                   PREC)
 
 
 @triton.jit
@@ -506,36 +464,26 @@ def _m3b_sides_kernel(
     qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr,
     states_ptr, dstates_ptr,
     dfk_ptr, mg_ptr, etok_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr,
-    dq_ptr, dk_ptr, cnt_ptr,
     io_ptr, S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr, HEAD_SUM: tl.constexpr, BT: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr,
 ):
-    """Grid (4 x chunk slots x H,): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half
-    z - 2) in one launch (one host launch less than two kernels), each z a branch built for its side and half (until
+    """Grid (4 x chunk slots, H): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half z - 2)
+    in one launch (one host launch less than two kernels), each z a branch built for its side and half (until
     session 17 the half was a run-time value inside two branches: its tiles and stores merged both halves' layouts
     through register moves and layout conversions). z varies fastest, so the four programs of one chunk and
     head run side by side and share their loads of Q~, K~, dY, M o G and dS_out through L2 (with z slowest, until
     session 8, each plane of 1184 programs at c1 had streamed ~150 MB through the L2 before the next plane re-read
-    the same tiles). dphi / dphis hold two planes, the q side's and the k side's; each side gets its own.
-    HEAD_SUM (Mamba3BwdConfig.head_sum "sides"): the head next, the slot slowest, so that a chunk's H heads run
-    together, and the last of them to arrive sums their dq / dk partials into dq / dk (T, N) (`_m3b_head_sum_last`;
-    ``cnt`` (4, NSLOT) int32 arrival counters, zero at the launch and left zero); else the slot next, the head
-    slowest, and the finish kernel sums the partials."""
+    the same tiles). dphi / dphis hold two planes, the q side's and the k side's; each side gets its own."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
-    pid = tl.program_id(0)
-    z = pid % 4
-    if HEAD_SUM:
-        h = (pid // 4) % H
-        slot = pid // (4 * H)
-    else:
-        slot = (pid // 4) % NSLOT
-        h = pid // (4 * NSLOT)
+    z = tl.program_id(0) % 4
+    slot = tl.program_id(0) // 4
+    h = tl.program_id(1)
     for zz in tl.static_range(4):  # one branch per side and half, each built for its half (HALF a constexpr)
         if z == zz:
             _m3b_side(slot, h, zz // 2, zz % 2, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr,
                       elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr,
-                      dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, dq_ptr,
-                      dk_ptr, cnt_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC, HEAD_SUM, BT)
+                      dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T,
+                      NSLOT, H, P, N, NA, C, SB, PREC)
 
 
 @triton.jit
@@ -621,28 +569,35 @@ def _m3b_angle(
 
 
 @triton.jit
+def _m3b_head_sum(ptrs, msk, H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr):
+    """Sum over the H heads of per-head (BT, N) fp32 rows at ``ptrs`` (head h at ptrs + h * N), head after head in
+    one per-thread accumulator (fixed order)."""
+    acc = tl.zeros([BT, N], dtype=tl.float32)
+    for hh in tl.static_range(H):
+        acc += tl.load(ptrs + hh * N, mask=msk, other=0.0)
+    return acc
+
+
+@triton.jit
 def _m3b_reduce(
     pid, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
     T, NSLOT,
-    H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr, TOKEN_SUMS: tl.constexpr,
+    H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr,
 ):
-    """(`_m3b_finish_kernel`, program pid of ceil(T/BT) + H, or of H without TOKEN_SUMS) Token blocks sum
-    dq_hat/dk_hat over the H heads (GQA), head after head into a (BT, N) fp32 tile that each thread keeps in
-    registers (no cross-thread reduction: Nsight Compute showed the old (H, BT, N) tile sum stalled on the
-    shared-memory queue, bench/mamba3/NOTES.md "Session 4"); the last H programs sum one head's per-chunk-slot bias
-    and D partials, BS slots per tile. Fixed reduction orders (bit-identical repeats). TOKEN_SUMS False: the side
-    kernel summed the heads (Mamba3BwdConfig.head_sum "sides"), only the bias and D programs run."""
+    """(`_m3b_finish_kernel`, program pid of ceil(T/BT) + H) Token blocks sum dq_hat/dk_hat over the H heads (GQA), head
+    after head into a (BT, N) fp32 tile that each thread keeps in registers (no cross-thread reduction: Nsight
+    Compute showed the old (H, BT, N) tile sum stalled on the shared-memory queue, bench/mamba3/NOTES.md "Session
+    4"); the last H programs sum one head's per-chunk-slot bias and D partials, BS slots per tile. Fixed reduction
+    orders (bit-identical repeats)."""
     n = tl.arange(0, N)
-    nblocks = tl.cdiv(T, BT) if TOKEN_SUMS else 0
+    nblocks = tl.cdiv(T, BT)
     if pid < nblocks:
         tok = pid * BT + tl.arange(0, BT)
         msk = (tok < T)[:, None]
         off = tok[:, None] * (H * N) + n[None, :]
         out = tok[:, None] * N + n[None, :]
-        dq = _m3b_head_sum(dqp_ptr + off, msk, H, N, BT, N, "")
-        tl.store(dq_ptr + out, dq.to(dq_ptr.dtype.element_ty), mask=msk)
-        dk = _m3b_head_sum(dkp_ptr + off, msk, H, N, BT, N, "")
-        tl.store(dk_ptr + out, dk.to(dk_ptr.dtype.element_ty), mask=msk)
+        tl.store(dq_ptr + out, _m3b_head_sum(dqp_ptr + off, msk, H, N, BT).to(dq_ptr.dtype.element_ty), mask=msk)
+        tl.store(dk_ptr + out, _m3b_head_sum(dkp_ptr + off, msk, H, N, BT).to(dk_ptr.dtype.element_ty), mask=msk)
     else:
         h = pid - nblocks
         sl = tl.arange(0, BS)
@@ -668,19 +623,18 @@ def _m3b_finish_kernel(
     dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
     S, T, NSLOT, io_ptr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
     BT: tl.constexpr, BS: tl.constexpr, ANGLES_WORD: tl.constexpr, DANGLES_WORD: tl.constexpr,
-    TOKEN_SUMS: tl.constexpr,
 ):
-    """Grid (ceil(T/BT) + H + NSLOT * H,), or (H + NSLOT * H,) without TOKEN_SUMS: the last step in one launch (one
-    host launch less than two kernels): the first ceil(T/BT) + H (or H) programs are `_m3b_reduce`'s, the others
-    `_m3b_angle`'s (slot, head). The reduce programs, each streaming 32 heads' rows, are the longest, so they start
-    first (until session 17 they came last and ran in the launch's tail)."""
+    """Grid (ceil(T/BT) + H + NSLOT * H,): the last step in one launch (one host launch less than two kernels):
+    the first ceil(T/BT) + H programs are `_m3b_reduce`'s, the others `_m3b_angle`'s (slot, head). The reduce
+    programs, each streaming 32 heads' rows, are the longest, so they start first (until session 17 they came last
+    and ran in the launch's tail)."""
     ang_ptr = posted_pointer(ang_ptr, io_ptr, ANGLES_WORD)
     dang_ptr = posted_pointer(dang_ptr, io_ptr, DANGLES_WORD)
     pid = tl.program_id(0)
-    nreduce = (tl.cdiv(T, BT) if TOKEN_SUMS else 0) + H
+    nreduce = tl.cdiv(T, BT) + H
     if pid < nreduce:
         _m3b_reduce(pid, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr,
-                    dd_ptr, T, NSLOT, H, N, BT, BS, TOKEN_SUMS)
+                    dd_ptr, T, NSLOT, H, N, BT, BS)
     else:
         slot_head = pid - nreduce
         _m3b_angle(slot_head // H, slot_head % H, dt_ptr, trap_ptr, ang_ptr, cu_ptr, carry_ptr, dphi_ptr, dl_ptr,
@@ -715,10 +669,7 @@ class Mamba3BwdConfig(NamedTuple):
     constants until session 22, when 16 tokens replaced 8: H200, direct launches, the finish kernel at c1 0.042 ->
     0.036 ms, the call -6 to -10 us at four panels, the same bits; 2 warps 0.037 ms alone, level with the default
     combined with 16 tokens; 32 tokens level at 4 warps, spilling at 2 (0.457 ms); bench/mamba3/NOTES.md "Session
-    22". With head_sum "sides" reduce_tokens is the tile of the side kernel's head sum (`_m3b_head_sum_last`);
-    head_sum: who sums the per-head dq / dk partials over the 32 heads (GQA): "sides", the last of a chunk's
-    programs in the side kernel, from L2, or "finish", the finish kernel's token-block programs, from HBM (until
-    session 25).
+    22".
     """
 
     num_warps: int = 4
@@ -734,7 +685,6 @@ class Mamba3BwdConfig(NamedTuple):
     scan_block: int = 1024
     finish_warps: int = 4
     reduce_tokens: int = 16
-    head_sum: str = "sides"
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -817,15 +767,9 @@ def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, 
         )
 
 
-def allocate_head_sum_counters(v, cu_seqlens) -> torch.Tensor:
-    """The side kernel's arrival counters for Mamba3BwdConfig.head_sum "sides": (4, T // 64 + S) int32 zeros for
-    v (T, 32, 64) and cu_seqlens (S + 1,); each launch leaves them zero, so a graph can keep one."""
-    return torch.zeros((4, v.shape[0] // CHUNK + cu_seqlens.shape[0] - 1), device=v.device, dtype=torch.int32)
-
-
 def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, saved,
                     dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, config=DEFAULT_BWD_CONFIG, grads=None,
-                    state_grads=None, posted: Posted | None = None, counters: torch.Tensor | None = None):
+                    state_grads=None, posted: Posted | None = None):
     """Full VJP of the Mamba-3 SISO varlen operator (spec §7.1) from the forward's saved tensors.
 
     Inputs in the project layout (spec "Decisions"): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -843,16 +787,11 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (dY, dstates) already computed by `bwd_gate` (with dz into grads.dz) and `bwd_state_grads` (a graph runs those
     beside the forward's last kernel): then only the chunk kernels are launched. `posted`: a Posted whose "v" (read)
     and "dv" (written) the chunk kernels use instead of those tensors, "angles" (read) and "dangles" (written) the
-    finish kernel, "dfinal_ssm" the state-gradient chain and "dout", "z", "dz" the gate (a graph). `counters`:
-    with config.head_sum "sides", None (zeros allocated) or the side kernel's arrival counters, a (4, T // 64 + S)
-    int32 tensor of zeros, left zero (a graph keeps one: ``allocate_head_sum_counters``; not checked).
+    finish kernel, "dfinal_ssm" the state-gradient chain and "dout", "z", "dz" the gate (a graph).
     Returns `Mamba3BwdGrads` (dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz); no host sync.
     """
-    if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1) or config.reduce_tokens > CHUNK:
-        raise ValueError(f"config.reduce_tokens: expected a power of two <= {CHUNK}, got {config.reduce_tokens}")
-    if config.head_sum not in ("sides", "finish"):
-        raise ValueError(f"config.head_sum: expected 'sides' or 'finish', got {config.head_sum!r}")
-    head_sum = config.head_sum == "sides"
+    if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1):
+        raise ValueError(f"config.reduce_tokens: expected a power of two, got {config.reduce_tokens}")
     T, H, P = v.shape
     N = q.shape[-1]
     NA = angles.shape[-1]
@@ -898,25 +837,22 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, num_warps=config.num_warps,
         **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
-    dq, dk, _, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, _ = grads
-    if head_sum and counters is None:
-        counters = allocate_head_sum_counters(v, cu_seqlens)
-    _m3b_sides_kernel[(4 * nslot * H,)](
+    _m3b_sides_kernel[(4 * nslot, H)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, side_scalars, exp_lam, dy, cu_seqlens, cos_phi, sin_phi, chunk_states,
         dstates, dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part,
-        dkb_part, dq, dk, counters if head_sum else dq,
-        S=S, T=T, NSLOT=nslot, NA=NA, **sizes, PREC=config.side_precision, HEAD_SUM=head_sum,
-        BT=config.reduce_tokens, **side_launch, **posted_kwargs(posted, cu_seqlens, "v"),
+        dkb_part,
+        S=S, T=T, NSLOT=nslot, NA=NA, **sizes, PREC=config.side_precision, **side_launch,
+        **posted_kwargs(posted, cu_seqlens, "v"),
     )
     angle_carry = torch.empty((nslot, H, NA), device=dev, dtype=f32)  # entering each chunk from its end
     _m3b_dphi_carry_kernel[(S, H)](
         cu_seqlens, dfinal_angle, dphi_sums, angle_carry, nslot, H=H, NA=NA, C=CHUNK, CB=_ANGLE_SLOTS, num_warps=1,
     )
-    _m3b_finish_kernel[((0 if head_sum else triton.cdiv(T, config.reduce_tokens)) + H + nslot * H,)](
+    dq, dk, _, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, _ = grads
+    _m3b_finish_kernel[(triton.cdiv(T, config.reduce_tokens) + H + nslot * H,)](
         dt, trap, angles, cu_seqlens, angle_carry, dphi, dl_parts, dlam_parts, ds_parts, e_tok, qk,
         dadt, ddt, dtrap, dangles, dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd,
         S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, BT=config.reduce_tokens, BS=_REDUCE_SLOTS,
-        TOKEN_SUMS=not head_sum, num_warps=config.finish_warps,
-        **posted_kwargs(posted, cu_seqlens, "angles", "dangles"),
+        num_warps=config.finish_warps, **posted_kwargs(posted, cu_seqlens, "angles", "dangles"),
     )
     return grads
