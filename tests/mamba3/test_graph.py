@@ -30,10 +30,11 @@ def _at_posted(posted, name, like):
     return torch.frombuffer(raw, dtype=like.dtype).view(like.shape)
 
 
-def _stand_in_kernels(args, results, fwd_config, bwd_config, side, posted=None):
+def _stand_in_kernels(args, results, fwd_config, bwd_config, side, posted=None, after_forward=None):
     """results[j] = h_j + position, h_j a sum of every element of every argument weighted by argument and position:
     a missed or misplaced argument word changes every result, a missed result word stays poisoned. With a Posted,
-    its tensors are read and written at their posted addresses, as the kernels do."""
+    its tensors are read and written at their posted addresses, as the kernels do; ``after_forward`` (the graph's
+    copy-out of the static results) runs once every result is written."""
     if posted is not None:
         args, results = list(args), list(results)
         for name, i in graph_module._POSTED_ARGS.items():
@@ -45,6 +46,8 @@ def _stand_in_kernels(args, results, fwd_config, bwd_config, side, posted=None):
     for j, r in enumerate(results):
         pos = torch.arange(r.numel(), dtype=torch.float64).reshape(r.shape)
         r.copy_(((h * (j + 1)) % 97 + pos % 251).to(r.dtype))
+    if after_forward is not None:
+        after_forward()
 
 
 def _expected(args):

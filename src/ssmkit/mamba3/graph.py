@@ -1,26 +1,29 @@
 """The full-VJP call as one captured CUDA graph per (T, S, device, launch configs): host time per call ~ one replay.
 
 Why: a direct call is 10 Triton launches and ~40 allocations, 0.6-1.5 ms of host time on the H200 machines against
-0.23-0.75 ms of GPU work at the visible panels (bench/mamba3/NOTES.md "Session 6", host time), so the call was
-host-bound. The graph holds static copies of the 17 arguments and the 16 results, and the kernels' workspace in its
+0.23-0.75 ms of GPU work at the visible panels (bench/mamba3/NOTES.md "Session 6", host time), so the call was host-
+bound. The graph holds static copies of the 17 arguments and the 16 results, and the kernels' workspace in its
 private memory pool. Its nodes: the ``MappedIO`` table fetch (which acknowledges the replay: the table is then free
 for the next call's post) and one copy of the small posted arguments into the static ones (``SlotCopy``), the
-forward and backward kernels as the direct call launches them, one copy of the small static results to the
-posted new tensors. Ten tensors are not copied (~95 % of the bytes at the visible panels): the six (T, 32, 64) ones
-(v, z, dout in; out, dv, dz out), angles and dangles, dfinal_ssm and final_ssm; the kernels that use them read
-their posted addresses from the stash (``Posted``). Inside, the forward's rotate kernel (walking the angle carry
-itself), the backward's state-gradient chain and the gate run on two forked streams beside the forward's state
-passing and chunk scan and the chunk kernels (``_launch_into``). A call allocates the 16 results, posts the 33
-addresses to pinned host memory and replays; the results of the next call are allocated right after the replay,
-while the GPU runs it (host time off the call's critical path: the GPU idles until the replay is launched), and
-used by the next call on the same stream. Results are bit-identical to the direct call (the same kernels and
-launch configurations on the same values; the walked carry is the one the direct call's state passing stores).
-When: ``graph_applies`` (the entry's ``graph=None``: CUDA, at most GRAPH_MAX_COPY_BYTES copied per call, the caller
-not capturing). A key's first call launches directly; its second runs the body eagerly (Triton compiles there; its
-results are that call's) and captures it; later calls replay. So keys that never repeat (packed batches whose
-sequence count varies) cost no capture, and at most MAX_CAPTURES graphs are ever captured per process (a capture
-costs a device synchronisation, a garbage collection and milliseconds of host time). Streams: a replay on another
-stream than the previous one first waits for that stream; dropping a graph synchronises its device.
+forward and backward kernels as the direct call launches them, and one copy of the forward's three small results
+(final_angle, final_k, final_v) to the posted new tensors, on a side stream beside the chunk kernels (until session
+25 a copy of eleven results after the finish kernel, on the call's critical path). Eighteen tensors are not copied
+(~97 % of the bytes at the visible panels): the six (T, 32, 64) ones (v, z, dout in; out, dv, dz out), angles,
+dfinal_ssm and final_ssm, and the gradients the finish kernel writes (dq, dk, dadt, ddt, dtrap, dq_bias, dk_bias,
+dangles, dd); the kernels that use them read their posted addresses from the stash (``Posted``). Inside, the
+forward's rotate kernel (walking the angle carry itself), the backward's state-gradient chain and the gate run on
+two forked streams beside the forward's state passing and chunk scan and the chunk kernels (``_launch_into``). A
+call allocates the 16 results, posts the 33 addresses to pinned host memory and replays; the results of the next
+call are allocated right after the replay, while the GPU runs it (host time off the call's critical path: the GPU
+idles until the replay is launched), and used by the next call on the same stream. Results are bit-identical to the
+direct call (the same kernels and launch configurations on the same values; the walked carry is the one the direct
+call's state passing stores). When: ``graph_applies`` (the entry's ``graph=None``: CUDA, at most
+GRAPH_MAX_COPY_BYTES copied per call, the caller not capturing). A key's first call launches directly; its second
+runs the body eagerly (Triton compiles there; its results are that call's) and captures it; later calls replay. So
+keys that never repeat (packed batches whose sequence count varies) cost no capture, and at most MAX_CAPTURES graphs
+are ever captured per process (a capture costs a device synchronisation, a garbage collection and milliseconds of
+host time). Streams: a replay on another stream than the previous one first waits for that stream; dropping a graph
+synchronises its device.
 
 Off CUDA (CPU tensors under TRITON_INTERPRET=1, tests only) the "graph" is ``capture_graph``'s stand-in, whose
 replay runs the same body again in the interpreter.
@@ -46,17 +49,19 @@ from ssmkit.mamba3.shapes import DSTATE, HEADDIM, NANGLES, NHEADS, NHEADS_QK
 
 _N_ARGS, _N_RESULTS = 17, 16
 #: Arguments and results the kernels read or write at their posted addresses (the six (T, 32, 64) tensors, the
-#: angles and their gradient, the final state and its cotangent; the slot copies move the rest): name -> position
-#: among the 17 arguments / the 16 results.
+#: angles, the final state and its cotangent, every gradient the finish kernel writes; the slot copies move the
+#: rest: the small arguments, and final_angle, final_k, final_v): name -> position among the 17 arguments / the 16
+#: results.
 _POSTED_ARGS = {"v": 2, "angles": 8, "z": 10, "dout": 12, "dfinal_ssm": 14}
-_POSTED_RESULTS = {"out": 0, "final_ssm": 2, "dv": 7, "dangles": 13, "dz": 15}
+_POSTED_RESULTS = {"out": 0, "final_ssm": 2, "dq": 5, "dk": 6, "dv": 7, "dadt": 8, "ddt": 9, "dtrap": 10,
+                   "dq_bias": 11, "dk_bias": 12, "dangles": 13, "dd": 14, "dz": 15}
 
 
 def copied_bytes(tokens: int, sequences: int) -> int:
     """The size of a call for T tokens and S sequences, the threshold's measure: bytes of the 17 arguments and the
     16 results (each gradient the size of its input; the cu_seqlens and the 32-head vectors left out), read and
     written once each. Run 1's graph copied all of them; since the posted tensors (b70983a) ~30 % were copied,
-    since session 14 (four more posted) ~5 %."""
+    since session 14 (four more posted) ~5 %, since session 25 ~3 %."""
     per_token = (2 * NHEADS_QK * DSTATE * 2 + 3 * NHEADS * HEADDIM * 2 + 2 * NHEADS * 4 + NHEADS * 2
                  + NHEADS * NANGLES * 2)  # q, k; v, z, dout; adt, dt; trap; angles (and as many results)
     per_sequence = NHEADS * (NANGLES * 4 + HEADDIM * DSTATE * 4 + DSTATE * 4 + HEADDIM * 2)  # final states
@@ -96,15 +101,16 @@ def _allocate_results(args) -> tuple:
     return (*allocate_fwd_outputs(q.shape[0], args[11].numel() - 1, q.device), *allocate_grads(*args[:11]))
 
 
-def _launch_into(args, results, fwd_config, bwd_config, side, posted=None) -> None:
+def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, after_forward=None) -> None:
     """The direct call's kernels on ``args`` (17 contiguous tensors), writing ``results`` (16 tensors), on three
     streams: ``side`` holds two more CUDA streams of the device; on the first, the forward's rotate kernel (beside
     the state passing) and the state-gradient chain (beside the chunk scan: it needs q~ but no scan result); on the
     second (the lowest priority, STREAM_PRIORITIES) the two halves of the gate: dY beside the forward's chunk-state
     kernel, dz beside the chunk kernels; the current stream waits for both before it returns. (Off CUDA, (None, None):
     the same launches in that order on one stream, for the interpreter tests.)
-    ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses. The kernels and
-    their inputs are those of the direct call, so are the bits."""
+    ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses; ``after_forward``:
+    launches (a graph's copy-out of the forward's small results) queued on the second side stream after the forward,
+    beside the chunk kernels. The kernels and their inputs are those of the direct call, so are the bits."""
     inputs, cotangents = args[:12], args[12:]
     dout, dfinal_ssm = cotangents[0], cotangents[2]
     v, adt, z, cu_seqlens = inputs[2], inputs[3], inputs[10], inputs[11]
@@ -128,6 +134,8 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None) -> No
                                 rotate_stream=side[0], posted=posted)
     with _forked(side[1], main):
         bwd_gate(dout, z, saved.y, dz=grads.dz, posted=posted)
+        if after_forward is not None:
+            after_forward()
     _join(main, side[0])
     mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads, state_grads=(dy, dstates),
                     posted=posted)
@@ -182,8 +190,7 @@ class FullVjpGraph:
     def _body(self) -> None:
         self.io.copy_in_slots(self.copy_in, ack=True)
         _launch_into(self.static_args, self.static_results, self.fwd_config, self.bwd_config, self._side,
-                     self.posted)
-        self.io.copy_out_slots(self.copy_out, ack=False)
+                     self.posted, lambda: self.io.copy_out_slots(self.copy_out, ack=False))
 
     def run(self, args) -> tuple:
         """Post ``args`` and 16 new result tensors, run the graph (the first call: the body eagerly, then the

@@ -622,21 +622,32 @@ def _m3b_finish_kernel(
     dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
     dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
     S, T, NSLOT, io_ptr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
-    BT: tl.constexpr, BS: tl.constexpr, ANGLES_WORD: tl.constexpr, DANGLES_WORD: tl.constexpr,
+    BT: tl.constexpr, BS: tl.constexpr, ANGLES_WORD: tl.constexpr, DANGLES_WORD: tl.constexpr, DQ_WORD: tl.constexpr,
+    DK_WORD: tl.constexpr, DADT_WORD: tl.constexpr, DDT_WORD: tl.constexpr, DTRAP_WORD: tl.constexpr,
+    DQ_BIAS_WORD: tl.constexpr, DK_BIAS_WORD: tl.constexpr, DD_WORD: tl.constexpr,
 ):
     """Grid (ceil(T/BT) + H + NSLOT * H,): the last step in one launch (one host launch less than two kernels):
     the first ceil(T/BT) + H programs are `_m3b_reduce`'s, the others `_m3b_angle`'s (slot, head). The reduce
     programs, each streaming 32 heads' rows, are the longest, so they start first (until session 17 they came last
-    and ran in the launch's tail)."""
+    and ran in the launch's tail). Every gradient it writes may be a posted tensor (*_WORD >= 0: a graph writes
+    them at the call's result addresses, no copy node after this kernel)."""
     ang_ptr = posted_pointer(ang_ptr, io_ptr, ANGLES_WORD)
-    dang_ptr = posted_pointer(dang_ptr, io_ptr, DANGLES_WORD)
     pid = tl.program_id(0)
     nreduce = tl.cdiv(T, BT) + H
     if pid < nreduce:
+        dq_ptr = posted_pointer(dq_ptr, io_ptr, DQ_WORD)
+        dk_ptr = posted_pointer(dk_ptr, io_ptr, DK_WORD)
+        dqb_ptr = posted_pointer(dqb_ptr, io_ptr, DQ_BIAS_WORD)
+        dkb_ptr = posted_pointer(dkb_ptr, io_ptr, DK_BIAS_WORD)
+        dd_ptr = posted_pointer(dd_ptr, io_ptr, DD_WORD)
         _m3b_reduce(pid, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr,
                     dd_ptr, T, NSLOT, H, N, BT, BS)
     else:
         slot_head = pid - nreduce
+        dang_ptr = posted_pointer(dang_ptr, io_ptr, DANGLES_WORD)
+        dadt_ptr = posted_pointer(dadt_ptr, io_ptr, DADT_WORD)
+        ddt_ptr = posted_pointer(ddt_ptr, io_ptr, DDT_WORD)
+        dtrap_ptr = posted_pointer(dtrap_ptr, io_ptr, DTRAP_WORD)
         _m3b_angle(slot_head // H, slot_head % H, dt_ptr, trap_ptr, ang_ptr, cu_ptr, carry_ptr, dphi_ptr, dl_ptr,
                    dlam_ptr, ds_ptr, etok_ptr, qk_ptr, dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr, S, T, NSLOT, H, NA, C,
                    SB)
@@ -786,8 +797,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     tensors to write, as `allocate_grads` makes them (not checked), which is then returned. `state_grads`: None, or
     (dY, dstates) already computed by `bwd_gate` (with dz into grads.dz) and `bwd_state_grads` (a graph runs those
     beside the forward's last kernel): then only the chunk kernels are launched. `posted`: a Posted whose "v" (read)
-    and "dv" (written) the chunk kernels use instead of those tensors, "angles" (read) and "dangles" (written) the
-    finish kernel, "dfinal_ssm" the state-gradient chain and "dout", "z", "dz" the gate (a graph).
+    and "dv" (written) the chunk kernels use instead of those tensors, "angles" (read) and the gradients it writes
+    (dangles, dq, dk, dadt, ddt, dtrap, dq_bias, dk_bias, dd) the finish kernel, "dfinal_ssm" the state-gradient
+    chain and "dout", "z", "dz" the gate (a graph).
     Returns `Mamba3BwdGrads` (dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz); no host sync.
     """
     if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1):
@@ -853,6 +865,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         dt, trap, angles, cu_seqlens, angle_carry, dphi, dl_parts, dlam_parts, ds_parts, e_tok, qk,
         dadt, ddt, dtrap, dangles, dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd,
         S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, BT=config.reduce_tokens, BS=_REDUCE_SLOTS,
-        num_warps=config.finish_warps, **posted_kwargs(posted, cu_seqlens, "angles", "dangles"),
+        num_warps=config.finish_warps,
+        **posted_kwargs(posted, cu_seqlens, "angles", "dangles", "dq", "dk", "dadt", "ddt", "dtrap", "dq_bias",
+                        "dk_bias", "dd"),
     )
     return grads

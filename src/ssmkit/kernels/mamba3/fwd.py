@@ -122,7 +122,7 @@ class Posted(NamedTuple):
     """Tensors a graph's kernels read or write at addresses posted per replay instead of in static buffers (no copy
     launch for them; ssmkit.mamba3.graph): ``stash`` the MappedIO stash (device int64), ``words`` the stash word of
     each such tensor by name ("v", "z", "dout", "angles", "dfinal_ssm" read; "out", "dv", "dz", "dangles",
-    "final_ssm" written)."""
+    "final_ssm" and the finish kernel's other gradients written)."""
 
     stash: torch.Tensor
     words: dict
