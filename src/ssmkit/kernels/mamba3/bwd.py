@@ -361,7 +361,7 @@ def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, 
     else:
         dx = g
     cols = half * (N // 2) + tl.arange(0, N // 2)
-    tl.store(dx_ptr + tok[:, None] * (H * N) + h * N + cols[None, :], dx, mask=vmask)
+    tl.store(dx_ptr + tok[:, None] * (H * N) + h * N + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=vmask)
     tl.store(dxb_ptr + (slot * H + h) * N + cols, tl.sum(dx, axis=0))
 
 
@@ -574,7 +574,7 @@ def _m3b_head_sum(ptrs, msk, H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr)
     one per-thread accumulator (fixed order)."""
     acc = tl.zeros([BT, N], dtype=tl.float32)
     for hh in tl.static_range(H):
-        acc += tl.load(ptrs + hh * N, mask=msk, other=0.0)
+        acc += tl.load(ptrs + hh * N, mask=msk, other=0.0).to(tl.float32)
     return acc
 
 
@@ -681,6 +681,8 @@ class Mamba3BwdConfig(NamedTuple):
     0.036 ms, the call -6 to -10 us at four panels, the same bits; 2 warps 0.037 ms alone, level with the default
     combined with 16 tokens; 32 tokens level at 4 warps, spilling at 2 (0.457 ms); bench/mamba3/NOTES.md "Session
     22".
+    head_partials: the dtype of the side kernel's per-head dq / dk rows, (T, H, N) each, that the finish kernel sums
+    over the heads in fp32: "fp32", or "bf16" (half the bytes written and read back; each head's row rounded once).
     """
 
     num_warps: int = 4
@@ -696,6 +698,7 @@ class Mamba3BwdConfig(NamedTuple):
     scan_block: int = 1024
     finish_warps: int = 4
     reduce_tokens: int = 16
+    head_partials: str = "bf16"
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -804,6 +807,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     """
     if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1):
         raise ValueError(f"config.reduce_tokens: expected a power of two, got {config.reduce_tokens}")
+    if config.head_partials not in ("fp32", "bf16"):
+        raise ValueError(f"config.head_partials: expected 'fp32' or 'bf16', got {config.head_partials!r}")
     T, H, P = v.shape
     N = q.shape[-1]
     NA = angles.shape[-1]
@@ -832,8 +837,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     ds_parts = torch.empty((2, T, H), device=dev, dtype=f32)  # ds per k-side half
     e_tok = torch.empty((T, H), device=dev, dtype=f32)  # dY . v
     qk = torch.empty((T, H), device=dev, dtype=f32)  # q^ . k^
-    dq_part = torch.empty((T, H, N), device=dev, dtype=f32)
-    dk_part = torch.empty((T, H, N), device=dev, dtype=f32)
+    part_dtype = {"fp32": f32, "bf16": torch.bfloat16}[config.head_partials]
+    dq_part = torch.empty((T, H, N), device=dev, dtype=part_dtype)  # per head, rotated back (the GQA partials)
+    dk_part = torch.empty((T, H, N), device=dev, dtype=part_dtype)
     dphi = torch.empty((2, T, H, NA), device=dev, dtype=f32)  # q side, k side
     dphi_sums = torch.empty((2, nslot, H, NA), device=dev, dtype=f32)
     dqb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
