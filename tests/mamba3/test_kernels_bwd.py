@@ -31,6 +31,10 @@ BF16_STEP = 2.0 ** -7  # one bf16 rounding of a value, relative, whatever the ro
 BF16_ATOL = 1e-5  # times max |ref|: the fp32 error under the rounding step
 # Per-token gradients (first dim T) and which sequence a token belongs to, for the boundary test.
 TOKEN_GRADS = ("dq", "dk", "dv", "dadt", "ddt", "dtrap", "dangles", "dz")
+# The per-head dq / dk rows kept in fp32 (Mamba3BwdConfig.head_partials; the default stores them in bf16, rounded
+# once per head before the head sum): the form the oracle bounds above hold for element-wise. The default form is
+# checked against it (test_bwd_bf16_head_rows_differ_from_fp32_rows_by_their_rounding_alone).
+FP32_ROWS = Mamba3BwdConfig(head_partials="fp32")
 
 
 @contextmanager
@@ -48,10 +52,28 @@ def poisoned_allocations():
         yield
 
 
+@contextmanager
+def recorded_head_rows(shape):
+    """Inside, every tensor torch.empty allocates with ``shape`` (T, 32, 128) is appended to the yielded list: the
+    backward's per-head dq and dk rows, in that order."""
+    empty, rows = torch.empty, []
+
+    def _record(*a, **kw):
+        x = empty(*a, **kw)
+        if tuple(x.shape) == tuple(shape):
+            rows.append(x)
+        return x
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch, "empty", _record)
+        yield rows
+
+
 @pytest.fixture(scope="module")
 def panel():
-    """Inputs, forward saved tensors, the float64 oracle's 11 gradients, and one backward run of the kernels; the
-    forward and the backward both with NaN-poisoned allocations, so an element of a saved tensor the forward leaves
+    """Inputs, forward saved tensors, the float64 oracle's 11 gradients, and backward runs of the kernels: the
+    default ("grads") and with the per-head dq / dk rows in fp32 ("grads_fp32", whose rows are kept in "rows"); the
+    forward and the backward with NaN-poisoned allocations, so an element of a saved tensor the forward leaves
     unwritten and the backward reads shows as NaN in the gradients (the saved chunk slot no chunk maps to stays NaN:
     none of it may reach a gradient)."""
     args = make_inputs(PANEL, seed=11)
@@ -61,8 +83,10 @@ def panel():
     with poisoned_allocations():
         saved = mamba3_siso_fwd(*inputs)[5]
         grads = mamba3_siso_bwd(*inputs, saved, *cotangents)
+        with recorded_head_rows((sum(PANEL), *args["q_bias"].shape)) as rows:
+            grads_fp32 = mamba3_siso_bwd(*inputs, saved, *cotangents, config=FP32_ROWS)
     return {"args": args, "inputs": inputs, "cotangents": cotangents, "saved": saved,
-            "oracle": dict(zip(GRAD_NAMES, oracle)), "grads": grads}
+            "oracle": dict(zip(GRAD_NAMES, oracle)), "grads": grads, "grads_fp32": grads_fp32, "rows": rows}
 
 
 def assert_close_to_oracle(name, got, err, ref):
@@ -81,14 +105,34 @@ def _run_bwd(panel, cotangents=None):
 
 
 def test_bwd_gradients_match_float64_oracle_and_are_all_written(panel):
+    """With the per-head dq / dk rows in fp32 (FP32_ROWS): every gradient within the oracle bounds, all written."""
     empty_slot = 1  # (the 64-token sequence's second slot: the module docstring) NaN, so the forward ran poisoned
     assert all(torch.isnan(x[empty_slot]).all() for x in (panel["saved"].chunk_states, panel["saved"].chunk_scalars))
-    for name, got in zip(GRAD_NAMES, panel["grads"]):
+    for name, got in zip(GRAD_NAMES, panel["grads_fp32"]):
         ref = panel["oracle"][name]
         want = panel["args"][name[1:]]
         assert got.dtype == want.dtype and got.shape == want.shape, name
         assert not torch.isnan(got).any(), f"{name}: elements left unwritten"
         assert_close_to_oracle(name, got, got.double() - ref, ref)
+
+
+def test_bwd_bf16_head_rows_differ_from_fp32_rows_by_their_rounding_alone(panel):
+    """The default form rounds each head's dq / dk row to bf16 before the fp32 head sum (head_partials "bf16"): every
+    other gradient is bit-identical to the fp32-row form's, all written; dq and dk differ from that form's by at most
+    the rows' rounding plus both results' own: |a - b| <= step (sum_h |row_h| + |a| + |b|) element-wise (step: one
+    bf16 rounding, the interpreter truncating), and do differ (the rows were rounded)."""
+    grads, fp32 = dict(zip(GRAD_NAMES, panel["grads"])), dict(zip(GRAD_NAMES, panel["grads_fp32"]))
+    for name in GRAD_NAMES:
+        assert not torch.isnan(grads[name]).any(), f"{name}: elements left unwritten"
+        if name not in ("dq", "dk"):
+            assert torch.equal(grads[name], fp32[name]), name
+    assert len(panel["rows"]) == 2 and all(r.dtype == torch.float32 for r in panel["rows"])
+    for name, rows in zip(("dq", "dk"), panel["rows"]):
+        a, b = grads[name].double()[:, 0], fp32[name].double()[:, 0]
+        mass = rows.double().abs().sum(dim=1)  # sum over the heads of |row|, (T, 128)
+        bound = BF16_STEP * (mass + a.abs() + b.abs()) + 1e-6 * mass
+        assert ((a - b).abs() - bound).max() <= 0, f"{name}: beyond the rows' rounding"
+        assert not torch.equal(a, b), f"{name}: the bf16 rows were not used"
 
 
 def test_bwd_is_bit_identical_on_repeated_calls(panel):
@@ -116,9 +160,9 @@ def test_bwd_keeps_sequences_apart(panel):
 
 
 @pytest.mark.parametrize("config", [
-    Mamba3BwdConfig(dstate_scan=True, scan_block=2048),
-    Mamba3BwdConfig(transposed_precision="tf32"),
-    Mamba3BwdConfig(side_precision="tf32", side_maxnreg=168),
+    FP32_ROWS._replace(dstate_scan=True, scan_block=2048),
+    FP32_ROWS._replace(transposed_precision="tf32"),
+    FP32_ROWS._replace(side_precision="tf32", side_maxnreg=168),
 ], ids=["scan_form", "transposed_tf32", "side_tf32"])
 def test_bwd_config_variant_matches_float64_oracle_and_writes_all(panel, config):
     """The chunk-parallel state-gradient form (local terms + in-place reverse scan), and the dots with transposed

@@ -14,7 +14,8 @@ from triton.compiler import ASTSource
 from ssmkit.kernels.mamba3 import bwd, fwd
 
 BF16 = {"q_ptr", "k_ptr", "v_ptr", "z_ptr", "trap_ptr", "ang_ptr", "dout_ptr", "dv_ptr", "dz_ptr", "dtrap_ptr",
-        "dang_ptr", "dq_ptr", "dk_ptr", "dfv_ptr", "out_ptr", "fv_ptr", "angles_ptr", "mg_ptr", "dy_ptr"}
+        "dang_ptr", "dq_ptr", "dk_ptr", "dfv_ptr", "out_ptr", "fv_ptr", "angles_ptr", "mg_ptr", "dy_ptr",
+        "dqp_ptr", "dkp_ptr"}  # (dqp, dkp: the per-head dq / dk rows, bf16 by default: Mamba3BwdConfig.head_partials)
 SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64)
 
 
@@ -23,13 +24,14 @@ WORDS = ("V_WORD", "Z_WORD", "OUT_WORD", "DOUT_WORD", "DZ_WORD", "DV_WORD", "ANG
          "DQ_BIAS_WORD", "DK_BIAS_WORD", "DD_WORD")
 
 
-def build(fn, consts, num_warps=4, posted=False, bf16=(), **options):
+def build(fn, consts, num_warps=4, posted=False, bf16=(), fp32=(), **options):
     # posted: the kernel's *_WORD pointers read from the stash (a graph's launch), else -1 (the direct call's);
-    # bf16: pointers that are bf16 in this launch besides BF16 (the output standing in for unsaved buffers)
+    # bf16: pointers that are bf16 in this launch besides BF16 (the output standing in for unsaved buffers); fp32:
+    # pointers of BF16 that are fp32 in this launch
     words = {w: 7 if posted else -1 for w in WORDS}
     consts = {k: v for k, v in {**SIZES, **words, **consts}.items() if k in fn.arg_names}
     ptr = {"cu_ptr": "*i32", "io_ptr": "*i64"}
-    sig = {n: "constexpr" if n in consts else ("*bf16" if n in BF16 | set(bf16) else ptr.get(n, "*fp32"))
+    sig = {n: "constexpr" if n in consts else ("*bf16" if n in (BF16 | set(bf16)) - set(fp32) else ptr.get(n, "*fp32"))
            if n.endswith("_ptr") else "i32" for n in fn.arg_names}
     src = ASTSource(fn, sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
     triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps, **options})
@@ -52,6 +54,10 @@ for prec, tprec in (("tf32", "tf32"), ("tf32x3", "tf32x3"), ("tf32", "bf16x3")):
     for warps in (4, 8):
         build(bwd._m3b_dstate_local_kernel, dict(SB=8, TPREC=tprec), warps)
 build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32x3", TPREC="bf16x3"), 4)  # (the precisions mixed)
+# the per-head dq / dk rows in fp32 (Mamba3BwdConfig.head_partials "fp32")
+build(bwd._m3b_sides_kernel, dict(SB=4, PREC="bf16x3"), 4, posted=True, fp32=("dqp_ptr", "dkp_ptr"), maxnreg=168)
+build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS),
+      bwd.DEFAULT_BWD_CONFIG.finish_warps, posted=True, fp32=("dqp_ptr", "dkp_ptr"))
 for posted in (False, True):
     build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024), posted=posted)
 for dz, dy, posted in ((True, True, False), (False, True, True), (True, False, True)):  # direct; a graph's halves

@@ -13,7 +13,8 @@
 #    `_m3b_intra_kernel`, grid (chunk slots, H): the (C, C) matrices, M o G (stored), the intra-chunk part of dl, dv;
 #    and the chunk's per-token scalars (e^l, e^{L-l}, gamma, s; stored for the side kernels);
 #    `_m3b_sides_kernel`, grid (4 x chunk slots, H): the q side (`_m3b_qside`) and the k side (`_m3b_kside`) of
-#    each state half, one launch: dQ~ and dK~ of one state half, rotated back (per-head dq_hat / dk_hat rows),
+#    each state half, one launch: dQ~ and dK~ of one state half, rotated back (per-head dq_hat / dk_hat rows, bf16
+#    by default: Mamba3BwdConfig.head_partials),
 #    dPhi, ds, and their parts of dl and dLambda; per-slot partial sums for q_bias, k_bias, D.
 #    (One kernel did all of it until session 6: 255 registers with 2 KB of spills; split, 0.58 -> 0.42 ms at c1,
 #    bench/mamba3/NOTES.md "Session 6".)
@@ -682,7 +683,10 @@ class Mamba3BwdConfig(NamedTuple):
     combined with 16 tokens; 32 tokens level at 4 warps, spilling at 2 (0.457 ms); bench/mamba3/NOTES.md "Session
     22".
     head_partials: the dtype of the side kernel's per-head dq / dk rows, (T, H, N) each, that the finish kernel sums
-    over the heads in fp32: "fp32", or "bf16" (half the bytes written and read back; each head's row rounded once).
+    over the heads in fp32: "bf16" (the default since session 25: half the bytes written and read back, each head's
+    row rounded once; H200, c1: sides 0.150 -> 0.140 ms, finish 0.036 -> 0.031, the public entry -16 to -19 us
+    queued at c1-c7; dq / dk norm-relative error against float64 1.65e-3 -> 2.34e-3, their target 3.1e-3;
+    bench/mamba3/NOTES.md "Session 25") or "fp32" (dq / dk as close to float64 as the reference).
     """
 
     num_warps: int = 4
