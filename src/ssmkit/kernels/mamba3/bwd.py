@@ -571,8 +571,8 @@ def _m3b_angle(
 
 @triton.jit
 def _m3b_head_sum(ptrs, msk, H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr):
-    """Sum over the H heads of per-head (BT, N) fp32 rows at ``ptrs`` (head h at ptrs + h * N), head after head in
-    one per-thread accumulator (fixed order)."""
+    """Sum over the H heads of per-head (BT, N) rows at ``ptrs`` (head h at ptrs + h * N; bf16 or fp32,
+    Mamba3BwdConfig.head_partials), head after head in one per-thread fp32 accumulator (fixed order)."""
     acc = tl.zeros([BT, N], dtype=tl.float32)
     for hh in tl.static_range(H):
         acc += tl.load(ptrs + hh * N, mask=msk, other=0.0).to(tl.float32)
