@@ -38,17 +38,20 @@ FP32_ROWS = Mamba3BwdConfig(head_partials="fp32")
 
 
 @contextmanager
+def _each_allocation(fn, names=("empty", "empty_like")):
+    """Inside, every tensor the torch allocators ``names`` return passes through ``fn`` (which returns it)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in names:
+            alloc = getattr(torch, name)
+            patch.setattr(torch, name, lambda *a, _alloc=alloc, **kw: fn(_alloc(*a, **kw)))
+        yield
+
+
+@contextmanager
 def poisoned_allocations():
     """Inside, every float tensor from torch.empty / torch.empty_like starts as NaN (the kernel wrappers allocate
     their outputs and buffers with them), so an element a kernel leaves unwritten shows as NaN."""
-    empty, empty_like = torch.empty, torch.empty_like
-
-    def _poison(x):
-        return x.fill_(math.nan) if x.is_floating_point() else x
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(torch, "empty", lambda *a, **kw: _poison(empty(*a, **kw)))
-        patch.setattr(torch, "empty_like", lambda *a, **kw: _poison(empty_like(*a, **kw)))
+    with _each_allocation(lambda x: x.fill_(math.nan) if x.is_floating_point() else x):
         yield
 
 
@@ -56,16 +59,8 @@ def poisoned_allocations():
 def recorded_head_rows(shape):
     """Inside, every tensor torch.empty allocates with ``shape`` (T, 32, 128) is appended to the yielded list: the
     backward's per-head dq and dk rows, in that order."""
-    empty, rows = torch.empty, []
-
-    def _record(*a, **kw):
-        x = empty(*a, **kw)
-        if tuple(x.shape) == tuple(shape):
-            rows.append(x)
-        return x
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(torch, "empty", _record)
+    rows = []
+    with _each_allocation(lambda x: rows.append(x) or x if tuple(x.shape) == tuple(shape) else x, ("empty",)):
         yield rows
 
 

@@ -48,6 +48,8 @@ from ssmkit.kernels.mamba3.fwd import (
 from ssmkit.mamba3.shapes import CHUNK
 
 _REDUCE_SLOTS = 64
+#: Mamba3BwdConfig.head_partials -> the dtype of the per-head dq / dk rows
+_HEAD_PARTIAL_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 _ANGLE_SLOTS = 16  # chunks per tile of the dPhi carry kernel
 _GATE_BLOCK = 1024
 
@@ -811,7 +813,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     """
     if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1):
         raise ValueError(f"config.reduce_tokens: expected a power of two, got {config.reduce_tokens}")
-    if config.head_partials not in ("fp32", "bf16"):
+    if config.head_partials not in _HEAD_PARTIAL_DTYPES:
         raise ValueError(f"config.head_partials: expected 'fp32' or 'bf16', got {config.head_partials!r}")
     T, H, P = v.shape
     N = q.shape[-1]
@@ -841,7 +843,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     ds_parts = torch.empty((2, T, H), device=dev, dtype=f32)  # ds per k-side half
     e_tok = torch.empty((T, H), device=dev, dtype=f32)  # dY . v
     qk = torch.empty((T, H), device=dev, dtype=f32)  # q^ . k^
-    part_dtype = {"fp32": f32, "bf16": torch.bfloat16}[config.head_partials]
+    part_dtype = _HEAD_PARTIAL_DTYPES[config.head_partials]
     dq_part = torch.empty((T, H, N), device=dev, dtype=part_dtype)  # per head, rotated back (the GQA partials)
     dk_part = torch.empty((T, H, N), device=dev, dtype=part_dtype)
     dphi = torch.empty((2, T, H, NA), device=dev, dtype=f32)  # q side, k side
