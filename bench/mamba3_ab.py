@@ -16,6 +16,9 @@ captured-graph path (graph=True, "new"; ssmkit.mamba3.graph), at each scale of t
 ``--stream-priorities JSON``: the graph path at its default stream priorities ("baseline") against each triple of the
 list (capture stream, side stream 1, side stream 2), e.g. '[[0, -1, 0]]' (ssmkit.mamba3.graph.STREAM_PRIORITIES;
 sides named after the triples).
+``--configs JSON``: the graph path at the default launch configs ("baseline") against each dict of the list, fields
+of Mamba3BwdConfig, or of Mamba3FwdConfig prefixed "fwd.", e.g. '[{"dstate_scan": true}, {"fwd.scan_warps": 8}]'
+(sides named after their fields; a graph is captured per config).
 ``--package DIR`` (repeatable): whole code versions, each a renamed package copy made by bench/ab_package.py (e.g.
 bench/_ab/pkgs/ssmkit_s13), its public entry through its graph (graph=True) against the working tree's.
 Every mode also reports ``queued_ms``: CUDA-event time of QUEUED calls issued back to back without a host sync,
@@ -37,6 +40,8 @@ from mamba3_bench import gpu_kernel_split, gpu_ms  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.mamba3 import bwd as new_bwd  # noqa: E402
+from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG  # noqa: E402
+from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG  # noqa: E402
 from ssmkit.kernels.mamba3 import fwd as new_fwd  # noqa: E402
 from ssmkit.mamba3 import graph as graph_module  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
@@ -76,16 +81,30 @@ def full_call(fwd_mod, bwd_mod):
     return run
 
 
-def entry_call(graph: bool, concurrent: bool = True, priorities: tuple | None = None):
+def launch_configs(fields: dict) -> dict:
+    """``--configs`` fields -> the public entry's fwd_config and bwd_config ("fwd."-prefixed fields the forward's;
+    an unknown field raises)."""
+    fwd = {k.removeprefix("fwd."): v for k, v in fields.items() if k.startswith("fwd.")}
+    bwd = {k: v for k, v in fields.items() if not k.startswith("fwd.")}
+    for config, given in ((DEFAULT_FWD_CONFIG, fwd), (DEFAULT_BWD_CONFIG, bwd)):
+        unknown = sorted(set(given) - set(config._fields))
+        if unknown:
+            raise SystemExit(f"--configs: {type(config).__name__} has no field(s) {unknown}")
+    return dict(fwd_config=DEFAULT_FWD_CONFIG._replace(**fwd), bwd_config=DEFAULT_BWD_CONFIG._replace(**bwd))
+
+
+def entry_call(graph: bool, concurrent: bool = True, priorities: tuple | None = None, configs: dict | None = None):
     """args dict -> the 16 results of the public entry, launching directly or through its graph (with or without
-    its side streams, at these stream priorities; None: the default ones)."""
+    its side streams, at these stream priorities (None: the default ones), at these launch configs (``--configs``
+    fields; None: the defaults))."""
     default = graph_module.STREAM_PRIORITIES
+    config_args = launch_configs(configs or {})
 
     def run(args):
         graph_module.CONCURRENT_STREAMS = concurrent
         graph_module.STREAM_PRIORITIES = default if priorities is None else tuple(priorities)
         try:
-            return mamba3_siso_varlen_joint_states_full_vjp(**args, graph=graph)
+            return mamba3_siso_varlen_joint_states_full_vjp(**args, graph=graph, **config_args)
         finally:
             graph_module.CONCURRENT_STREAMS, graph_module.STREAM_PRIORITIES = True, default
     return run
@@ -134,14 +153,19 @@ def main() -> None:
     ap.add_argument("--graph-streams", action="store_true")
     ap.add_argument("--package", type=Path, action="append")
     ap.add_argument("--stream-priorities", type=json.loads, default=None)
+    ap.add_argument("--configs", type=json.loads, default=None)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--cases", default="")
     ap.add_argument("--scales", default="1")
     args = ap.parse_args()
     device = torch.device("cuda")
-    if sum(map(bool, (args.baseline, args.package, args.graph, args.graph_streams, args.stream_priorities))) > 1:
-        ap.error("--baseline, --package, --graph, --graph-streams and --stream-priorities are exclusive")
-    if args.stream_priorities:
+    modes = (args.baseline, args.package, args.graph, args.graph_streams, args.stream_priorities, args.configs)
+    if sum(map(bool, modes)) > 1:
+        ap.error("--baseline, --package, --graph, --graph-streams, --stream-priorities and --configs are exclusive")
+    if args.configs:
+        sides = {"baseline": entry_call(True)}
+        sides.update({",".join(f"{k}={v}" for k, v in c.items()): entry_call(True, configs=c) for c in args.configs})
+    elif args.stream_priorities:
         sides = {"baseline": entry_call(True)}
         sides.update({"prio" + ",".join(map(str, p)): entry_call(True, priorities=p) for p in args.stream_priorities})
     elif args.graph:
@@ -153,7 +177,8 @@ def main() -> None:
         sides["new"] = entry_call(True)
     else:
         if args.baseline is None:
-            ap.error("one of --baseline DIR, --package DIR, --graph or --graph-streams is needed")
+            ap.error("one of --baseline DIR, --package DIR, --graph, --graph-streams, --stream-priorities or "
+                     "--configs is needed")
         sides = {}
         for i, base in enumerate(args.baseline):
             sides[base.name if base.name not in sides else f"{base.name}{i}"] = full_call(*load_baseline(base, i))

@@ -54,6 +54,9 @@ for prec, tprec in (("tf32", "tf32"), ("tf32x3", "tf32x3"), ("tf32", "bf16x3")):
     for warps in (4, 8):
         build(bwd._m3b_dstate_local_kernel, dict(SB=8, TPREC=tprec), warps)
 build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32x3", TPREC="bf16x3"), 4)  # (the precisions mixed)
+# the intra kernel under a register cap (Mamba3BwdConfig.intra_maxnreg): three 4-warp or two 8-warp programs per SM
+for warps, maxnreg in ((4, 168), (8, 128)):
+    build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32", TPREC="bf16x3"), warps, posted=True, maxnreg=maxnreg)
 # the per-head dq / dk rows in fp32 (Mamba3BwdConfig.head_partials "fp32")
 build(bwd._m3b_sides_kernel, dict(SB=4, PREC="bf16x3"), 4, posted=True, fp32=("dqp_ptr", "dkp_ptr"), maxnreg=168)
 build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS),
