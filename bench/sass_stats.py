@@ -40,6 +40,9 @@ MAMBA3_BF16 = ("q_ptr k_ptr v_ptr z_ptr trap_ptr ang_ptr dout_ptr dv_ptr dz_ptr 
                "dfv_ptr out_ptr fv_ptr angles_ptr mg_ptr dy_ptr").split()
 
 
+_MEMORY_OPS = ("LDG", "STG", "LDS", "STS", "LDSM", "STSM", "LDL", "STL", "SHFL", "ATOM", "RED", "BAR", "LDGSTS")
+
+
 def build_stats(fn, consts: dict, num_warps: int, bf16=MAMBA3_BF16, types=None, options=None,
                 aligned=(), by_line: bool = False) -> dict:
     """Compile ``fn`` (a triton.jit function) for sm_90 and return its build statistics. ``types``: argument
@@ -81,6 +84,8 @@ def build_stats(fn, consts: dict, num_warps: int, bf16=MAMBA3_BF16, types=None, 
         "sass_instructions": len(instructions),
         "loop_bodies": _loop_bodies(instructions),
         "global_loads": dict(collections.Counter(op for op in opcodes if op.startswith("LDG"))),
+        # instructions of the memory (LSU / MIO) pipes: global, shared and local accesses, shuffles, barriers
+        "memory_ops": dict(collections.Counter(op for op in opcodes if op.startswith(_MEMORY_OPS))),
         "wgmma": ptx.count("wgmma.mma_async"),
         "mma_sync": ptx.count("mma.sync"),
         "by_line": _instructions_by_line(lines),
