@@ -40,8 +40,6 @@ from mamba3_bench import gpu_kernel_split, gpu_ms  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.mamba3 import bwd as new_bwd  # noqa: E402
-from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG  # noqa: E402
-from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG  # noqa: E402
 from ssmkit.kernels.mamba3 import fwd as new_fwd  # noqa: E402
 from ssmkit.mamba3 import graph as graph_module  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
@@ -86,11 +84,13 @@ def launch_configs(fields: dict) -> dict:
     an unknown field raises)."""
     fwd = {k.removeprefix("fwd."): v for k, v in fields.items() if k.startswith("fwd.")}
     bwd = {k: v for k, v in fields.items() if not k.startswith("fwd.")}
-    for config, given in ((DEFAULT_FWD_CONFIG, fwd), (DEFAULT_BWD_CONFIG, bwd)):
+    defaults = {"fwd_config": new_fwd.DEFAULT_FWD_CONFIG, "bwd_config": new_bwd.DEFAULT_BWD_CONFIG}
+    for (key, config), given in zip(defaults.items(), (fwd, bwd)):
         unknown = sorted(set(given) - set(config._fields))
         if unknown:
             raise SystemExit(f"--configs: {type(config).__name__} has no field(s) {unknown}")
-    return dict(fwd_config=DEFAULT_FWD_CONFIG._replace(**fwd), bwd_config=DEFAULT_BWD_CONFIG._replace(**bwd))
+        defaults[key] = config._replace(**given)
+    return defaults
 
 
 def entry_call(graph: bool, concurrent: bool = True, priorities: tuple | None = None, configs: dict | None = None):

@@ -818,7 +818,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1):
         raise ValueError(f"config.reduce_tokens: expected a power of two, got {config.reduce_tokens}")
     if config.head_partials not in _HEAD_PARTIAL_DTYPES:
-        raise ValueError(f"config.head_partials: expected 'fp32' or 'bf16', got {config.head_partials!r}")
+        raise ValueError(f"config.head_partials: expected one of {sorted(_HEAD_PARTIAL_DTYPES)}, "
+                         f"got {config.head_partials!r}")
     T, H, P = v.shape
     N = q.shape[-1]
     NA = angles.shape[-1]
