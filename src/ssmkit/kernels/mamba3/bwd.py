@@ -301,18 +301,22 @@ def _m3b_intra_kernel(
     pv = tl.arange(0, P)
     am = tl.zeros([C, C], dtype=tl.float32)
     qk = tl.zeros([C], dtype=tl.float32)
-    # Ks dS_out^T over both state halves, in the same pass as the scores (until session 17 a second pass formed Ks
-    # again for it: 2720 -> 2512 SASS offline, its 8 spill instructions gone)
-    ks_ds = tl.zeros([C, P], dtype=tl.float32)
+    # what is final early is stored early, so that nothing of it stays live through the dots (session 26: under a
+    # 168 cap, offline, 355 -> 105 spill instructions with the two changes below; uncapped 22 -> 0)
+    row = scal_ptr + (slot * H + h) * 4 * C + i
+    tl.store(row, tl.exp(ell))
+    tl.store(row + C, tl.exp(lam - ell))
+    tl.store(row + 2 * C, gam)
+    tl.store(row + 3 * C, sc)
+    tl.store(elam_ptr + slot * H + h, tl.exp(lam))
+    th_ = tok * H + h
     st_row = (slot * H + h) * P * N + pv[:, None] * N
     for half in tl.static_range(2):
         qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
         kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
-        ks = kt * sc[:, None]
-        am += tl.dot(qt, tl.trans(ks), input_precision=PREC)
+        am += tl.dot(qt, tl.trans(kt * sc[:, None]), input_precision=PREC)
         qk += tl.sum(qt * kt, axis=1)
-        ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
-        ks_ds = tl.dot(ks, tl.trans(ds_out), ks_ds, input_precision=PREC)
+    tl.store(qk_ptr + th_, qk, mask=valid)
     hp = tok[:, None] * (H * P) + h * P + pv[None, :]
     # dY (dout * silu(z), split by the gate kernel) only as the halves of dot operands: its elementwise uses are
     # folded into the dots (e = dY.v is G's diagonal, (D + gamma q^.k^) dY a diagonal of dv's matrix), so that its
@@ -321,6 +325,8 @@ def _m3b_intra_kernel(
     diag = i[:, None] == i[None, :]
     g = _m3_dot(dy_hi, tl.trans(tl.load(v_ptr + hp, mask=vmask, other=0.0)), TPREC, a_lo=dy_lo)  # (v exact)
     e_tok = tl.sum(tl.where(diag, g, 0.0), axis=1)
+    tl.store(etok_ptr + th_, e_tok, mask=valid)
+    tl.store(ddp_ptr + slot * H + h, tl.sum(e_tok, axis=0))
     decay = tl.where(i[:, None] > i[None, :], tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
     mg = decay * g
     mg_hi, mg_lo = _m3_split_bf16(mg)  # stored split for the side kernel's dots (`_m3_dot`)
@@ -328,24 +334,20 @@ def _m3b_intra_kernel(
     tl.store(mg_tile, mg_hi)
     tl.store(mg_tile + C * C, mg_lo)
     mm = mg * am  # decay o A o G
-    th_ = tok * H + h
     tl.store(dl_ptr + th_, tl.sum(mm, axis=1) - tl.sum(mm, axis=0), mask=valid)
-    is_last = tok == eos - 1
-    e_rev = tl.exp(lam - ell)
     w = tl.trans(decay * am) + tl.where(diag, (tl.load(d_ptr + h) + gam * qk)[:, None], 0.0)  # (decay: 0 on i = j)
-    dvv = (_m3_dot(w, dy_hi, TPREC, b_lo=dy_lo) + e_rev[:, None] * ks_ds
-           + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
-    row = scal_ptr + (slot * H + h) * 4 * C + i
-    tl.store(row, tl.exp(ell))
-    tl.store(row + C, e_rev)
-    tl.store(row + 2 * C, gam)
-    tl.store(row + 3 * C, sc)
-    tl.store(elam_ptr + slot * H + h, tl.exp(lam))
+    dvv = _m3_dot(w, dy_hi, TPREC, b_lo=dy_lo)
+    # diag(e^{L-l}) Ks dS_out^T last, onto dv's accumulator, K~ loaded again (L1 / L2) and the chunk's scalars too,
+    # rather than the (C, P) product (until session 26 formed beside the scores since session 17) or the scalars
+    # kept live through the kernel
+    srow = fscal_ptr + (slot * H + h) * 3 * C + i
+    kscale = tl.load(srow + 2 * C, mask=active, other=0.0) * tl.exp(lam - tl.load(srow, mask=active, other=0.0))
+    for half in tl.static_range(2):
+        kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
+        ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
+        dvv = tl.dot(kt * kscale[:, None], tl.trans(ds_out), dvv, input_precision=PREC)
+    dvv += tl.where((tok == eos - 1)[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0)
     tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
-    tl.store(etok_ptr + th_, e_tok, mask=valid)
-    tl.store(qk_ptr + th_, qk, mask=valid)
-    tl.store(ddp_ptr + slot * H + h, tl.sum(e_tok, axis=0))
-
 
 @triton.jit
 def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dx_ptr, dxb_ptr,
@@ -428,6 +430,10 @@ def _m3b_kside(
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
+    # (stored before the dot, not after it: under the 168 cap, offline, session 26, the other half's branch spills
+    # none instead of 31 instructions (2000 -> 1880 SASS), the rotated half's 73 instead of 76)
+    tl.store(dl_ptr + (3 + half) * T * H + th_, -fwd_state, mask=valid)
+    tl.store(dlam_ptr + ((2 + half) * NSLOT + slot) * H + h, tl.sum(fwd_state, axis=0))
     mgt_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, True)
     dks = _m3_dot(tl.load(mgt_tile), qt, PREC, e_rev[:, None] * vds, a_lo=tl.load(mgt_tile + C * C))
     tl.store(ds_ptr + half * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
@@ -437,8 +443,6 @@ def _m3b_kside(
         qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     dkt = sc[:, None] * dks + ge[:, None] * qt + tl.where((tok == eos - 1)[:, None],
                                                           tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
-    tl.store(dl_ptr + (3 + half) * T * H + th_, -fwd_state, mask=valid)
-    tl.store(dlam_ptr + ((2 + half) * NSLOT + slot) * H + h, tl.sum(fwd_state, axis=0))
     _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dkp_ptr, dkbp_ptr,
                   H, N, NA, C)
 
