@@ -275,19 +275,21 @@ def _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H: tl.constexpr, C: tl.constex
 
 @triton.jit
 def _m3b_intra_kernel(
-    qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, fscal_ptr, d_ptr, dy_ptr, cu_ptr,
+    kr_ptr, k_ptr, kb_ptr, v_ptr, fscal_ptr, ms_ptr, qk_ptr, d_ptr, dy_ptr, cu_ptr,
     dstates_ptr, dfv_ptr,
-    mg_ptr, dv_ptr, dl_ptr, etok_ptr, qk_ptr, ddp_ptr, scal_ptr, elam_ptr, io_ptr,
+    mg_ptr, dv_ptr, dl_ptr, etok_ptr, ddp_ptr, scal_ptr, elam_ptr, io_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
     TPREC: tl.constexpr, V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
 ):
-    """Grid (chunk slots, H), chunk body part 1: what needs the (C, C) matrices of one chunk. Scores
-    A = Q~ Ks^T (Ks = diag(s) K~), q^.k^ (= q~.k~, F7), G = dY V^T, M o G (stored for the side kernels split into
-    bf16 hi and lo, (2, C, C) per slot and head: their four programs per chunk and head read it split instead of
-    each splitting it, sides 0.187 -> 0.171 ms at c1, bench/mamba3/NOTES.md "Session 19"), the intra-chunk part
-    of dl (row minus column sums of M o A o G), and all of dv: (M o A)^T dY + (D + gamma q^.k^) dY
+    """Grid (chunk slots, H), chunk body part 1: what needs the (C, C) matrices of one chunk. The scores
+    A = Q~ Ks^T (Ks = diag(s) K~) are used only as M o A = decay o A, which the forward's chunk scan stored
+    (``Mamba3FwdSaved.masked_scores``), and q^.k^ (F7) as the rotate kernel stored it (``Mamba3FwdSaved.qk``):
+    both are loaded, not formed again (bench/mamba3/NOTES.md "Session 27"). G = dY V^T, M o G (stored for the
+    side kernels split into bf16 hi and lo, (2, C, C) per slot and head: their four programs per chunk and head
+    read it split instead of each splitting it, sides 0.187 -> 0.171 ms at c1, NOTES.md "Session 19"), the
+    intra-chunk part of dl (row minus column sums of (M o A) o G), and all of dv: (M o A)^T dY + (D + gamma q^.k^) dY
     + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
-    Per token it stores e = dY.v and q^.k^; per slot sum(e) (the D partial); per slot and head the chunk scalars
+    Per token it stores e = dY.v; per slot sum(e) (the D partial); per slot and head the chunk scalars
     the side kernels read instead of recomputing them (`_m3b_side_setup`): rows e^l, e^{L-l}, gamma, s of
     ``scal`` (nslot, H, 4, C) and e^L in ``elam`` (nslot, H)."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
@@ -299,8 +301,6 @@ def _m3b_intra_kernel(
     vmask = valid[:, None]
     i = tl.arange(0, C)
     pv = tl.arange(0, P)
-    am = tl.zeros([C, C], dtype=tl.float32)
-    qk = tl.zeros([C], dtype=tl.float32)
     # what is final early is stored early, so that nothing of it stays live through the dots (session 26: under a
     # 168 cap, offline, 355 -> 105 spill instructions with the two changes below; uncapped 22 -> 0)
     row = scal_ptr + (slot * H + h) * 4 * C + i
@@ -311,12 +311,6 @@ def _m3b_intra_kernel(
     tl.store(elam_ptr + slot * H + h, tl.exp(lam))
     th_ = tok * H + h
     st_row = (slot * H + h) * P * N + pv[:, None] * N
-    for half in tl.static_range(2):
-        qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
-        kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
-        am += tl.dot(qt, tl.trans(kt * sc[:, None]), input_precision=PREC)
-        qk += tl.sum(qt * kt, axis=1)
-    tl.store(qk_ptr + th_, qk, mask=valid)
     hp = tok[:, None] * (H * P) + h * P + pv[None, :]
     # dY (dout * silu(z), split by the gate kernel) only as the halves of dot operands: its elementwise uses are
     # folded into the dots (e = dY.v is G's diagonal, (D + gamma q^.k^) dY a diagonal of dv's matrix), so that its
@@ -333,9 +327,11 @@ def _m3b_intra_kernel(
     mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
     tl.store(mg_tile, mg_hi)
     tl.store(mg_tile + C * C, mg_lo)
-    mm = mg * am  # decay o A o G
+    ma = tl.load(ms_ptr + ((slot * H + h) * C + i[:, None]) * C + i[None, :], mask=active, other=0.0)  # M o A
+    mm = ma * g  # (M o A) o G
     tl.store(dl_ptr + th_, tl.sum(mm, axis=1) - tl.sum(mm, axis=0), mask=valid)
-    w = tl.trans(decay * am) + tl.where(diag, (tl.load(d_ptr + h) + gam * qk)[:, None], 0.0)  # (decay: 0 on i = j)
+    qk = tl.load(qk_ptr + th_, mask=valid, other=0.0)
+    w = tl.trans(ma) + tl.where(diag, (tl.load(d_ptr + h) + gam * qk)[:, None], 0.0)  # (M o A: 0 on i = j)
     dvv = _m3_dot(w, dy_hi, TPREC, b_lo=dy_lo)
     # diag(e^{L-l}) Ks dS_out^T last, onto dv's accumulator, K~ loaded again (L1 / L2) and the chunk's scalars too,
     # rather than the (C, P) product (until session 26 formed beside the scores since session 17) or the scalars
@@ -806,8 +802,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     sin_phi fp32 (T, 32, 32) of the wrapped cumulative angle, chunk_states fp32 (T//64 + S, 32, 64, 128) state
     entering each chunk (sequence s, chunk c at cu_seqlens[s]//64 + s + c), q_rot and k_rot fp32 (T, 32, 64), the
     biased and rotated dims 0..63 of q~ and k~ per head (the kernels load them and form dims 64..127 from q, k and
-    the biases), chunk_scalars fp32 (T//64 + S, 32, 3, 64) per-token ell, gamma, s per chunk slot (nothing is
-    validated: the public entries do that). Cotangents: dout
+    the biases), chunk_scalars fp32 (T//64 + S, 32, 3, 64) per-token ell, gamma, s per chunk slot, masked_scores
+    fp32 (T//64 + S, 32, 64, 64) decay o A per chunk slot, qk fp32 (T, 32) q^.k^ (nothing is validated: the public
+    entries do that). Cotangents: dout
     (T, 32, 64), dfinal_angle (S, 32, 32), dfinal_ssm (S, 32, 64, 128), dfinal_k (S, 32, 128), dfinal_v
     (S, 32, 64).
     `config`: a Mamba3BwdConfig (warps, dot precision). `grads`: None (new tensors) or a `Mamba3BwdGrads` of
@@ -831,7 +828,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dev = v.device
     f32 = torch.float32
     (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, y, cos_phi, sin_phi, chunk_states, q_rot,
-     k_rot, chunk_scalars, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = contiguous_each(
+     k_rot, chunk_scalars, masked_scores, qk, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = contiguous_each(
         (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *saved, dout, dfinal_angle, dfinal_ssm,
          dfinal_k, dfinal_v))
     grads = allocate_grads(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z) if grads is None else grads
@@ -850,7 +847,6 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dlam_parts = torch.empty((4, nslot, H), device=dev, dtype=f32)  # dLambda: q side halves, k side halves
     ds_parts = torch.empty((2, T, H), device=dev, dtype=f32)  # ds per k-side half
     e_tok = torch.empty((T, H), device=dev, dtype=f32)  # dY . v
-    qk = torch.empty((T, H), device=dev, dtype=f32)  # q^ . k^
     part_dtype = _HEAD_PARTIAL_DTYPES[config.head_partials]
     dq_part = torch.empty((T, H, N), device=dev, dtype=part_dtype)  # per head, rotated back (the GQA partials)
     dk_part = torch.empty((T, H, N), device=dev, dtype=part_dtype)
@@ -864,8 +860,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     sizes = dict(H=H, P=P, N=N, C=CHUNK, SB=sb)
     side_launch = dict(num_warps=config.side_warps, **maxnreg_option(config.side_maxnreg, dev))
     _m3b_intra_kernel[(nslot, H)](
-        q_rot, k_rot, q, k, q_bias, k_bias, v, chunk_scalars, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
-        e_tok, qk, dd_part, side_scalars, exp_lam,
+        k_rot, k, k_bias, v, chunk_scalars, masked_scores, qk, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
+        e_tok, dd_part, side_scalars, exp_lam,
         S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, num_warps=config.num_warps,
         **maxnreg_option(config.intra_maxnreg, dev), **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
