@@ -660,9 +660,9 @@ class Mamba3BwdConfig(NamedTuple):
     """Launch configuration (measured on an H200, see bench/mamba3/NOTES.md `## Backward`, `## Speed pass`).
 
     num_warps, intra_maxnreg: warps and register cap (0: none; applied on CUDA only) of the chunk body's intra-chunk
-    kernel (uncapped at 4 warps: 255 registers, two programs per SM; offline, sm_90, session 26: 355 / 194 spill
-    instructions at caps 168 / 200, 319 at 8 warps and 128, the caps that give three 4-warp or two 8-warp programs
-    per SM; not measured on the GPU yet); side_warps, side_maxnreg: warps and register cap (0:
+    kernel (session 27, the kernel that loads the forward's masked scores: offline, sm_90, 199 registers uncapped
+    (two programs per SM), 0 spill instructions at the 168 cap (three per SM); H200, c1, graph: intra 0.072 ->
+    0.063 ms, the call 0.435 -> 0.420 ms queued; 8 warps at 128 0.077, NOTES "Session 27"); side_warps, side_maxnreg: warps and register cap (0:
     none; applied on CUDA only) of its q-side and k-side kernel (H200, c1, NOTES "Session 6": 4 warps uncapped
     0.608 ms bwd; 8 warps 0.724; caps 168 / 128 0.621 / 0.703; intra at 8 warps 0.644. Session 15, the leaner side
     kernel: sides 0.211 ms uncapped, 0.202 at 168 (three programs per SM), 0.231 at 128; same bits. Session 18,
@@ -695,7 +695,7 @@ class Mamba3BwdConfig(NamedTuple):
     """
 
     num_warps: int = 4
-    intra_maxnreg: int = 0
+    intra_maxnreg: int = 168
     side_warps: int = 4
     side_maxnreg: int = 168  # H200 (s20 run 1): sides c1 0.153 ms vs 0.162 uncapped, c4 0.164 vs 0.173
     input_precision: str = "tf32"
