@@ -170,15 +170,13 @@ def _check_against_oracle(args, result, oracle):
         scale = max(ref.norm().item(), 1.0)  # chunk 0 enters with the zero state
         assert (states[index].double() - ref).norm().item() <= FP32_REL_TOL * scale, index
     _check_chunk_scalars(args, saved.chunk_scalars, written)
+    _check_masked_scores_and_qk(args, saved, written)
 
 
-def _check_chunk_scalars(args, scalars, written):
-    """Mamba3FwdSaved.chunk_scalars (slots, 32, 3, 64) against float64: per chunk slot that holds a chunk, ell =
-    in-chunk cumsum of adt (the running total past the sequence end), gamma = dt sigmoid(trap) and s = gamma +
-    dt' (1 - sigmoid(trap')) of the next token within the sequence (both zero past its end); the same slots written
-    as chunk_states."""
-    assert scalars.shape == (written.shape[0], 32, 3, CHUNK) and scalars.dtype == torch.float32
-    assert torch.equal(~torch.isnan(scalars).flatten(1).any(dim=1), written), "chunk scalars written elsewhere"
+def _chunk_scalars_float64(args):
+    """Per chunk of every sequence: (s, c, slot, tok (64,) token indices, valid (64, 1), scalars (32, 3, 64)
+    float64): ell = in-chunk cumsum of adt (the running total past the sequence end), gamma = dt sigmoid(trap) and
+    s = gamma + dt' (1 - sigmoid(trap')) of the next token within the sequence (both zero past its end)."""
     bounds = args["cu_seqlens"].tolist()
     adt, dt, p = args["adt"].double(), args["dt"].double(), torch.sigmoid(args["trap"].double())
     for s, a, b, c, slot in _chunks(bounds):
@@ -187,9 +185,42 @@ def _check_chunk_scalars(args, scalars, written):
         t, t_next = tok.clamp(max=b - 1), (tok + 1).clamp(max=b - 1)
         gamma = torch.where(valid, dt[t] * p[t], 0.0)
         nxt = torch.where((tok + 1 < b)[:, None], dt[t_next] * (1 - p[t_next]), 0.0)
-        want = torch.stack([torch.where(valid, adt[t], 0.0).cumsum(0), gamma, gamma + nxt]).permute(2, 0, 1)
+        scalars = torch.stack([torch.where(valid, adt[t], 0.0).cumsum(0), gamma, gamma + nxt]).permute(2, 0, 1)
+        yield s, c, slot, tok.clamp(max=b - 1), valid, scalars
+
+
+def _check_chunk_scalars(args, scalars, written):
+    """Mamba3FwdSaved.chunk_scalars (slots, 32, 3, 64) against float64 (`_chunk_scalars_float64`) per chunk slot
+    that holds a chunk; the same slots written as chunk_states."""
+    assert scalars.shape == (written.shape[0], 32, 3, CHUNK) and scalars.dtype == torch.float32
+    assert torch.equal(~torch.isnan(scalars).flatten(1).any(dim=1), written), "chunk scalars written elsewhere"
+    for s, c, slot, _, _, want in _chunk_scalars_float64(args):
         got = scalars[slot].double()  # (32, 3, 64)
         assert (got - want).abs().max() <= FP32_REL_TOL * want.abs().max(), (s, c)
+
+
+def _check_masked_scores_and_qk(args, saved, written):
+    """Mamba3FwdSaved.masked_scores (slots, 32, 64, 64) against float64 per chunk slot that holds a chunk: decay o A,
+    A_ij = q~_i . k~_j s_j, decay_ij = e^{ell_i - ell_j} for i > j, zero on and above the diagonal and in rows and
+    columns past the sequence end; the same slots written as chunk_states. Mamba3FwdSaved.qk (T, 32) against the
+    float64 q^.k^ (biased, unrotated)."""
+    scores = saved.masked_scores
+    assert scores.shape == (written.shape[0], 32, CHUNK, CHUNK) and scores.dtype == torch.float32
+    assert torch.equal(~torch.isnan(scores).flatten(1).any(dim=1), written), "masked scores written elsewhere"
+    phi64 = _phi_float64(args)
+    q_hat = args["q"].double() + args["q_bias"].double()[None]  # (T, 32, 128)
+    k_hat = args["k"].double() + args["k_bias"].double()[None]
+    qt, kt = _rotated_float64(q_hat, phi64), _rotated_float64(k_hat, phi64)
+    strict = torch.tril(torch.ones(CHUNK, CHUNK, dtype=torch.bool), diagonal=-1)
+    for s, c, slot, tok, valid, scalars in _chunk_scalars_float64(args):
+        ell, scale = scalars[:, 0], scalars[:, 2]  # (32, 64)
+        a = torch.einsum("ihn,jhn->hij", qt[tok], kt[tok]) * scale[:, None, :]
+        keep = strict & valid & valid.T
+        want = torch.where(keep, a * torch.exp(ell[:, :, None] - ell[:, None, :]).clamp(max=1.0), 0.0)
+        got = scores[slot].double()  # (32, 64, 64)
+        assert (got - want).abs().max() <= FP32_REL_TOL * want.abs().max(), (s, c)
+    assert saved.qk.dtype == torch.float32 and not torch.isnan(saved.qk).any(), "qk left unwritten"
+    assert _rel(saved.qk, (q_hat * k_hat).sum(-1)) <= FP32_REL_TOL
 
 
 def test_forward_matches_float64_oracle_on_ragged_panel(panel_run):
@@ -235,6 +266,7 @@ def test_sequences_are_independent_bitwise(panel_run):
         first = a // CHUNK + s
         assert torch.equal(one_saved.chunk_states[:n_chunks], saved.chunk_states[first : first + n_chunks])
         assert torch.equal(one_saved.chunk_scalars[:n_chunks], saved.chunk_scalars[first : first + n_chunks])
+        assert torch.equal(one_saved.masked_scores[:n_chunks], saved.masked_scores[first : first + n_chunks])
 
 
 def test_rotate_kernel_walking_the_carry_gives_the_same_bits(panel_run, monkeypatch):
@@ -245,7 +277,7 @@ def test_rotate_kernel_walking_the_carry_gives_the_same_bits(panel_run, monkeypa
     walked = _run_poisoned(monkeypatch, args, walk_carry=True)
     for got, want in zip(walked[:5], (out, final_angle, final_ssm, final_k, final_v)):
         assert torch.equal(got, want)
-    for name in ("y", "cos_phi", "sin_phi", "q_rot", "k_rot", "chunk_scalars"):
+    for name in ("y", "cos_phi", "sin_phi", "q_rot", "k_rot", "chunk_scalars", "masked_scores", "qk"):
         assert torch.equal(getattr(walked[5], name), getattr(saved, name)), name
     calls, real = [], fwd_module._mamba3_fwd_rotate_kernel
 

@@ -275,19 +275,21 @@ def _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H: tl.constexpr, C: tl.constex
 
 @triton.jit
 def _m3b_intra_kernel(
-    qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, fscal_ptr, d_ptr, dy_ptr, cu_ptr,
+    kr_ptr, k_ptr, kb_ptr, v_ptr, fscal_ptr, ms_ptr, qk_ptr, d_ptr, dy_ptr, cu_ptr,
     dstates_ptr, dfv_ptr,
-    mg_ptr, dv_ptr, dl_ptr, etok_ptr, qk_ptr, ddp_ptr, scal_ptr, elam_ptr, io_ptr,
+    mg_ptr, dv_ptr, dl_ptr, etok_ptr, ddp_ptr, scal_ptr, elam_ptr, io_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
     TPREC: tl.constexpr, V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
 ):
-    """Grid (chunk slots, H), chunk body part 1: what needs the (C, C) matrices of one chunk. Scores
-    A = Q~ Ks^T (Ks = diag(s) K~), q^.k^ (= q~.k~, F7), G = dY V^T, M o G (stored for the side kernels split into
-    bf16 hi and lo, (2, C, C) per slot and head: their four programs per chunk and head read it split instead of
-    each splitting it, sides 0.187 -> 0.171 ms at c1, bench/mamba3/NOTES.md "Session 19"), the intra-chunk part
-    of dl (row minus column sums of M o A o G), and all of dv: (M o A)^T dY + (D + gamma q^.k^) dY
+    """Grid (chunk slots, H), chunk body part 1: what needs the (C, C) matrices of one chunk. The scores
+    A = Q~ Ks^T (Ks = diag(s) K~) are used only as M o A = decay o A, which the forward's chunk scan stored
+    (``Mamba3FwdSaved.masked_scores``), and q^.k^ (F7) as the rotate kernel stored it (``Mamba3FwdSaved.qk``):
+    both are loaded, not formed again (bench/mamba3/NOTES.md "Session 27"). G = dY V^T, M o G (stored for the
+    side kernels split into bf16 hi and lo, (2, C, C) per slot and head: their four programs per chunk and head
+    read it split instead of each splitting it, sides 0.187 -> 0.171 ms at c1, NOTES.md "Session 19"), the
+    intra-chunk part of dl (row minus column sums of (M o A) o G), and all of dv: (M o A)^T dY + (D + gamma q^.k^) dY
     + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
-    Per token it stores e = dY.v and q^.k^; per slot sum(e) (the D partial); per slot and head the chunk scalars
+    Per token it stores e = dY.v; per slot sum(e) (the D partial); per slot and head the chunk scalars
     the side kernels read instead of recomputing them (`_m3b_side_setup`): rows e^l, e^{L-l}, gamma, s of
     ``scal`` (nslot, H, 4, C) and e^L in ``elam`` (nslot, H)."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
@@ -299,20 +301,16 @@ def _m3b_intra_kernel(
     vmask = valid[:, None]
     i = tl.arange(0, C)
     pv = tl.arange(0, P)
-    am = tl.zeros([C, C], dtype=tl.float32)
-    qk = tl.zeros([C], dtype=tl.float32)
-    # Ks dS_out^T over both state halves, in the same pass as the scores (until session 17 a second pass formed Ks
-    # again for it: 2720 -> 2512 SASS offline, its 8 spill instructions gone)
-    ks_ds = tl.zeros([C, P], dtype=tl.float32)
+    # what is final early is stored early, so that nothing of it stays live through the dots (session 26: under a
+    # 168 cap, offline, 355 -> 105 spill instructions with the two changes below; uncapped 22 -> 0)
+    row = scal_ptr + (slot * H + h) * 4 * C + i
+    tl.store(row, tl.exp(ell))
+    tl.store(row + C, tl.exp(lam - ell))
+    tl.store(row + 2 * C, gam)
+    tl.store(row + 3 * C, sc)
+    tl.store(elam_ptr + slot * H + h, tl.exp(lam))
+    th_ = tok * H + h
     st_row = (slot * H + h) * P * N + pv[:, None] * N
-    for half in tl.static_range(2):
-        qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
-        kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
-        ks = kt * sc[:, None]
-        am += tl.dot(qt, tl.trans(ks), input_precision=PREC)
-        qk += tl.sum(qt * kt, axis=1)
-        ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
-        ks_ds = tl.dot(ks, tl.trans(ds_out), ks_ds, input_precision=PREC)
     hp = tok[:, None] * (H * P) + h * P + pv[None, :]
     # dY (dout * silu(z), split by the gate kernel) only as the halves of dot operands: its elementwise uses are
     # folded into the dots (e = dY.v is G's diagonal, (D + gamma q^.k^) dY a diagonal of dv's matrix), so that its
@@ -321,31 +319,31 @@ def _m3b_intra_kernel(
     diag = i[:, None] == i[None, :]
     g = _m3_dot(dy_hi, tl.trans(tl.load(v_ptr + hp, mask=vmask, other=0.0)), TPREC, a_lo=dy_lo)  # (v exact)
     e_tok = tl.sum(tl.where(diag, g, 0.0), axis=1)
+    tl.store(etok_ptr + th_, e_tok, mask=valid)
+    tl.store(ddp_ptr + slot * H + h, tl.sum(e_tok, axis=0))
     decay = tl.where(i[:, None] > i[None, :], tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
     mg = decay * g
     mg_hi, mg_lo = _m3_split_bf16(mg)  # stored split for the side kernel's dots (`_m3_dot`)
     mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
     tl.store(mg_tile, mg_hi)
     tl.store(mg_tile + C * C, mg_lo)
-    mm = mg * am  # decay o A o G
-    th_ = tok * H + h
+    ma = tl.load(ms_ptr + ((slot * H + h) * C + i[:, None]) * C + i[None, :], mask=active, other=0.0)  # M o A
+    mm = ma * g  # (M o A) o G
     tl.store(dl_ptr + th_, tl.sum(mm, axis=1) - tl.sum(mm, axis=0), mask=valid)
-    is_last = tok == eos - 1
-    e_rev = tl.exp(lam - ell)
-    w = tl.trans(decay * am) + tl.where(diag, (tl.load(d_ptr + h) + gam * qk)[:, None], 0.0)  # (decay: 0 on i = j)
-    dvv = (_m3_dot(w, dy_hi, TPREC, b_lo=dy_lo) + e_rev[:, None] * ks_ds
-           + tl.where(is_last[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0))
-    row = scal_ptr + (slot * H + h) * 4 * C + i
-    tl.store(row, tl.exp(ell))
-    tl.store(row + C, e_rev)
-    tl.store(row + 2 * C, gam)
-    tl.store(row + 3 * C, sc)
-    tl.store(elam_ptr + slot * H + h, tl.exp(lam))
+    qk = tl.load(qk_ptr + th_, mask=valid, other=0.0)
+    w = tl.trans(ma) + tl.where(diag, (tl.load(d_ptr + h) + gam * qk)[:, None], 0.0)  # (M o A: 0 on i = j)
+    dvv = _m3_dot(w, dy_hi, TPREC, b_lo=dy_lo)
+    # diag(e^{L-l}) Ks dS_out^T last, onto dv's accumulator, K~ loaded again (L1 / L2) and the chunk's scalars too,
+    # rather than the (C, P) product (until session 26 formed beside the scores since session 17) or the scalars
+    # kept live through the kernel
+    srow = fscal_ptr + (slot * H + h) * 3 * C + i
+    kscale = tl.load(srow + 2 * C, mask=active, other=0.0) * tl.exp(lam - tl.load(srow, mask=active, other=0.0))
+    for half in tl.static_range(2):
+        kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
+        ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
+        dvv = tl.dot(kt * kscale[:, None], tl.trans(ds_out), dvv, input_precision=PREC)
+    dvv += tl.where((tok == eos - 1)[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0)
     tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
-    tl.store(etok_ptr + th_, e_tok, mask=valid)
-    tl.store(qk_ptr + th_, qk, mask=valid)
-    tl.store(ddp_ptr + slot * H + h, tl.sum(e_tok, axis=0))
-
 
 @triton.jit
 def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dx_ptr, dxb_ptr,
@@ -428,6 +426,10 @@ def _m3b_kside(
     qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
     fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
+    # (stored before the dot, not after it: under the 168 cap, offline, session 26, the other half's branch spills
+    # none instead of 31 instructions (2000 -> 1880 SASS), the rotated half's 73 instead of 76)
+    tl.store(dl_ptr + (3 + half) * T * H + th_, -fwd_state, mask=valid)
+    tl.store(dlam_ptr + ((2 + half) * NSLOT + slot) * H + h, tl.sum(fwd_state, axis=0))
     mgt_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, True)
     dks = _m3_dot(tl.load(mgt_tile), qt, PREC, e_rev[:, None] * vds, a_lo=tl.load(mgt_tile + C * C))
     tl.store(ds_ptr + half * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
@@ -437,8 +439,6 @@ def _m3b_kside(
         qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     dkt = sc[:, None] * dks + ge[:, None] * qt + tl.where((tok == eos - 1)[:, None],
                                                           tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
-    tl.store(dl_ptr + (3 + half) * T * H + th_, -fwd_state, mask=valid)
-    tl.store(dlam_ptr + ((2 + half) * NSLOT + slot) * H + h, tl.sum(fwd_state, axis=0))
     _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dkp_ptr, dkbp_ptr,
                   H, N, NA, C)
 
@@ -660,9 +660,9 @@ class Mamba3BwdConfig(NamedTuple):
     """Launch configuration (measured on an H200, see bench/mamba3/NOTES.md `## Backward`, `## Speed pass`).
 
     num_warps, intra_maxnreg: warps and register cap (0: none; applied on CUDA only) of the chunk body's intra-chunk
-    kernel (uncapped at 4 warps: 255 registers, two programs per SM; offline, sm_90, session 26: 355 / 194 spill
-    instructions at caps 168 / 200, 319 at 8 warps and 128, the caps that give three 4-warp or two 8-warp programs
-    per SM; not measured on the GPU yet); side_warps, side_maxnreg: warps and register cap (0:
+    kernel (session 27, the kernel that loads the forward's masked scores: offline, sm_90, 199 registers uncapped
+    (two programs per SM), 0 spill instructions at the 168 cap (three per SM); H200, c1, graph: intra 0.072 ->
+    0.063 ms, the call 0.435 -> 0.420 ms queued; 8 warps at 128 0.077, NOTES "Session 27"); side_warps, side_maxnreg: warps and register cap (0:
     none; applied on CUDA only) of its q-side and k-side kernel (H200, c1, NOTES "Session 6": 4 warps uncapped
     0.608 ms bwd; 8 warps 0.724; caps 168 / 128 0.621 / 0.703; intra at 8 warps 0.644. Session 15, the leaner side
     kernel: sides 0.211 ms uncapped, 0.202 at 168 (three programs per SM), 0.231 at 128; same bits. Session 18,
@@ -695,7 +695,7 @@ class Mamba3BwdConfig(NamedTuple):
     """
 
     num_warps: int = 4
-    intra_maxnreg: int = 0
+    intra_maxnreg: int = 168
     side_warps: int = 4
     side_maxnreg: int = 168  # H200 (s20 run 1): sides c1 0.153 ms vs 0.162 uncapped, c4 0.164 vs 0.173
     input_precision: str = "tf32"
@@ -802,8 +802,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     sin_phi fp32 (T, 32, 32) of the wrapped cumulative angle, chunk_states fp32 (T//64 + S, 32, 64, 128) state
     entering each chunk (sequence s, chunk c at cu_seqlens[s]//64 + s + c), q_rot and k_rot fp32 (T, 32, 64), the
     biased and rotated dims 0..63 of q~ and k~ per head (the kernels load them and form dims 64..127 from q, k and
-    the biases), chunk_scalars fp32 (T//64 + S, 32, 3, 64) per-token ell, gamma, s per chunk slot (nothing is
-    validated: the public entries do that). Cotangents: dout
+    the biases), chunk_scalars fp32 (T//64 + S, 32, 3, 64) per-token ell, gamma, s per chunk slot, masked_scores
+    fp32 (T//64 + S, 32, 64, 64) decay o A per chunk slot, qk fp32 (T, 32) q^.k^ (nothing is validated: the public
+    entries do that). Cotangents: dout
     (T, 32, 64), dfinal_angle (S, 32, 32), dfinal_ssm (S, 32, 64, 128), dfinal_k (S, 32, 128), dfinal_v
     (S, 32, 64).
     `config`: a Mamba3BwdConfig (warps, dot precision). `grads`: None (new tensors) or a `Mamba3BwdGrads` of
@@ -828,7 +829,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dev = v.device
     f32 = torch.float32
     (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, y, cos_phi, sin_phi, chunk_states, q_rot,
-     k_rot, chunk_scalars, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = contiguous_each(
+     k_rot, chunk_scalars, masked_scores, qk, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = contiguous_each(
         (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *saved, dout, dfinal_angle, dfinal_ssm,
          dfinal_k, dfinal_v))
     grads = allocate_grads(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z) if grads is None else grads
@@ -847,7 +848,6 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dlam_parts = torch.empty((4, nslot, H), device=dev, dtype=f32)  # dLambda: q side halves, k side halves
     ds_parts = torch.empty((2, T, H), device=dev, dtype=f32)  # ds per k-side half
     e_tok = torch.empty((T, H), device=dev, dtype=f32)  # dY . v
-    qk = torch.empty((T, H), device=dev, dtype=f32)  # q^ . k^
     part_dtype = _HEAD_PARTIAL_DTYPES[config.head_partials]
     dq_part = torch.empty((T, H, N), device=dev, dtype=part_dtype)  # per head, rotated back (the GQA partials)
     dk_part = torch.empty((T, H, N), device=dev, dtype=part_dtype)
@@ -861,8 +861,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     sizes = dict(H=H, P=P, N=N, C=CHUNK, SB=sb)
     side_launch = dict(num_warps=config.side_warps, **maxnreg_option(config.side_maxnreg, dev))
     _m3b_intra_kernel[(nslot, H)](
-        q_rot, k_rot, q, k, q_bias, k_bias, v, chunk_scalars, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
-        e_tok, qk, dd_part, side_scalars, exp_lam,
+        k_rot, k, k_bias, v, chunk_scalars, masked_scores, qk, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
+        e_tok, dd_part, side_scalars, exp_lam,
         S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, num_warps=config.num_warps,
         **maxnreg_option(config.intra_maxnreg, dev), **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )

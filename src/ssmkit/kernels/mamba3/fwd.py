@@ -107,6 +107,11 @@ class Mamba3FwdSaved(NamedTuple):
         sequence end), slots as chunk_states (unwritten where no chunk maps): the chunk scan and the backward's
         intra kernel read them instead of recomputing them (the cumsum and the sigmoids were ~11 % of the scan's
         SASS instructions, bench/mamba3/NOTES.md "Session 15").
+    masked_scores: (T // 64 + S, 32, 64, 64) fp32, per chunk slot and head the chunk scan's strictly causal
+        decay o A (A = Q~ Ks^T, decay_ij = e^{min(ell_i - ell_j, 0)}; zero on and above the diagonal and in rows
+        and columns past the sequence end), slots as chunk_states: the backward's intra kernel uses its scores only
+        in this form, and loads them instead of forming them again (bench/mamba3/NOTES.md "Session 27").
+    qk: (T, 32) fp32, the unrotated q^.k^ per token and head (spec §9.2) as the rotate kernel formed it.
     """
 
     y: torch.Tensor
@@ -116,6 +121,8 @@ class Mamba3FwdSaved(NamedTuple):
     q_rot: torch.Tensor
     k_rot: torch.Tensor
     chunk_scalars: torch.Tensor
+    masked_scores: torch.Tensor
+    qk: torch.Tensor
 
 
 class Posted(NamedTuple):
@@ -407,7 +414,7 @@ def _mamba3_fwd_rotate_kernel(
 def _mamba3_fwd_chunk_scan_kernel(
     qrot_ptr, krot_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, d_ptr, z_ptr, cu_ptr, S,
     states_ptr, qk_ptr,
-    out_ptr, fv_ptr, y_ptr, io_ptr,
+    out_ptr, fv_ptr, y_ptr, ms_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
     SAVE: tl.constexpr, PRECISION: tl.constexpr, TPREC: tl.constexpr, V_WORD: tl.constexpr, Z_WORD: tl.constexpr,
     OUT_WORD: tl.constexpr,
@@ -415,7 +422,8 @@ def _mamba3_fwd_chunk_scan_kernel(
     """Grid (chunk slots, H): the dot half of the chunk scan (§4), from the rotate kernel's q~, k~ (their rotated
     dims; the others formed from q, k and the biases, ``_fwd_tilde_half``) and q^.k^:
     strict-causal intra-chunk scores, readout of the entering state, gamma diagonal + D skip, silu(z) gate (F8);
-    stores the output, y (fp32, pre-gate, when SAVE) and the final v."""
+    stores the output, y (fp32, pre-gate, when SAVE), the masked scores decay o A (fp32 (C, C) per slot and head,
+    when SAVE: ``Mamba3FwdSaved.masked_scores``) and the final v."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     z_ptr = posted_pointer(z_ptr, io_ptr, Z_WORD)
     out_ptr = posted_pointer(out_ptr, io_ptr, OUT_WORD)
@@ -444,6 +452,8 @@ def _mamba3_fwd_chunk_scan_kernel(
             readout = tl.dot(qt, tl.trans(tl.load(state + half * HALF)), readout, input_precision=PRECISION)
         decay = tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0))
         scores = tl.where(rows[:, None] > rows[None, :], scores * decay, 0.0)
+        if SAVE:  # (stored at once: stored after y, 44 spill instructions under the 168 cap, offline; here 6)
+            tl.store(ms_ptr + ((slot * H + h) * CHUNK_ + rows[:, None]) * CHUNK_ + rows[None, :], scores)
         tv_off = t[:, None] * (H * P) + h * P + pcols[None, :]
         vals = tl.load(v_ptr + tv_off, mask=vmask, other=0.0)
         v = vals.to(tl.float32)
@@ -495,8 +505,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     host sync: see validate_cu_seqlens).
     Returns (out (T, 32, 64) bf16, final_angle (S, 32, 32) fp32, final_ssm (S, 32, 64, 128) fp32,
     final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, saved): saved is a Mamba3FwdSaved, or None when
-    save_for_backward is False (then y, cos_phi and sin_phi are not written, and the chunk states, chunk scalars,
-    q_rot and k_rot are temporaries, as the angle cumsum, (T, 32, 32) fp32, is in every call: the scan kernel reads
+    save_for_backward is False (then y, cos_phi, sin_phi and the masked scores are not written, and the chunk
+    states, chunk scalars, q_rot, k_rot and q^.k^ are temporaries, as the angle cumsum, (T, 32, 32) fp32, is in every call: the scan kernel reads
     the rotated dims of q~ and k~ from the rotate kernel either way).
     ``out``: None (new tensors) or the five output tensors to write, as ``allocate_fwd_outputs`` makes them
     (contiguous; not checked), which are then returned (a graph-backed call writes its static buffers so).
@@ -545,12 +555,15 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
             cos_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
             sin_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
             chunk_states=chunk_states, q_rot=q_rot, k_rot=k_rot, chunk_scalars=chunk_scalars,
+            masked_scores=torch.empty((slots, NHEADS, CHUNK, CHUNK), dtype=f32, device=dev),
+            qk=torch.empty((T, NHEADS), dtype=f32, device=dev),
         )
-        save_bufs = (saved.y, saved.cos_phi, saved.sin_phi)
+        save_bufs = (saved.y, saved.cos_phi, saved.sin_phi, saved.masked_scores)
+        qk = saved.qk
     else:
         saved = None
-        save_bufs = (out,) * 3  # never written: SAVE is False
-    qk = torch.empty((T, NHEADS), dtype=f32, device=dev)  # unrotated q^.k^
+        save_bufs = (out,) * 4  # never written: SAVE is False
+        qk = torch.empty((T, NHEADS), dtype=f32, device=dev)  # unrotated q^.k^
     carry = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # wrapped Phi before the chunk
     walk = (rotate_stream is not None and T <= ROTATE_WALK_MAX_TOKENS) if walk_carry is None else walk_carry
 
@@ -580,7 +593,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         before_scan(q_rot)
     _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, chunk_scalars, d, z, cu_seqlens, S, chunk_states, qk, out, final_v,
-        save_bufs[0],
+        save_bufs[0], save_bufs[3],
         H=NHEADS, N=DSTATE, P=HEADDIM, CHUNK_=CHUNK, BLOCK_S=block_s, SAVE=save_for_backward,
         PRECISION=config.input_precision, TPREC=config.transposed_precision, num_warps=config.scan_warps,
         **posted_kwargs(posted, cu_seqlens, "v", "z", "out"),
