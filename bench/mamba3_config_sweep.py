@@ -65,7 +65,8 @@ def main() -> None:
                 names = (*RESULT_NAMES[:5], *saved._fields) if args.fwd else RESULT_NAMES[-len(grads):]
                 diff = {n: ((g.double() - r.double()).norm() / r.double().norm().clamp_min(1e-30)).item()
                         for n, g, r in zip(names, grads, ref)
-                        if n not in ("chunk_states", "chunk_scalars", "masked_scores")}  # (slot-indexed: unwritten slots are stale)
+                        # (slot-indexed: unwritten slots are stale)
+                        if n not in ("chunk_states", "chunk_scalars", "masked_scores")}
                 split = gpu_kernel_split(bwd, None)
                 total = "fwd_gpu_ms" if args.fwd else "bwd_gpu_ms"
                 row = {"case": name, "config": cfg._asdict(), "kernels_ms": split, total: sum(split.values()),

@@ -81,7 +81,7 @@ def test_rotate_kernel_on_a_side_stream_matches_one_stream(monkeypatch):
             got = mamba3_siso_fwd(*inputs, rotate_stream=side)
             assert all(torch.equal(g, w) for g, w in zip(got[:5], want[:5]))
             for name, g, w in zip(got[5]._fields, got[5], want[5]):
-                if name in ("chunk_states", "chunk_scalars", "masked_scores"):  # (slot-indexed: only these slots are written)
+                if name in ("chunk_states", "chunk_scalars", "masked_scores"):  # (slot-indexed: only these written)
                     g, w = g[used], w[used]
                 assert torch.equal(g, w), name
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 27 run 3 (device, one call), on the branch s27-saved-scores with bench/_ab carried (run 2's command says
+# Session 27 run 3 (device, one call), on main after the branch s27-saved-scores merged, bench/_ab carried (run 2's command says
 # what the packages are). Run 2 measured the change (the intra kernel loads the forward's masked scores and q^.k^):
 # queued per call at every panel 6-24 us below main, and its register cap 168 a further 9-16 us; its CUDA graph test
 # failed only because the test compared the new slot-indexed tensor at unwritten slots (fixed). Here, with the cap

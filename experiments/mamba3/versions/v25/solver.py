@@ -1105,8 +1105,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     Returns (out (T, 32, 64) bf16, final_angle (S, 32, 32) fp32, final_ssm (S, 32, 64, 128) fp32,
     final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, saved): saved is a Mamba3FwdSaved, or None when
     save_for_backward is False (then y, cos_phi, sin_phi and the masked scores are not written, and the chunk
-    states, chunk scalars, q_rot, k_rot and q^.k^ are temporaries, as the angle cumsum, (T, 32, 32) fp32, is in every call: the scan kernel reads
-    the rotated dims of q~ and k~ from the rotate kernel either way).
+    states, chunk scalars, q_rot, k_rot and q^.k^ are temporaries, as the angle cumsum, (T, 32, 32) fp32, is in
+    every call: the scan kernel reads the rotated dims of q~ and k~ from the rotate kernel either way).
     ``out``: None (new tensors) or the five output tensors to write, as ``allocate_fwd_outputs`` makes them
     (contiguous; not checked), which are then returned (a graph-backed call writes its static buffers so).
     ``before_scan``: None, or a function called with q_rot (T, 32, 64) fp32 once the rotate kernel is launched and
@@ -1851,10 +1851,11 @@ class Mamba3BwdConfig(NamedTuple):
     num_warps, intra_maxnreg: warps and register cap (0: none; applied on CUDA only) of the chunk body's intra-chunk
     kernel (session 27, the kernel that loads the forward's masked scores: offline, sm_90, 199 registers uncapped
     (two programs per SM), 0 spill instructions at the 168 cap (three per SM); H200, c1, graph: intra 0.072 ->
-    0.063 ms, the call 0.435 -> 0.420 ms queued; 8 warps at 128 0.077, NOTES "Session 27"); side_warps, side_maxnreg: warps and register cap (0:
-    none; applied on CUDA only) of its q-side and k-side kernel (H200, c1, NOTES "Session 6": 4 warps uncapped
-    0.608 ms bwd; 8 warps 0.724; caps 168 / 128 0.621 / 0.703; intra at 8 warps 0.644. Session 15, the leaner side
-    kernel: sides 0.211 ms uncapped, 0.202 at 168 (three programs per SM), 0.231 at 128; same bits. Session 18,
+    0.063 ms, the call 0.435 -> 0.420 ms queued; 8 warps at 128 0.077, NOTES "Session 27"); side_warps,
+    side_maxnreg: warps and register cap (0: none; applied on CUDA only) of its q-side and k-side kernel (H200,
+    c1, NOTES "Session 6": 4 warps uncapped 0.608 ms bwd; 8 warps 0.724; caps 168 / 128 0.621 / 0.703; intra at 8
+    warps 0.644. Session 15, the leaner side kernel: sides 0.211 ms uncapped, 0.202 at 168 (three programs per SM),
+    0.231 at 128; same bits. Session 18,
     the kernel bound by its shared-memory traffic: at 8 warps 0.239 ms capped at 128, 0.297 uncapped or at 168,
     against 0.187 at 4 warps and 168; intra at 8 warps 0.112 against 0.073. Session 19, the dots split into bf16:
     uncapped, 247 registers (two programs per SM), no spills. Session 20, dY split by the gate kernel: 168 (three
@@ -2008,7 +2009,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1):
         raise ValueError(f"config.reduce_tokens: expected a power of two, got {config.reduce_tokens}")
     if config.head_partials not in _HEAD_PARTIAL_DTYPES:
-        raise ValueError(f"config.head_partials: expected 'fp32' or 'bf16', got {config.head_partials!r}")
+        raise ValueError(f"config.head_partials: expected one of {sorted(_HEAD_PARTIAL_DTYPES)}, "
+                         f"got {config.head_partials!r}")
     T, H, P = v.shape
     N = q.shape[-1]
     NA = angles.shape[-1]

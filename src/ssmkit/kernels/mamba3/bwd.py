@@ -662,10 +662,11 @@ class Mamba3BwdConfig(NamedTuple):
     num_warps, intra_maxnreg: warps and register cap (0: none; applied on CUDA only) of the chunk body's intra-chunk
     kernel (session 27, the kernel that loads the forward's masked scores: offline, sm_90, 199 registers uncapped
     (two programs per SM), 0 spill instructions at the 168 cap (three per SM); H200, c1, graph: intra 0.072 ->
-    0.063 ms, the call 0.435 -> 0.420 ms queued; 8 warps at 128 0.077, NOTES "Session 27"); side_warps, side_maxnreg: warps and register cap (0:
-    none; applied on CUDA only) of its q-side and k-side kernel (H200, c1, NOTES "Session 6": 4 warps uncapped
-    0.608 ms bwd; 8 warps 0.724; caps 168 / 128 0.621 / 0.703; intra at 8 warps 0.644. Session 15, the leaner side
-    kernel: sides 0.211 ms uncapped, 0.202 at 168 (three programs per SM), 0.231 at 128; same bits. Session 18,
+    0.063 ms, the call 0.435 -> 0.420 ms queued; 8 warps at 128 0.077, NOTES "Session 27"); side_warps,
+    side_maxnreg: warps and register cap (0: none; applied on CUDA only) of its q-side and k-side kernel (H200,
+    c1, NOTES "Session 6": 4 warps uncapped 0.608 ms bwd; 8 warps 0.724; caps 168 / 128 0.621 / 0.703; intra at 8
+    warps 0.644. Session 15, the leaner side kernel: sides 0.211 ms uncapped, 0.202 at 168 (three programs per SM),
+    0.231 at 128; same bits. Session 18,
     the kernel bound by its shared-memory traffic: at 8 warps 0.239 ms capped at 128, 0.297 uncapped or at 168,
     against 0.187 at 4 warps and 168; intra at 8 warps 0.112 against 0.073. Session 19, the dots split into bf16:
     uncapped, 247 registers (two programs per SM), no spills. Session 20, dY split by the gate kernel: 168 (three

@@ -506,8 +506,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     Returns (out (T, 32, 64) bf16, final_angle (S, 32, 32) fp32, final_ssm (S, 32, 64, 128) fp32,
     final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, saved): saved is a Mamba3FwdSaved, or None when
     save_for_backward is False (then y, cos_phi, sin_phi and the masked scores are not written, and the chunk
-    states, chunk scalars, q_rot, k_rot and q^.k^ are temporaries, as the angle cumsum, (T, 32, 32) fp32, is in every call: the scan kernel reads
-    the rotated dims of q~ and k~ from the rotate kernel either way).
+    states, chunk scalars, q_rot, k_rot and q^.k^ are temporaries, as the angle cumsum, (T, 32, 32) fp32, is in
+    every call: the scan kernel reads the rotated dims of q~ and k~ from the rotate kernel either way).
     ``out``: None (new tensors) or the five output tensors to write, as ``allocate_fwd_outputs`` makes them
     (contiguous; not checked), which are then returned (a graph-backed call writes its static buffers so).
     ``before_scan``: None, or a function called with q_rot (T, 32, 64) fp32 once the rotate kernel is launched and
