@@ -9,7 +9,8 @@
 #      panel. The branch: the finish kernel's GQA reduce sums dq and dk in programs of their own (2 ceil(T/16)
 #      programs instead of ceil(T/16), each streaming one tensor's 32 head rows), the same bits; the branch
 #      s28-rotate-walk: the rotate kernel's carry walk (chunk c walks c earlier chunks, one dependent load at a
-#      time) loads four angle sums at a time, the same bits;
+#      time) loads four angle sums at a time, and the state passing issues its loads two chunks ahead (one
+#      before), the same bits;
 #   2. mamba3_bench (errors against float64, GPU and wall per case);
 #   3. the judge of experiments v25 (session 27's export);
 #   4. session 26's run 2 on this code: the state-gradient chain's chunk-parallel form through the graph.
