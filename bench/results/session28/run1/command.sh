@@ -17,7 +17,8 @@
 # Predictions: 1. main -20 to -30 us queued against session 26's main at c1 (run 2: -14 uncapped, -15 more capped);
 # the branch -2 to -6 us against main (the reduce part of the finish kernel, 0.029 ms at c1, streams 36 MB with one
 # 4-warp program per SM: latency-bound, so twice the programs in flight); s28-rotate-walk -3 to -8 us at c1
-# (the rotate kernel, 0.040 ms beside the passing's 0.030 in the graph, ends the pair; its last chunk's programs walk 13 loads); 2. dv's error 1.74e-3 as in run 2, the
+# (the rotate kernel, 0.040 ms beside the passing's 0.030 in the graph, ends the pair; its last chunk's programs walk
+# 13 loads); 2. dv's error 1.74e-3 as in run 2, the
 # others unchanged; 4. -5 to -15 us at c1 if the chain's registers starve the scan, up to +5 us if not.
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=src
@@ -28,9 +29,10 @@ echo "== 0. CUDA graph tests ($SECONDS s)"
 timeout 110 python -m pytest -q -p no:cacheprovider tests/mamba3/test_graph_cuda.py > $W/pytest_graph_cuda.log 2>&1
 echo "rc=$?"; tail -3 $W/pytest_graph_cuda.log
 tar czf "$OUT/run1.tgz" -C $W .  # (after every step: a call cut short by the device time left keeps what ran)
-echo "== 1. A/B public entry, graph, against session 26's main and the branch s28-finish-split ($SECONDS s)"
+echo "== 1. A/B public entry, graph, against session 26's main and the two branches ($SECONDS s)"
 timeout 200 python bench/mamba3_ab.py --package bench/_ab/pkgs/ssmkit_s26main --package bench/_ab/pkgs/ssmkit_s28fs \
-  --package bench/_ab/pkgs/ssmkit_s28rw   --out $W/ab_graph 2>&1 | grep -v "Warn\|warn(" | grep -E "^c[0-9]|json" | cut -c1-260
+  --package bench/_ab/pkgs/ssmkit_s28rw --out $W/ab_graph \
+  2>&1 | grep -v "Warn\|warn(" | grep -E "^c[0-9]|json" | cut -c1-260
 tar czf "$OUT/run1.tgz" -C $W .  # (after every step: a call cut short by the device time left keeps what ran)
 echo "== 3. mamba3 judge, experiments v25 ($SECONDS s)"
 timeout 170 python -m ssmkit.cli mamba3 judge --solver experiments/mamba3/versions/v25/solver.py \
