@@ -3,22 +3,22 @@
 # and q^.k^, capped at 168 registers), bench/_ab carried: pkgs/ssmkit_s26main is main's package at 59c8e0e (session
 # 26), pkgs/ssmkit_s28fs and ssmkit_s28rw the branches s28-finish-split and s28-rotate-walk
 # (remake: python bench/ab_package.py --commit REF --name NAME).
-# Session 27's run 3 (not made: no device start succeeded), with the branch in the A/B:
+# Session 27's run 3 (not made: no device start succeeded; its command is this one's steps 0-4), with two branches
+# in the A/B:
 #   0. the CUDA graph tests with the cap as default;
-#   1. the public entry through its graph against session 26's main and the two branches, every visible
-#      panel. The branch: the finish kernel's GQA reduce sums dq and dk in programs of their own (2 ceil(T/16)
-#      programs instead of ceil(T/16), each streaming one tensor's 32 head rows), the same bits; the branch
-#      s28-rotate-walk: the rotate kernel's carry walk (chunk c walks c earlier chunks, one dependent load at a
-#      time) loads four angle sums at a time, and the state passing issues its loads two chunks ahead (one
-#      before), the same bits;
+#   1. the public entry through its graph against session 26's main and the two branches, every visible panel.
+#      s28-finish-split: the finish kernel's GQA reduce sums dq and dk in programs of their own (2 ceil(T/16)
+#      programs instead of ceil(T/16), each streaming one tensor's 32 head rows), the same bits. s28-rotate-walk:
+#      the rotate kernel's carry walk loads four angle sums at a time, and the state passing issues its loads two
+#      chunks ahead (one before), the same bits;
 #   2. mamba3_bench (errors against float64, GPU and wall per case);
 #   3. the judge of experiments v25 (session 27's export);
 #   4. session 26's run 2 on this code: the state-gradient chain's chunk-parallel form through the graph.
 # Predictions: 1. main -20 to -30 us queued against session 26's main at c1 (run 2: -14 uncapped, -15 more capped);
-# the branch -2 to -6 us against main (the reduce part of the finish kernel, 0.029 ms at c1, streams 36 MB with one
-# 4-warp program per SM: latency-bound, so twice the programs in flight); s28-rotate-walk -3 to -8 us at c1
-# (the rotate kernel, 0.040 ms beside the passing's 0.030 in the graph, ends the pair; its last chunk's programs walk
-# 13 loads); 2. dv's error 1.74e-3 as in run 2, the
+# s28-finish-split -2 to -6 us against main (the reduce part of the finish kernel, 0.029 ms at c1, streams 36 MB with
+# one 4-warp program per SM: latency-bound, so twice the programs in flight); s28-rotate-walk level to -5 us (the
+# rotate kernel, 0.040 ms beside the passing's 0.030 in the graph, ends the pair; offline, ptxas had already unrolled
+# main's walk four times, so only the passing's deeper loads may count); 2. dv's error 1.74e-3 as in run 2, the
 # others unchanged; 4. -5 to -15 us at c1 if the chain's registers starve the scan, up to +5 us if not.
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=src
