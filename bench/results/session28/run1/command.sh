@@ -25,26 +25,34 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=src
 OUT="${OUT:-out}"; mkdir -p "$OUT"
 commit="${SSMKIT_GIT_COMMIT:-unknown}"
 W=/tmp/s28r1; mkdir -p $W/bench
-echo "== 0. CUDA graph tests ($SECONDS s)"
-timeout 110 python -m pytest -q -p no:cacheprovider tests/mamba3/test_graph_cuda.py > $W/pytest_graph_cuda.log 2>&1
-echo "rc=$?"; tail -3 $W/pytest_graph_cuda.log
-tar czf "$OUT/run1.tgz" -C $W .  # (after every step: a call cut short by the device time left keeps what ran)
-echo "== 1. A/B public entry, graph, against session 26's main and the two branches ($SECONDS s)"
-timeout 200 python bench/mamba3_ab.py --package bench/_ab/pkgs/ssmkit_s26main --package bench/_ab/pkgs/ssmkit_s28fs \
-  --package bench/_ab/pkgs/ssmkit_s28rw --out $W/ab_graph \
-  2>&1 | grep -v "Warn\|warn(" | grep -E "^c[0-9]|json" | cut -c1-260
-tar czf "$OUT/run1.tgz" -C $W .  # (after every step: a call cut short by the device time left keeps what ran)
-echo "== 3. mamba3 judge, experiments v25 ($SECONDS s)"
-timeout 170 python -m ssmkit.cli mamba3 judge --solver experiments/mamba3/versions/v25/solver.py \
-  --json $W/mamba3_judge.json > $W/mamba3_judge.log 2>&1; echo "rc=$?"; tail -14 $W/mamba3_judge.log
-tar czf "$OUT/run1.tgz" -C $W .  # (after every step: a call cut short by the device time left keeps what ran)
-echo "== 2. mamba3 bench ($SECONDS s)"
-timeout 80 python bench/mamba3_bench.py --out $W/bench --commit "$commit" --scales 1 > $W/bench/mamba3_bench.log 2>&1
-echo "rc=$?"; grep -v "Warn\|warn(" $W/bench/mamba3_bench.log | grep -E "^c[0-9]|targets|json:" | sort -u | head -20
-tar czf "$OUT/run1.tgz" -C $W .  # (after every step: a call cut short by the device time left keeps what ran)
-echo "== 4. the chain's chunk-parallel form, graph ($SECONDS s)"
-timeout 60 python bench/mamba3_ab.py --cases c1_four_mixed,c4_short_and_longest,c5_three_even --out $W/dstate_scan \
-  --configs '[{"dstate_scan": true}, {"dstate_scan": true, "scan_block": 2048}]' 2>&1 | grep -v "Warn\|warn(" \
-  | grep -v "_warn_once" | cut -c1-400
-tar czf "$OUT/run1.tgz" -C $W .  # (after every step: a call cut short by the device time left keeps what ran)
+step0() {
+  echo "== 0. CUDA graph tests ($SECONDS s)"
+  timeout 110 python -m pytest -q -p no:cacheprovider tests/mamba3/test_graph_cuda.py > $W/pytest_graph_cuda.log 2>&1
+  echo "rc=$?"; tail -3 $W/pytest_graph_cuda.log
+}
+step1() {
+  echo "== 1. A/B public entry, graph, against session 26's main and the two branches ($SECONDS s)"
+  timeout 200 python bench/mamba3_ab.py --package bench/_ab/pkgs/ssmkit_s26main --package bench/_ab/pkgs/ssmkit_s28fs \
+    --package bench/_ab/pkgs/ssmkit_s28rw --out $W/ab_graph \
+    2>&1 | grep -v "Warn\|warn(" | grep -E "^c[0-9]|json" | cut -c1-260
+}
+step3() {
+  echo "== 3. mamba3 judge, experiments v25 ($SECONDS s)"
+  timeout 170 python -m ssmkit.cli mamba3 judge --solver experiments/mamba3/versions/v25/solver.py \
+    --json $W/mamba3_judge.json > $W/mamba3_judge.log 2>&1; echo "rc=$?"; tail -14 $W/mamba3_judge.log
+}
+step2() {
+  echo "== 2. mamba3 bench ($SECONDS s)"
+  timeout 80 python bench/mamba3_bench.py --out $W/bench --commit "$commit" --scales 1 > $W/bench/mamba3_bench.log 2>&1
+  echo "rc=$?"; grep -v "Warn\|warn(" $W/bench/mamba3_bench.log | grep -E "^c[0-9]|targets|json:" | sort -u | head -20
+}
+step4() {
+  echo "== 4. the chain's chunk-parallel form, graph ($SECONDS s)"
+  timeout 60 python bench/mamba3_ab.py --cases c1_four_mixed,c4_short_and_longest,c5_three_even --out $W/dstate_scan \
+    --configs '[{"dstate_scan": true}, {"dstate_scan": true, "scan_block": 2048}]' 2>&1 | grep -v "Warn\|warn(" \
+    | grep -v "_warn_once" | cut -c1-400
+}
+# Steps in the order of STEPS (default: the A/B first, the step that decides the branches); after every step the
+# outputs so far are packed, so a call cut short by the device time left keeps what ran.
+for s in ${STEPS:-1 0 3 2 4}; do "step$s"; tar czf "$OUT/run1.tgz" -C $W .; done
 echo "== done ($SECONDS s)"
