@@ -36,15 +36,15 @@ step1() {
     --package bench/_ab/pkgs/ssmkit_s28rw --out $W/ab_graph \
     2>&1 | grep -v "Warn\|warn(" | grep -E "^c[0-9]|json" | cut -c1-260
 }
-step3() {
-  echo "== 3. mamba3 judge, experiments v25 ($SECONDS s)"
-  timeout 170 python -m ssmkit.cli mamba3 judge --solver experiments/mamba3/versions/v25/solver.py \
-    --json $W/mamba3_judge.json > $W/mamba3_judge.log 2>&1; echo "rc=$?"; tail -14 $W/mamba3_judge.log
-}
 step2() {
   echo "== 2. mamba3 bench ($SECONDS s)"
   timeout 80 python bench/mamba3_bench.py --out $W/bench --commit "$commit" --scales 1 > $W/bench/mamba3_bench.log 2>&1
   echo "rc=$?"; grep -v "Warn\|warn(" $W/bench/mamba3_bench.log | grep -E "^c[0-9]|targets|json:" | sort -u | head -20
+}
+step3() {
+  echo "== 3. mamba3 judge, experiments v25 ($SECONDS s)"
+  timeout 170 python -m ssmkit.cli mamba3 judge --solver experiments/mamba3/versions/v25/solver.py \
+    --json $W/mamba3_judge.json > $W/mamba3_judge.log 2>&1; echo "rc=$?"; tail -14 $W/mamba3_judge.log
 }
 step4() {
   echo "== 4. the chain's chunk-parallel form, graph ($SECONDS s)"
@@ -54,5 +54,8 @@ step4() {
 }
 # Steps in the order of STEPS (default: the A/B first, the step that decides the branches); after every step the
 # outputs so far are packed, so a call cut short by the device time left keeps what ran.
-for s in ${STEPS:-1 0 3 2 4}; do "step$s"; tar czf "$OUT/run1.tgz" -C $W .; done
+for s in ${STEPS:-1 0 3 2 4}; do
+  declare -F "step$s" > /dev/null || { echo "no step $s (0-4)"; exit 2; }
+  "step$s"; tar czf "$OUT/run1.tgz" -C $W .
+done
 echo "== done ($SECONDS s)"
