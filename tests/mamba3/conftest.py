@@ -33,6 +33,13 @@ def single_thread():
 
 
 @pytest.fixture(scope="session")
+def ragged_panel_case():
+    """(PANEL_SEQLENS, PANEL_SEED): a fixture, since a test module's ``from conftest import`` gets whichever
+    conftest pytest imported last when other test folders are collected too."""
+    return PANEL_SEQLENS, PANEL_SEED
+
+
+@pytest.fixture(scope="session")
 def ragged_panel():
     """(args dict of 17, reference 16 results, float64 oracle 16 results) on the ragged panel; computed once."""
     with _one_thread():  # session fixtures start before the function-scoped single_thread
