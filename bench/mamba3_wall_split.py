@@ -1,0 +1,123 @@
+"""Where a Mamba-3 public call's wall time goes beyond its GPU time (graph path, one process, CUDA only).
+
+Per case (cases.json, 3 rotating input sets, the public entry through its graph), medians over CALLS calls, ms:
+- ``queued``: CUDA-event time per call of calls issued back to back (the GPU's time per call);
+- ``wall``: host timer around the call + ``torch.cuda.synchronize()`` (what ``mamba3_bench.py`` reports);
+- ``span``: CUDA events recorded just before and just after the call on an idle GPU (the start event runs at once,
+  so the span holds the host's time up to the graph's launch, the launch latency and the GPU's work);
+- ``pre``, ``replay``, ``post``: host time from the call's start to ``MappedIO.replay``, inside it (the post of the
+  addresses and ``graph.replay()``), and after it (the next call's results allocated) until the call returns;
+- floors: ``sync`` (host timer around ``torch.cuda.synchronize()`` on an idle GPU) and ``tiny`` (one one-element
+  kernel + synchronize).
+So ``span - queued`` is the host lead plus the launch latency, ``wall - span`` the synchronize's return.
+Usage: PYTHONPATH=src python bench/mamba3_wall_split.py --out DIR [--cases c1_four_mixed,...]
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mamba3_ab import ROTATE, queued_ms  # noqa: E402
+
+from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
+from ssmkit.kernels.common.mapped_io import MappedIO  # noqa: E402
+from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
+from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp  # noqa: E402
+
+CALLS = 60
+_MARKS: list[float] = []
+
+
+def _marked_replay(original):
+    """MappedIO.replay, recording the host clock when it is entered and when it returns."""
+    def replay(self, graph, src, dsts):
+        _MARKS.append(time.perf_counter())
+        original(self, graph, src, dsts)
+        _MARKS.append(time.perf_counter())
+    return replay
+
+
+def split_call(fn, arg_sets) -> dict:
+    """Medians (ms) of queued, wall, span, pre / replay / post for fn over CALLS calls (after a warm-up)."""
+    for args in arg_sets * 2:  # (the second call of a key captures its graph)
+        fn(args)
+    torch.cuda.synchronize()
+    got = {k: [] for k in ("wall", "span", "pre", "replay", "post")}
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for i in range(CALLS):
+        args = arg_sets[i % len(arg_sets)]
+        torch.cuda.synchronize()
+        _MARKS.clear()
+        t0 = time.perf_counter()
+        fn(args)
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        if len(_MARKS) != 2:
+            raise RuntimeError(f"expected one MappedIO.replay per call, saw {len(_MARKS) // 2}")
+        got["pre"].append((_MARKS[0] - t0) * 1e3)
+        got["replay"].append((_MARKS[1] - _MARKS[0]) * 1e3)
+        got["post"].append((t1 - _MARKS[1]) * 1e3)
+        got["wall"].append((t2 - t0) * 1e3)
+        torch.cuda.synchronize()
+        start.record()
+        fn(args)
+        end.record()
+        end.synchronize()
+        got["span"].append(start.elapsed_time(end))
+    row = {k: statistics.median(v) for k, v in got.items()}
+    row["queued"] = statistics.median(queued_ms(fn, arg_sets) for _ in range(3))
+    return row
+
+
+def floors(device) -> dict:
+    """Host timer medians (ms): synchronize on an idle GPU; a one-element kernel + synchronize."""
+    x = torch.ones(1, device=device)
+    sync, tiny = [], []
+    for _ in range(CALLS):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        torch.cuda.synchronize()
+        sync.append((time.perf_counter() - t0) * 1e3)
+        t0 = time.perf_counter()
+        x.add_(1.0)
+        torch.cuda.synchronize()
+        tiny.append((time.perf_counter() - t0) * 1e3)
+    return {"sync": statistics.median(sync), "tiny": statistics.median(tiny)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--cases", default="c1_four_mixed,c5_three_even,c8_small_three")
+    args = ap.parse_args()
+    device = torch.device("cuda")
+    MappedIO.replay = _marked_replay(MappedIO.replay)
+    cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
+    cases = [c for c in cases if c["name"] in args.cases.split(",")]
+    entry = lambda a: mamba3_siso_varlen_joint_states_full_vjp(**a, graph=True)  # noqa: E731
+    rows = []
+    columns = ("queued", "span", "wall", "pre", "replay", "post", "lead")
+    print(f"{'case':22s} {'T':>5s} " + " ".join(f"{k:>7s}" for k in columns), flush=True)
+    with torch.no_grad():
+        for case in cases:
+            sets = [make_inputs(case["seqlens"], case["seed"] + r, device=device) for r in range(ROTATE)]
+            row = dict(case=case["name"], T=sum(case["seqlens"]), **split_call(entry, sets))
+            row["lead"] = row["span"] - row["queued"]
+            rows.append(row)
+            print(f"{case['name']:22s} {row['T']:5d} " + " ".join(f"{row[k]:7.4f}" for k in columns), flush=True)
+    low = floors(device)
+    print(f"floors: synchronize {low['sync']:.4f} ms, one tiny kernel + synchronize {low['tiny']:.4f} ms")
+    path = args.out / "mamba3_wall_split.json"
+    write_json(path, dict(run_metadata(None, device), rows=rows, floors=low, calls=CALLS))
+    print("json:", path)
+
+
+if __name__ == "__main__":
+    main()
