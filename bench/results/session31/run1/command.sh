@@ -2,8 +2,8 @@
 # Session 31 run 1 (device, one call, an H200): main's final code (e69e99c; Mamba-3 intra capped at 168 by default,
 # session 27's saved scores; Granite unchanged since session 22) on the H200 kind the targets were measured on.
 # Session 30's run 2 ran on an H100, and its mamba3_bench ran out of its 80 s. Steps: `granite verify`,
-# `granite bench` (16 pairs, the plot), `mamba3_bench` (scales 1, 300 s), then `mamba3_wall_split.py` (new: where
-# the public call's wall time goes beyond its queued GPU time). Outputs are packed after every step.
+# `granite bench` (16 pairs, the plot), `mamba3_wall_split.py` (new: where the public call's wall time
+# goes beyond its queued GPU time), then `mamba3_bench` (scales 1, 300 s). Outputs are packed after every step.
 # Predictions: verify PASS 117/117; bench within session 22's H200 ranges (prefill 0.37-0.40 / 1.24-1.30 / 1.18-1.19
 # ms, decode 0.050-0.051 / 0.057 / 0.099-0.106); mamba3 errors as in session 30 run 1 (dq/dk 2.34e-3, dv 1.74e-3),
 # c1 full call GPU ~0.42-0.44 ms and wall ~0.49-0.51 on an H200 (session 27's run 2: uncapped intra); the wall split:
@@ -23,11 +23,11 @@ echo "== granite bench ($SECONDS s)"
 timeout 150 python -m ssmkit.cli granite bench --candidate candidates/granite_fast.py --json $W/granite_bench.json \
   --plot $W/granite_bench.png > $W/granite_bench.log 2>&1; echo "rc=$?"; grep -v -i warn $W/granite_bench.log | tail -12
 pack
+echo "== mamba3 wall split ($SECONDS s)"
+timeout 120 python bench/mamba3_wall_split.py --out $W/mamba3 2>&1 | grep -v "Warn\|warn(" | tail -8; pack
 echo "== mamba3 bench ($SECONDS s)"
 mkdir -p $W/mamba3
 timeout 300 python bench/mamba3_bench.py --out $W/mamba3 --commit "$commit" --scales 1 > $W/mamba3/mamba3_bench.log 2>&1
 echo "rc=$?"; grep -v "Warn\|warn(" $W/mamba3/mamba3_bench.log | grep -E "^c[0-9]|targets|json:" | grep -v deterministic \
   | sort -u | head -12; pack
-echo "== mamba3 wall split ($SECONDS s)"
-timeout 120 python bench/mamba3_wall_split.py --out $W/mamba3 2>&1 | grep -v "Warn\|warn(" | tail -8; pack
 echo "== done ($SECONDS s)"
