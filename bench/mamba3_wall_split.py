@@ -8,7 +8,11 @@ Per case (cases.json, 3 rotating input sets, the public entry through its graph)
 - ``pre``, ``replay``, ``post``: host time from the call's start to ``MappedIO.replay``, inside it (the post of the
   addresses and ``graph.replay()``), and after it (the next call's results allocated) until the call returns;
 - floors: ``sync`` (host timer around ``torch.cuda.synchronize()`` on an idle GPU) and ``tiny`` (one one-element
-  kernel + synchronize).
+  kernel + synchronize);
+- host pieces (us, mean over PIECE_REPS calls each, the first case): the entry's steps before the replay one by one
+  (``_validate`` on a remembered layout, ``kernels_apply``, ``graph_applies``, the 17 ``postable``, the graph's
+  ``ReplayStream.same``), ``MappedIO.post`` (the 33 addresses), ``graph.replay()`` alone, and the 16 result
+  allocations made after each replay.
 So ``span - queued`` is the host lead plus the launch latency, ``wall - span`` the synchronize's return.
 Usage: PYTHONPATH=src python bench/mamba3_wall_split.py --out DIR [--cases c1_four_mixed,...]
 """
@@ -28,9 +32,12 @@ from mamba3_ab import ROTATE, queued_ms  # noqa: E402
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.common.mapped_io import MappedIO  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
+from ssmkit.mamba3 import graph as graph_module  # noqa: E402
+from ssmkit.mamba3 import op as op_module  # noqa: E402
 from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp  # noqa: E402
+from ssmkit.mamba3.shapes import COTANGENT_NAMES, INPUT_NAMES  # noqa: E402
 
-CALLS = 60
+CALLS, PIECE_REPS = 60, 2000
 _MARKS: list[float] = []
 
 
@@ -92,6 +99,50 @@ def floors(device) -> dict:
     return {"sync": statistics.median(sync), "tiny": statistics.median(tiny)}
 
 
+def _mean_us(fn, reps: int = PIECE_REPS) -> float:
+    """Mean host time of fn() in microseconds over ``reps`` calls (after a few warm-up calls)."""
+    for _ in range(10):
+        fn()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - t0) / reps * 1e6
+
+
+def host_pieces(args: dict) -> dict:
+    """Host us of each step of a graph-path call on ``args`` (its graph already captured; see the docstring)."""
+    inputs, cotangents = tuple(args[n] for n in INPUT_NAMES), tuple(args[n] for n in COTANGENT_NAMES)
+    flat = (*inputs, *cotangents)
+    q, cu = inputs[0], inputs[11]
+    (graph,) = [g for g in graph_module._GRAPHS.values() if g.static_args[0].shape == q.shape]
+    posted = tuple(graph_module.postable(x) for x in flat)
+    results = tuple(torch.empty_like(x) for x in graph.static_results)
+    io = graph.io
+    torch.cuda.synchronize()
+
+    def post():
+        io._ack[0] = io.seq  # (as if the previous replay had read the table: none runs, the device is idle)
+        io.post(posted, results)
+
+    def replay():
+        graph.graph.replay()
+        torch.cuda.synchronize()
+
+    pieces = {
+        "validate": _mean_us(lambda: op_module._validate(inputs, cotangents, None)),
+        "kernels_apply": _mean_us(lambda: op_module.kernels_apply(q.device)),
+        "graph_applies": _mean_us(lambda: graph_module.graph_applies(None, q, cu)),
+        "postable_17": _mean_us(lambda: tuple(graph_module.postable(x) for x in flat)),
+        "stream_same": _mean_us(graph._stream.same),
+        "post_33": _mean_us(post),
+        "allocate_16": _mean_us(lambda: tuple(torch.empty_like(x) for x in graph.static_results), 200),
+    }
+    io._ack[0] = io.seq
+    pieces["replay+sync"] = _mean_us(replay, 200)
+    pieces["sync"] = _mean_us(torch.cuda.synchronize, 200)
+    return pieces
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
@@ -114,8 +165,15 @@ def main() -> None:
             print(f"{case['name']:22s} {row['T']:5d} " + " ".join(f"{row[k]:7.4f}" for k in columns), flush=True)
     low = floors(device)
     print(f"floors: synchronize {low['sync']:.4f} ms, one tiny kernel + synchronize {low['tiny']:.4f} ms")
+    try:  # (a bench-only probe of private pieces: if one has changed, the rows above still get written)
+        with torch.no_grad():
+            pieces = host_pieces(make_inputs(cases[0]["seqlens"], cases[0]["seed"], device=device))
+        print(f"host pieces ({cases[0]['name']}, us): " + ", ".join(f"{k} {v:.1f}" for k, v in pieces.items()))
+    except Exception as exc:  # noqa: BLE001
+        pieces = {"error": repr(exc)}
+        print(f"host pieces failed: {exc!r}")
     path = args.out / "mamba3_wall_split.json"
-    write_json(path, dict(run_metadata(None, device), rows=rows, floors=low, calls=CALLS))
+    write_json(path, dict(run_metadata(None, device), rows=rows, floors=low, calls=CALLS, host_pieces_us=pieces))
     print("json:", path)
 
 
