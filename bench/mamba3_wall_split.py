@@ -5,14 +5,16 @@ Per case (cases.json, 3 rotating input sets, the public entry through its graph)
 - ``wall``: host timer around the call + ``torch.cuda.synchronize()`` (what ``mamba3_bench.py`` reports);
 - ``span``: CUDA events recorded just before and just after the call on an idle GPU (the start event runs at once,
   so the span holds the host's time up to the graph's launch, the launch latency and the GPU's work);
-- ``pre``, ``replay``, ``post``: host time from the call's start to ``MappedIO.replay``, inside it (the post of the
-  addresses and ``graph.replay()``), and after it (the next call's results allocated) until the call returns;
+- ``pre``, ``replay``, ``post``: host time from the call's start to ``MappedIO.replay_addresses``, inside it (the
+  post of the addresses and ``graph.replay()``), and after it (the next call's results allocated) until the call
+  returns;
 - floors: ``sync`` (host timer around ``torch.cuda.synchronize()`` on an idle GPU) and ``tiny`` (one one-element
   kernel + synchronize);
 - host pieces (us, mean over PIECE_REPS calls each, the first case): the entry's steps before the replay one by one
   (``_validate`` on a remembered layout, ``kernels_apply``, ``graph_applies``, the 17 ``postable``, the graph's
-  ``ReplayStream.same``), ``MappedIO.post`` (the 33 addresses), ``graph.replay()`` alone, and the 16 result
-  allocations made after each replay.
+  ``ReplayStream.same``; the fast path's ``addresses_if_layout`` instead), ``MappedIO.post`` (the 33 addresses:
+  their ``data_ptr()`` taken and stored) and ``post_addresses`` (stored only), the host time of ``graph.replay()``
+  alone, and the 16 result allocations made after each replay.
 So ``span - queued`` is the host lead plus the launch latency, ``wall - span`` the synchronize's return.
 Usage: PYTHONPATH=src python bench/mamba3_wall_split.py --out DIR [--cases c1_four_mixed,...]
 """
@@ -42,7 +44,7 @@ _MARKS: list[float] = []
 
 
 def _marked_replay(original):
-    """MappedIO.replay, recording the host clock when it is entered and when it returns."""
+    """MappedIO.replay_addresses, recording the host clock when it is entered and when it returns."""
     def replay(self, graph, src, dsts):
         _MARKS.append(time.perf_counter())
         original(self, graph, src, dsts)
@@ -67,7 +69,7 @@ def split_call(fn, arg_sets) -> dict:
         torch.cuda.synchronize()
         t2 = time.perf_counter()
         if len(_MARKS) != 2:
-            raise RuntimeError(f"expected one MappedIO.replay per call, saw {len(_MARKS) // 2}")
+            raise RuntimeError(f"expected one MappedIO.replay_addresses per call, saw {len(_MARKS) // 2}")
         got["pre"].append((_MARKS[0] - t0) * 1e3)
         got["replay"].append((_MARKS[1] - _MARKS[0]) * 1e3)
         got["post"].append((t1 - _MARKS[1]) * 1e3)
@@ -120,13 +122,22 @@ def host_pieces(args: dict) -> dict:
     io = graph.io
     torch.cuda.synchronize()
 
+    addresses, result_addresses = [x.data_ptr() for x in posted], [r.data_ptr() for r in results]
+
     def post():
         io._ack[0] = io.seq  # (as if the previous replay had read the table: none runs, the device is idle)
         io.post(posted, results)
 
-    def replay():
+    def post_addresses():
+        io._ack[0] = io.seq
+        io.post_addresses(addresses, result_addresses)
+
+    def replay_host_us():
+        t0 = time.perf_counter()
         graph.graph.replay()
+        t1 = time.perf_counter()
         torch.cuda.synchronize()
+        return (t1 - t0) * 1e6
 
     pieces = {
         "validate": _mean_us(lambda: op_module._validate(inputs, cotangents, None)),
@@ -134,12 +145,13 @@ def host_pieces(args: dict) -> dict:
         "graph_applies": _mean_us(lambda: graph_module.graph_applies(None, q, cu)),
         "postable_17": _mean_us(lambda: tuple(graph_module.postable(x) for x in flat)),
         "stream_same": _mean_us(graph._stream.same),
+        "addresses_if_layout": _mean_us(lambda: graph.addresses_if_layout(flat)),
         "post_33": _mean_us(post),
+        "post_addresses": _mean_us(post_addresses),
         "allocate_16": _mean_us(lambda: tuple(torch.empty_like(x) for x in graph.static_results), 200),
     }
     io._ack[0] = io.seq
-    pieces["replay+sync"] = _mean_us(replay, 200)
-    pieces["sync"] = _mean_us(torch.cuda.synchronize, 200)
+    pieces["graph.replay()"] = statistics.median(replay_host_us() for _ in range(200))
     return pieces
 
 
@@ -149,7 +161,7 @@ def main() -> None:
     ap.add_argument("--cases", default="c1_four_mixed,c5_three_even,c8_small_three")
     args = ap.parse_args()
     device = torch.device("cuda")
-    MappedIO.replay = _marked_replay(MappedIO.replay)
+    MappedIO.replay_addresses = _marked_replay(MappedIO.replay_addresses)
     cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
     cases = [c for c in cases if c["name"] in args.cases.split(",")]
     entry = lambda a: mamba3_siso_varlen_joint_states_full_vjp(**a, graph=True)  # noqa: E731

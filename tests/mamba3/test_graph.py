@@ -174,3 +174,118 @@ def test_a_first_call_that_raises_leaves_no_graph(stand_in, monkeypatch):
     assert not graph_module._GRAPHS
     _assert_equal(_call(args), _expected(tuple(args[n] for n in NAMES)))
     _assert_equal(_call(args), _expected(tuple(args[n] for n in NAMES)))  # a replay
+
+
+def _fast(args, **kw):
+    """The entry with the cu_seqlens value check off (the CUDA default), where ``replay_recent`` may serve it."""
+    return mamba3_siso_varlen_joint_states_full_vjp(**args, graph=True, check_cu_seqlens=False, **kw)
+
+
+@pytest.fixture
+def counted_checks(monkeypatch):
+    """Counts of the entry's checks (``_validate``) and of the fast path's replays."""
+    from ssmkit.mamba3 import op
+
+    counts = {"validate": 0, "fast": 0}
+    real_validate, real_recent = op._validate, op.replay_recent
+
+    def validate(*a):
+        counts["validate"] += 1
+        return real_validate(*a)
+
+    def recent(*a):
+        got = real_recent(*a)
+        counts["fast"] += got is not None
+        return got
+
+    monkeypatch.setattr(op, "_validate", validate)
+    monkeypatch.setattr(op, "replay_recent", recent)
+    return counts
+
+
+def test_the_recent_graphs_layout_replays_without_the_checks(stand_in, counted_checks):
+    """Once a graph exists, calls with its layout (new tensors, new values) replay it without the entry's checks
+    and get the right results in new tensors; the graph is the most recently used one."""
+    kept = []
+    for seed in (11, 12, 13):
+        args = make_inputs([5, 3, 1], seed=seed)
+        results = _fast(args)
+        _assert_equal(results, _expected(tuple(args[n] for n in NAMES)))
+        kept.append(results)
+    assert counted_checks == {"validate": 1, "fast": 2}
+    (graph,) = graph_module._GRAPHS.values()
+    assert graph_module._RECENT[0] is graph and graph.io.seq == int(graph.io.ack[0]) == 3
+    ptrs = [r.data_ptr() for results in kept for r in results]
+    assert len(set(ptrs)) == len(ptrs)
+
+
+@pytest.mark.parametrize("change", ["dtype", "shape", "contiguity", "alignment", "type", "device_index"])
+def test_a_call_off_the_recent_layout_takes_the_checks(stand_in, counted_checks, change):
+    """Each way an argument can leave the graph's layout sends the call through the entry's checks: a wrong dtype
+    or shape raises their error, a transposed or unaligned tensor is copied first, a Parameter where the graph
+    saw a plain tensor (or another device index) is checked again; the results stay right."""
+    args = make_inputs([6, 2], seed=14)
+    _fast(args)
+    args = make_inputs([6, 2], seed=15)
+    if change == "dtype":
+        args["dt"] = args["dt"].double()
+        with pytest.raises(TypeError, match="dt must have dtype torch.float32"):
+            _fast(args)
+    elif change == "shape":
+        args["dfinal_k"] = args["dfinal_k"][:, :-1]
+        with pytest.raises(ValueError, match="dfinal_k"):
+            _fast(args)
+    else:
+        if change == "contiguity":
+            args["v"] = args["v"].transpose(1, 2).contiguous().transpose(1, 2)
+        elif change == "alignment":
+            wide = torch.empty(args["z"].numel() + 1, dtype=args["z"].dtype)
+            args["z"] = wide[1:].view(args["z"].shape).copy_(args["z"])
+        elif change == "type":
+            args["q_bias"] = torch.nn.Parameter(args["q_bias"], requires_grad=False)
+        else:
+            (graph,) = graph_module._GRAPHS.values()
+            graph.device_index = 0  # (as if the graph were on cuda:0 and the call on the CPU)
+        _assert_equal(_fast(args), _expected(tuple(args[n].contiguous() for n in NAMES)))
+    assert counted_checks["validate"] == 2 and counted_checks["fast"] == 0
+
+
+def test_the_fast_path_only_where_the_entry_would_take_that_graph(stand_in, counted_checks, monkeypatch):
+    """No fast replay for graph=False, for graph=None off CUDA, for a value check asked for (bad cu_seqlens values
+    then raise though the layout matches), for other configs or stream settings, after clear_graphs; another key's
+    graph becomes the recent one."""
+    from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG
+    from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG
+
+    args = make_inputs([4, 3], seed=16)
+    _fast(args)
+    mamba3_siso_varlen_joint_states_full_vjp(**args, graph=False, check_cu_seqlens=False)  # direct launch
+    flat = tuple(args[n] for n in NAMES)
+    assert graph_module.replay_recent(flat, DEFAULT_FWD_CONFIG, DEFAULT_BWD_CONFIG, None) is None  # (CPU)
+    assert graph_module.replay_recent(flat, DEFAULT_FWD_CONFIG, DEFAULT_BWD_CONFIG, False) is None
+    bad = dict(args, cu_seqlens=torch.tensor([0, 4, 6], dtype=torch.int32))  # right shape, wrong end
+    with pytest.raises(ValueError, match="must end at T = 7"):
+        mamba3_siso_varlen_joint_states_full_vjp(**bad, graph=True, check_cu_seqlens=True)
+    assert counted_checks["fast"] == 0
+    _fast(args, bwd_config=DEFAULT_BWD_CONFIG._replace(reduce_tokens=8))  # another key: captured, now the recent
+    assert len(graph_module._GRAPHS) == 2 and graph_module._RECENT[0] is list(graph_module._GRAPHS.values())[-1]
+    monkeypatch.setattr(graph_module, "STREAM_PRIORITIES", (0, 0, 0))
+    _fast(args, bwd_config=DEFAULT_BWD_CONFIG._replace(reduce_tokens=8))  # other priorities: another key
+    assert len(graph_module._GRAPHS) == 3 and counted_checks["fast"] == 0
+    _fast(args, bwd_config=DEFAULT_BWD_CONFIG._replace(reduce_tokens=8))
+    assert counted_checks["fast"] == 1
+    graph_module.clear_graphs()
+    assert graph_module._RECENT[0] is None
+    _assert_equal(_fast(args), _expected(tuple(args[n] for n in NAMES)))
+    assert counted_checks["fast"] == 1
+
+
+def test_eviction_keeps_the_recent_graph_the_last_one(stand_in, monkeypatch):
+    """Beyond MAX_GRAPHS the least recently used graph goes; the recent one is always the newest (a dropped
+    graph is never replayed by the fast path)."""
+    monkeypatch.setattr(graph_module, "MAX_GRAPHS", 1)
+    a, b = make_inputs([5, 2], seed=17), make_inputs([6, 2], seed=18)
+    for args in (a, b, a):
+        _assert_equal(_fast(args), _expected(tuple(args[n] for n in NAMES)))
+        assert graph_module._RECENT[0] is list(graph_module._GRAPHS.values())[-1]
+    assert [k[0] for k in graph_module._GRAPHS] == [7]

@@ -44,7 +44,13 @@ def test_replays_on_fresh_inputs_and_other_streams_match_the_direct_call():
     assert len(set(ptrs)) == len(ptrs)
 
 
-def test_default_path_captures_on_the_second_call_and_queues_without_syncs():
+def test_default_path_captures_on_the_second_call_and_queues_without_syncs(monkeypatch):
+    """... and the calls after the capture replay through the entry's fast path (``replay_recent``)."""
+    from ssmkit.mamba3 import op
+
+    fast = []
+    real = op.replay_recent
+    monkeypatch.setattr(op, "replay_recent", lambda *a: fast.append(real(*a)) or fast[-1])
     graph_module.clear_graphs()
     sets = [make_inputs([300, 77], seed=10 + s, device=DEVICE) for s in range(3)]
     direct = [mamba3_siso_varlen_joint_states_full_vjp(**a, graph=False) for a in sets]
@@ -52,6 +58,7 @@ def test_default_path_captures_on_the_second_call_and_queues_without_syncs():
     assert not graph_module._GRAPHS
     outs = [mamba3_siso_varlen_joint_states_full_vjp(**sets[i % 3]) for i in range(1, 10)]  # queued, no sync
     assert len(graph_module._GRAPHS) == 1
+    assert [got is not None for got in fast] == [False] * 5 + [True] * 8  # (3 direct calls, first, capture)
     _assert_bits(first, direct[0])
     for i, got in enumerate(outs, 1):
         _assert_bits(got, direct[i % 3])

@@ -163,9 +163,12 @@ class FullVjpGraph:
     """One captured full-VJP call: static arguments and results, the address table, the graph (see the module
     docstring). ``run(args)`` takes 17 contiguous, 16-byte aligned tensors of the captured shapes and dtypes (the
     caller checks) and returns 16 new result tensors. (The static tensors at the posted positions are never read
-    or written; they give the kernel wrappers shapes and dtypes.)"""
+    or written; they give the kernel wrappers shapes and dtypes.) ``layout_of``: the validated arguments as the
+    caller gave them (default ``args``), whose types, shapes and dtypes later calls must have to skip the entry's
+    checks (``addresses_if_layout``; a Parameter must stay one)."""
 
-    def __init__(self, args, fwd_config, bwd_config) -> None:
+    def __init__(self, args, fwd_config, bwd_config, layout_of=None) -> None:
+        layout_of = args if layout_of is None else layout_of
         self.device = args[0].device
         self.static_args = tuple(torch.empty_like(x, memory_format=torch.contiguous_format) for x in args)
         self.static_results = _allocate_results(self.static_args)
@@ -184,29 +187,61 @@ class FullVjpGraph:
         self.priorities = STREAM_PRIORITIES
         self._side = (tuple(torch.cuda.Stream(self.device, priority=p) for p in self.priorities[1:]) if forked
                       else (None, None))
-        self._spare = None  # the next call's results, allocated after the last replay, on that stream
+        self._spare = None  # the next call's results, allocated after the last replay, on that stream ...
+        self._spare_addresses = None  # ... and their addresses (taken then too, off the next call's path)
         self._stream = ReplayStream(self.device)
+        self.key = None  # (set by full_vjp_graphed)
+        # what a call must match to replay without the entry's checks (``replay_recent``): the types, shapes and
+        # dtypes of the arguments of the validated call that made the graph, and the device's index
+        self.layout = tuple((type(x), x.shape, x.dtype) for x in layout_of)
+        self.device_index = args[0].get_device()
 
     def _body(self) -> None:
         self.io.copy_in_slots(self.copy_in, ack=True)
         _launch_into(self.static_args, self.static_results, self.fwd_config, self.bwd_config, self._side,
                      self.posted, lambda: self.io.copy_out_slots(self.copy_out, ack=False))
 
-    def run(self, args) -> tuple:
-        """Post ``args`` and 16 new result tensors, run the graph (the first call: the body eagerly, then the
-        capture), allocate the next call's results, return this call's."""
+    def run(self, args, addresses=None) -> tuple:
+        """Post ``args`` (or their ``data_ptr()`` addresses, when given) and 16 new result tensors, run the graph
+        (the first call: the body eagerly, then the capture), allocate the next call's results, return this
+        call's."""
         results, self._spare = self._spare, None
         if not self._stream.same():  # (waits for the previous stream, whose replay still reads the stash)
             results = None  # (spare results belong to the previous stream)
         if results is None:
             results = tuple(torch.empty_like(x) for x in self.static_results)
+            result_addresses = [r.data_ptr() for r in results]
+        else:
+            result_addresses = self._spare_addresses
+        if addresses is None:
+            addresses = [x.data_ptr() for x in args]
         if self.graph is None:
-            self.io.post(args, results)
+            self.io.post_addresses(addresses, result_addresses)
             self.graph, _ = capture_graph(self._body, self._body, self.device, self.priorities[0])
         else:
-            self.io.replay(self.graph, args, results)
+            self.io.replay_addresses(self.graph, addresses, result_addresses)
         self._spare = tuple(torch.empty_like(x) for x in self.static_results)
+        self._spare_addresses = [r.data_ptr() for r in self._spare]
         return results
+
+    def addresses_if_layout(self, args) -> list | None:
+        """The ``data_ptr()`` of each of the 17 ``args`` when every one has this graph's ``layout`` (type, shape,
+        dtype) on its device and is contiguous and 16-byte aligned (``postable`` would return it as it is), else
+        None: such a call is one ``validate_inputs`` passes (it passed the graph's first call, and its outcome
+        depends on nothing else; the cu_seqlens values aside) and the graph may run it as it is."""
+        if len(args) != _N_ARGS:
+            return None
+        addresses = []
+        device = self.device_index
+        for x, (kind, shape, dtype) in zip(args, self.layout):
+            if (type(x) is not kind or x.dtype is not dtype or x.shape != shape or x.get_device() != device
+                    or not x.is_contiguous()):
+                return None
+            address = x.data_ptr()
+            if address % 16:
+                return None
+            addresses.append(address)
+        return addresses
 
     def close(self) -> None:
         """Wait until nothing of this graph runs on the device (before its memory is released)."""
@@ -217,6 +252,7 @@ class FullVjpGraph:
 _GRAPHS: OrderedDict[tuple, FullVjpGraph] = OrderedDict()
 _SEEN: OrderedDict[tuple, None] = OrderedDict()  # keys called once, not captured yet
 _CAPTURES = [0]  # captures made in this process
+_RECENT: list = [None]  # the most recently used graph (the last of _GRAPHS) or None, for replay_recent
 
 
 def graph_applies(graph: bool | None, q, cu_seqlens) -> bool:
@@ -233,7 +269,10 @@ def graph_applies(graph: bool | None, q, cu_seqlens) -> bool:
 
 
 def _drop_oldest() -> None:
-    _GRAPHS.popitem(last=False)[1].close()
+    dropped = _GRAPHS.popitem(last=False)[1]
+    if _RECENT[0] is dropped:
+        _RECENT[0] = None
+    dropped.close()
 
 
 def full_vjp_graphed(args, fwd_config, bwd_config, force: bool = False) -> tuple | None:
@@ -253,20 +292,52 @@ def full_vjp_graphed(args, fwd_config, bwd_config, force: bool = False) -> tuple
                 _SEEN.popitem(last=False)
             return None
         _SEEN.pop(key, None)
-        args = tuple(postable(x) for x in args)
-        graph = FullVjpGraph(args, fwd_config, bwd_config)
+        posted_args = tuple(postable(x) for x in args)
+        graph = FullVjpGraph(posted_args, fwd_config, bwd_config, layout_of=args)
         try:
-            results = graph.run(args)
+            results = graph.run(posted_args)
         except BaseException:
             graph.close()
             raise
+        graph.key = key
         _CAPTURES[0] += 1
         _GRAPHS[key] = graph
+        _RECENT[0] = graph
         while len(_GRAPHS) > MAX_GRAPHS:
             _drop_oldest()
         return results
     _GRAPHS.move_to_end(key)
+    _RECENT[0] = graph
     return graph.run(tuple(postable(x) for x in args))
+
+
+def replay_recent(args, fwd_config, bwd_config, graph: bool | None) -> tuple | None:
+    """The 16 results of the full-VJP call on the 17 ``args`` through the most recently used graph, when the call
+    is one that graph would serve (the entry's fast path), else None: the args have the graph's layout
+    (``FullVjpGraph.addresses_if_layout``: then they pass the entry's validation, the cu_seqlens values aside,
+    which the caller must not be asking to check), the configs, CONCURRENT_STREAMS and STREAM_PRIORITIES are the
+    graph's, ``graph`` is True, or None and ``graph_applies`` would take the graph (CUDA, within
+    GRAPH_MAX_COPY_BYTES, the caller not capturing). Skips the entry's layout memo, dispatch checks and key
+    (H100, session 31: validation, ``postable`` and the dispatch checks ~15 us of host time per call, with the GPU
+    idle until the replay)."""
+    recent = _RECENT[0]
+    if recent is None or graph is False:
+        return None
+    key = recent.key
+    for held, given in zip(key[3:], (fwd_config, bwd_config, CONCURRENT_STREAMS, STREAM_PRIORITIES)):
+        if held is not given and held != given:
+            return None
+    if recent.device.type == "cuda":
+        if torch.cuda.is_current_stream_capturing():
+            return None  # (the entry's checks say what then: graph=True raises)
+        if graph is None and copied_bytes(key[0], key[1]) > GRAPH_MAX_COPY_BYTES:
+            return None
+    elif graph is None:
+        return None
+    addresses = recent.addresses_if_layout(args)
+    if addresses is None:
+        return None
+    return recent.run(args, addresses)
 
 
 def clear_graphs() -> None:

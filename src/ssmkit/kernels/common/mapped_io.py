@@ -268,9 +268,14 @@ class MappedIO:
             BLOCK=_SLOT_BLOCK, SB=triton.next_power_of_2(n + 1), num_warps=4)
 
     def replay(self, graph, src: torch.Tensor | Sequence[torch.Tensor], dsts: Sequence[torch.Tensor]) -> None:
-        """``post(src, dsts)``, then ``graph.replay()``. If the replay raises, the device is synchronised and the
-        sequence number set to what the GPU acknowledged, so the table stays usable for the next call."""
-        self.post(src, dsts)
+        """``post(src, dsts)``, then ``graph.replay()`` (``replay_addresses``)."""
+        srcs = (src,) if isinstance(src, torch.Tensor) else src
+        self.replay_addresses(graph, [x.data_ptr() for x in srcs], [d.data_ptr() for d in dsts])
+
+    def replay_addresses(self, graph, srcs: Sequence[int], dsts: Sequence[int]) -> None:
+        """``post_addresses(srcs, dsts)``, then ``graph.replay()``. If the replay raises, the device is synchronised
+        and the sequence number set to what the GPU acknowledged, so the table stays usable for the next call."""
+        self.post_addresses(srcs, dsts)
         try:
             graph.replay()
         except BaseException:
@@ -295,10 +300,15 @@ class MappedIO:
     def post(self, src: torch.Tensor | Sequence[torch.Tensor], dsts: Sequence[torch.Tensor]) -> None:
         """Publish the addresses of the next replay: ``src`` (read by the copy-in: one tensor, or a sequence of
         ``n_in``) and the ``n_out`` destinations, all contiguous with the static buffers' sizes and dtypes and
-        alive until the replay has run (stream order guarantees that for tensors of the current stream). Waits
-        first until the previous replay has consumed the table (spinning briefly, then synchronising the
-        device)."""
+        alive until the replay has run (stream order guarantees that for tensors of the current stream)
+        (``post_addresses``)."""
         srcs = (src,) if isinstance(src, torch.Tensor) else src
+        self.post_addresses([x.data_ptr() for x in srcs], [d.data_ptr() for d in dsts])
+
+    def post_addresses(self, srcs: Sequence[int], dsts: Sequence[int]) -> None:
+        """``post`` given the tensors' addresses (``data_ptr()``), ``n_in`` and ``n_out`` of them. Waits first
+        until the previous replay has consumed the table (spinning briefly, then synchronising the device). The
+        table is written in three stores (the sequence number, the sources, the destinations), not one per word."""
         if len(srcs) != self.n_in:
             raise ValueError(f"MappedIO: expected {self.n_in} sources, got {len(srcs)}")
         if len(dsts) != self.n_out:
@@ -316,10 +326,8 @@ class MappedIO:
         self.seq += 1
         table = self._table
         table[0] = self.seq
-        for k, x in enumerate(srcs, 1):
-            table[k] = x.data_ptr()
-        for k, dst in enumerate(dsts, 1 + self.n_in):
-            table[k] = dst.data_ptr()
+        table[1:1 + self.n_in] = srcs
+        table[1 + self.n_in:] = dsts
 
 
 class ReplayStream:
