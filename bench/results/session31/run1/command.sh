@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Session 31 run 1 (device, one call, an H200): main's final code (e69e99c; Mamba-3 intra capped at 168 by default,
-# session 27's saved scores; Granite unchanged since session 22) on the H200 kind the targets were measured on.
+# Session 31 run 1 (device, one call, an H200): main's code on the H200 kind the targets were measured on (Mamba-3
+# intra capped at 168 by default, session 27's saved scores, and since e0d8a65 the entry's fast path; Granite
+# kernels unchanged since session 22, its MappedIO posts through post_addresses since e0d8a65).
 # Session 30's run 2 ran on an H100, and its mamba3_bench ran out of its 80 s. Steps: `granite verify`,
 # `granite bench` (16 pairs, the plot), `mamba3_wall_split.py` (new: where the public call's wall time
 # goes beyond its queued GPU time), then `mamba3_bench` (scales 1, 300 s). Outputs are packed after every step.
 # Predictions: verify PASS 117/117; bench within session 22's H200 ranges (prefill 0.37-0.40 / 1.24-1.30 / 1.18-1.19
 # ms, decode 0.050-0.051 / 0.057 / 0.099-0.106); mamba3 errors as in session 30 run 1 (dq/dk 2.34e-3, dv 1.74e-3),
-# c1 full call GPU ~0.42-0.44 ms and wall ~0.49-0.51 on an H200 (session 27's run 2: uncapped intra); the wall split:
-# wall - queued ~0.06-0.07 ms at c1 and c5, of which host before the replay ~0.01-0.02, the replay call ~0.01-0.02,
-# the synchronize's return ~0.01.
+# c1 full call queued ~0.42 ms and wall ~0.47 on an H200 (session 27: ~0.49 wall; the fast path -19 to -26 us on an
+# H100, run 4); the wall split: span - queued ~0.03-0.04 ms.
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=src
 OUT="${OUT:-out}"; mkdir -p "$OUT"
