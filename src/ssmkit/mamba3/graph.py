@@ -317,9 +317,9 @@ def replay_recent(args, fwd_config, bwd_config, graph: bool | None) -> tuple | N
     (``FullVjpGraph.addresses_if_layout``: then they pass the entry's validation, the cu_seqlens values aside,
     which the caller must not be asking to check), the configs, CONCURRENT_STREAMS and STREAM_PRIORITIES are the
     graph's, ``graph`` is True, or None and ``graph_applies`` would take the graph (CUDA, within
-    GRAPH_MAX_COPY_BYTES, the caller not capturing). Skips the entry's layout memo, dispatch checks and key
-    (H100, session 31: validation, ``postable`` and the dispatch checks ~15 us of host time per call, with the GPU
-    idle until the replay)."""
+    GRAPH_MAX_COPY_BYTES, the caller not capturing). Skips the entry's layout memo, dispatch checks and key, host
+    time during which the GPU idles: H100, same process, against session 30's entry, wall -19 to -26 us per call at
+    every visible panel, the same bits (bench/mamba3/NOTES.md "Session 31")."""
     recent = _RECENT[0]
     if recent is None or graph is False:
         return None
