@@ -23,7 +23,8 @@ runs the body eagerly (Triton compiles there; its results are that call's) and c
 keys that never repeat (packed batches whose sequence count varies) cost no capture, and at most MAX_CAPTURES graphs
 are ever captured per process (a capture costs a device synchronisation, a garbage collection and milliseconds of
 host time). Streams: a replay on another stream than the previous one first waits for that stream; dropping a graph
-synchronises its device.
+synchronises its device. The entry's fast path (``replay_recent``): a call with the layout of the most recently used
+graph's arguments replays it before the entry's checks, which it would pass.
 
 Off CUDA (CPU tensors under TRITON_INTERPRET=1, tests only) the "graph" is ``capture_graph``'s stand-in, whose
 replay runs the same body again in the interpreter.
