@@ -219,11 +219,11 @@ def test_the_recent_graphs_layout_replays_without_the_checks(stand_in, counted_c
     assert len(set(ptrs)) == len(ptrs)
 
 
-@pytest.mark.parametrize("change", ["dtype", "shape", "contiguity", "alignment", "type", "device_index"])
+@pytest.mark.parametrize("change", ["dtype", "shape", "contiguity", "alignment", "type", "device"])
 def test_a_call_off_the_recent_layout_takes_the_checks(stand_in, counted_checks, change):
     """Each way an argument can leave the graph's layout sends the call through the entry's checks: a wrong dtype
     or shape raises their error, a transposed or unaligned tensor is copied first, a Parameter where the graph
-    saw a plain tensor (or another device index) is checked again; the results stay right."""
+    saw a plain tensor (or another device) is checked again; the results stay right."""
     args = make_inputs([6, 2], seed=14)
     _fast(args)
     args = make_inputs([6, 2], seed=15)
@@ -245,9 +245,29 @@ def test_a_call_off_the_recent_layout_takes_the_checks(stand_in, counted_checks,
             args["q_bias"] = torch.nn.Parameter(args["q_bias"], requires_grad=False)
         else:
             (graph,) = graph_module._GRAPHS.values()
-            graph.device_index = 0  # (as if the graph were on cuda:0 and the call on the CPU)
+            graph.device = torch.device("meta")  # (as if the graph were on another device than the call)
         _assert_equal(_fast(args), _expected(tuple(args[n].contiguous() for n in NAMES)))
+        if change == "device":
+            graph.device = torch.device("cpu")
     assert counted_checks["validate"] == 2 and counted_checks["fast"] == 0
+
+
+@pytest.mark.parametrize("case", ["graph_false_like", "no_kernels", "graph_applies_says_no"])
+def test_the_fast_path_defers_to_the_entrys_dispatch(stand_in, counted_checks, monkeypatch, case):
+    """A falsy ``graph`` other than False (as ``graph_applies`` reads it), the kernels not applying on the graph's
+    device (TRITON_INTERPRET unset: the entry runs the eager reference) and ``graph_applies`` declining (a capture
+    under way, a call above GRAPH_MAX_COPY_BYTES) each leave the call to the entry's checks and dispatch."""
+    args = make_inputs([5, 2], seed=19)
+    _fast(args)
+    kw = {}
+    if case == "graph_false_like":
+        kw["graph"] = 0
+    elif case == "no_kernels":
+        monkeypatch.delenv("TRITON_INTERPRET")
+    else:
+        monkeypatch.setattr(graph_module, "graph_applies", lambda *a: False)
+    mamba3_siso_varlen_joint_states_full_vjp(**args, **{"graph": True, "check_cu_seqlens": False, **kw})
+    assert counted_checks == {"validate": 2, "fast": 0}
 
 
 def test_the_fast_path_only_where_the_entry_would_take_that_graph(stand_in, counted_checks, monkeypatch):
@@ -289,3 +309,9 @@ def test_eviction_keeps_the_recent_graph_the_last_one(stand_in, monkeypatch):
         _assert_equal(_fast(args), _expected(tuple(args[n] for n in NAMES)))
         assert graph_module._RECENT[0] is list(graph_module._GRAPHS.values())[-1]
     assert [k[0] for k in graph_module._GRAPHS] == [7]
+    monkeypatch.setattr(graph_module, "MAX_GRAPHS", 2)
+    c = make_inputs([6, 3], seed=20)
+    for args in (c, a, c, a):  # the normal path's replays of another key make that graph the recent one
+        _fast(args)
+        assert graph_module._RECENT[0] is list(graph_module._GRAPHS.values())[-1]
+        assert graph_module._RECENT[0].static_args[0].shape[0] == args["q"].shape[0]

@@ -37,6 +37,7 @@ from collections import OrderedDict
 import torch
 
 from ssmkit.kernels.common.mapped_io import MappedIO, ReplayStream, SlotCopy, capture_graph, postable
+from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.mamba3.bwd import (
     Mamba3BwdGrads,
     allocate_grads,
@@ -162,14 +163,14 @@ def _join(main, stream) -> None:
 
 class FullVjpGraph:
     """One captured full-VJP call: static arguments and results, the address table, the graph (see the module
-    docstring). ``run(args)`` takes 17 contiguous, 16-byte aligned tensors of the captured shapes and dtypes (the
-    caller checks) and returns 16 new result tensors. (The static tensors at the posted positions are never read
-    or written; they give the kernel wrappers shapes and dtypes.) ``layout_of``: the validated arguments as the
-    caller gave them (default ``args``), whose types, shapes and dtypes later calls must have to skip the entry's
-    checks (``addresses_if_layout``; a Parameter must stay one)."""
+    docstring). ``run(args, addresses=None)`` takes 17 contiguous, 16-byte aligned tensors of the captured shapes
+    and dtypes (the caller checks; their ``data_ptr()`` when the caller has them) and returns 16 new result tensors.
+    (The static tensors at the posted positions are never read or written; they give the kernel wrappers shapes and
+    dtypes.) ``layout_of``: the validated arguments as the caller gave them, whose types, shapes and dtypes later
+    calls must have to skip the entry's checks (``addresses_if_layout``; a Parameter must stay one); ``settings``:
+    the key's launch configs and stream settings (``_settings``)."""
 
-    def __init__(self, args, fwd_config, bwd_config, layout_of=None) -> None:
-        layout_of = args if layout_of is None else layout_of
+    def __init__(self, args, fwd_config, bwd_config, layout_of) -> None:
         self.device = args[0].device
         self.static_args = tuple(torch.empty_like(x, memory_format=torch.contiguous_format) for x in args)
         self.static_results = _allocate_results(self.static_args)
@@ -191,11 +192,10 @@ class FullVjpGraph:
         self._spare = None  # the next call's results, allocated after the last replay, on that stream ...
         self._spare_addresses = None  # ... and their addresses (taken then too, off the next call's path)
         self._stream = ReplayStream(self.device)
-        self.key = None  # (set by full_vjp_graphed)
+        self.settings = _settings(fwd_config, bwd_config)
         # what a call must match to replay without the entry's checks (``replay_recent``): the types, shapes and
-        # dtypes of the arguments of the validated call that made the graph, and the device's index
+        # dtypes of the arguments of the validated call that made the graph, on this device
         self.layout = tuple((type(x), x.shape, x.dtype) for x in layout_of)
-        self.device_index = args[0].get_device()
 
     def _body(self) -> None:
         self.io.copy_in_slots(self.copy_in, ack=True)
@@ -233,9 +233,9 @@ class FullVjpGraph:
         if len(args) != _N_ARGS:
             return None
         addresses = []
-        device = self.device_index
+        device = self.device
         for x, (kind, shape, dtype) in zip(args, self.layout):
-            if (type(x) is not kind or x.dtype is not dtype or x.shape != shape or x.get_device() != device
+            if (type(x) is not kind or x.dtype is not dtype or x.shape != shape or x.device != device
                     or not x.is_contiguous()):
                 return None
             address = x.data_ptr()
@@ -269,6 +269,11 @@ def graph_applies(graph: bool | None, q, cu_seqlens) -> bool:
     return bool(graph)
 
 
+def _settings(fwd_config, bwd_config) -> tuple:
+    """The part of a graph's key after (T, S, device): the launch configs, CONCURRENT_STREAMS, STREAM_PRIORITIES."""
+    return fwd_config, bwd_config, CONCURRENT_STREAMS, STREAM_PRIORITIES
+
+
 def _drop_oldest() -> None:
     dropped = _GRAPHS.popitem(last=False)[1]
     if _RECENT[0] is dropped:
@@ -282,8 +287,7 @@ def full_vjp_graphed(args, fwd_config, bwd_config, force: bool = False) -> tuple
     launch directly: the key's first call (unless ``force``) or no capture left (MAX_CAPTURES). A first call that
     raises leaves no graph behind."""
     q = args[0]
-    key = (q.shape[0], args[11].shape[0] - 1, q.device, fwd_config, bwd_config, CONCURRENT_STREAMS,
-           STREAM_PRIORITIES)
+    key = (q.shape[0], args[11].shape[0] - 1, q.device, *_settings(fwd_config, bwd_config))
     graph = _GRAPHS.get(key)
     if graph is None:
         if _CAPTURES[0] >= MAX_CAPTURES or not (force or key in _SEEN):
@@ -300,7 +304,6 @@ def full_vjp_graphed(args, fwd_config, bwd_config, force: bool = False) -> tuple
         except BaseException:
             graph.close()
             raise
-        graph.key = key
         _CAPTURES[0] += 1
         _GRAPHS[key] = graph
         _RECENT[0] = graph
@@ -317,27 +320,19 @@ def replay_recent(args, fwd_config, bwd_config, graph: bool | None) -> tuple | N
     is one that graph would serve (the entry's fast path), else None: the args have the graph's layout
     (``FullVjpGraph.addresses_if_layout``: then they pass the entry's validation, the cu_seqlens values aside,
     which the caller must not be asking to check), the configs, CONCURRENT_STREAMS and STREAM_PRIORITIES are the
-    graph's, ``graph`` is True, or None and ``graph_applies`` would take the graph (CUDA, within
-    GRAPH_MAX_COPY_BYTES, the caller not capturing). Skips the entry's layout memo, dispatch checks and key, host
-    time during which the GPU idles: H100, same process, against session 30's entry, wall -19 to -26 us per call at
-    every visible panel, the same bits (bench/mamba3/NOTES.md "Session 31")."""
+    graph's, the kernels apply on its device, and ``graph_applies`` takes the graph for ``graph``. Skips the
+    entry's layout memo and key, host time during which the GPU idles: H100, same process, against session 30's
+    entry, wall -19 to -26 us per call at every visible panel, the same bits (bench/mamba3/NOTES.md "Session
+    31")."""
     recent = _RECENT[0]
-    if recent is None or graph is False:
+    if recent is None or graph is False:  # (a quick way out; graph_applies below decides every other value)
         return None
-    key = recent.key
-    for held, given in zip(key[3:], (fwd_config, bwd_config, CONCURRENT_STREAMS, STREAM_PRIORITIES)):
+    for held, given in zip(recent.settings, _settings(fwd_config, bwd_config)):
         if held is not given and held != given:
             return None
-    if recent.device.type == "cuda":
-        if torch.cuda.is_current_stream_capturing():
-            return None  # (the entry's checks say what then: graph=True raises)
-        if graph is None and copied_bytes(key[0], key[1]) > GRAPH_MAX_COPY_BYTES:
-            return None
-    elif graph is None:
-        return None
     addresses = recent.addresses_if_layout(args)
-    if addresses is None:
-        return None
+    if addresses is None or not kernels_apply(recent.device) or not graph_applies(graph, args[0], args[11]):
+        return None  # (graph_applies raises where the entry's checks would: graph=True while capturing)
     return recent.run(args, addresses)
 
 
