@@ -214,7 +214,7 @@ def test_the_recent_graphs_layout_replays_without_the_checks(stand_in, counted_c
         kept.append(results)
     assert counted_checks == {"validate": 1, "fast": 2}
     (graph,) = graph_module._GRAPHS.values()
-    assert graph_module._RECENT[0] is graph and graph.io.seq == int(graph.io.ack[0]) == 3
+    assert graph.io.seq == int(graph.io.ack[0]) == 3
     ptrs = [r.data_ptr() for results in kept for r in results]
     assert len(set(ptrs)) == len(ptrs)
 
@@ -288,30 +288,29 @@ def test_the_fast_path_only_where_the_entry_would_take_that_graph(stand_in, coun
         mamba3_siso_varlen_joint_states_full_vjp(**bad, graph=True, check_cu_seqlens=True)
     assert counted_checks["fast"] == 0
     _fast(args, bwd_config=DEFAULT_BWD_CONFIG._replace(reduce_tokens=8))  # another key: captured, now the recent
-    assert len(graph_module._GRAPHS) == 2 and graph_module._RECENT[0] is list(graph_module._GRAPHS.values())[-1]
+    assert len(graph_module._GRAPHS) == 2 and graph_module._recent().settings[1].reduce_tokens == 8
     monkeypatch.setattr(graph_module, "STREAM_PRIORITIES", (0, 0, 0))
     _fast(args, bwd_config=DEFAULT_BWD_CONFIG._replace(reduce_tokens=8))  # other priorities: another key
     assert len(graph_module._GRAPHS) == 3 and counted_checks["fast"] == 0
     _fast(args, bwd_config=DEFAULT_BWD_CONFIG._replace(reduce_tokens=8))
     assert counted_checks["fast"] == 1
     graph_module.clear_graphs()
-    assert graph_module._RECENT[0] is None
+    assert graph_module._recent() is None
     _assert_equal(_fast(args), _expected(tuple(args[n] for n in NAMES)))
     assert counted_checks["fast"] == 1
 
 
 def test_eviction_keeps_the_recent_graph_the_last_one(stand_in, monkeypatch):
-    """Beyond MAX_GRAPHS the least recently used graph goes; the recent one is always the newest (a dropped
-    graph is never replayed by the fast path)."""
+    """Beyond MAX_GRAPHS the least recently used graph goes; the recent graph (the fast path's) is the one the last
+    call used, whichever path it took (a dropped graph is never replayed by the fast path)."""
     monkeypatch.setattr(graph_module, "MAX_GRAPHS", 1)
     a, b = make_inputs([5, 2], seed=17), make_inputs([6, 2], seed=18)
     for args in (a, b, a):
         _assert_equal(_fast(args), _expected(tuple(args[n] for n in NAMES)))
-        assert graph_module._RECENT[0] is list(graph_module._GRAPHS.values())[-1]
+        assert graph_module._recent().static_args[0].shape[0] == args["q"].shape[0]
     assert [k[0] for k in graph_module._GRAPHS] == [7]
     monkeypatch.setattr(graph_module, "MAX_GRAPHS", 2)
     c = make_inputs([6, 3], seed=20)
     for args in (c, a, c, a):  # the normal path's replays of another key make that graph the recent one
         _fast(args)
-        assert graph_module._RECENT[0] is list(graph_module._GRAPHS.values())[-1]
-        assert graph_module._RECENT[0].static_args[0].shape[0] == args["q"].shape[0]
+        assert graph_module._recent().static_args[0].shape[0] == args["q"].shape[0]

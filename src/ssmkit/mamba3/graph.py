@@ -183,16 +183,15 @@ class FullVjpGraph:
         words = {n: 1 + i for n, i in _POSTED_ARGS.items()}  # the table: [seq, 17 sources, 16 destinations]
         words.update({n: 1 + _N_ARGS + i for n, i in _POSTED_RESULTS.items()})
         self.posted = Posted(self.io.stash, words)
-        self.fwd_config, self.bwd_config = fwd_config, bwd_config
+        self.settings = _settings(fwd_config, bwd_config)
+        self.fwd_config, self.bwd_config, forked, self.priorities = self.settings
         self.graph = None
-        forked = self.device.type == "cuda" and CONCURRENT_STREAMS
-        self.priorities = STREAM_PRIORITIES
+        forked = forked and self.device.type == "cuda"
         self._side = (tuple(torch.cuda.Stream(self.device, priority=p) for p in self.priorities[1:]) if forked
                       else (None, None))
         self._spare = None  # the next call's results, allocated after the last replay, on that stream ...
         self._spare_addresses = None  # ... and their addresses (taken then too, off the next call's path)
         self._stream = ReplayStream(self.device)
-        self.settings = _settings(fwd_config, bwd_config)
         # what a call must match to replay without the entry's checks (``replay_recent``): the types, shapes and
         # dtypes of the arguments of the validated call that made the graph, on this device
         self.layout = tuple((type(x), x.shape, x.dtype) for x in layout_of)
@@ -253,7 +252,6 @@ class FullVjpGraph:
 _GRAPHS: OrderedDict[tuple, FullVjpGraph] = OrderedDict()
 _SEEN: OrderedDict[tuple, None] = OrderedDict()  # keys called once, not captured yet
 _CAPTURES = [0]  # captures made in this process
-_RECENT: list = [None]  # the most recently used graph (the last of _GRAPHS) or None, for replay_recent
 
 
 def graph_applies(graph: bool | None, q, cu_seqlens) -> bool:
@@ -275,10 +273,12 @@ def _settings(fwd_config, bwd_config) -> tuple:
 
 
 def _drop_oldest() -> None:
-    dropped = _GRAPHS.popitem(last=False)[1]
-    if _RECENT[0] is dropped:
-        _RECENT[0] = None
-    dropped.close()
+    _GRAPHS.popitem(last=False)[1].close()
+
+
+def _recent() -> FullVjpGraph | None:
+    """The most recently used graph (the last of _GRAPHS: every use moves its graph there), or None."""
+    return next(reversed(_GRAPHS.values()), None)
 
 
 def full_vjp_graphed(args, fwd_config, bwd_config, force: bool = False) -> tuple | None:
@@ -306,12 +306,10 @@ def full_vjp_graphed(args, fwd_config, bwd_config, force: bool = False) -> tuple
             raise
         _CAPTURES[0] += 1
         _GRAPHS[key] = graph
-        _RECENT[0] = graph
         while len(_GRAPHS) > MAX_GRAPHS:
             _drop_oldest()
         return results
     _GRAPHS.move_to_end(key)
-    _RECENT[0] = graph
     return graph.run(tuple(postable(x) for x in args))
 
 
@@ -324,7 +322,7 @@ def replay_recent(args, fwd_config, bwd_config, graph: bool | None) -> tuple | N
     entry's layout memo and key, host time during which the GPU idles: H100, same process, against session 30's
     entry, wall -19 to -26 us per call at every visible panel, the same bits (bench/mamba3/NOTES.md "Session
     31")."""
-    recent = _RECENT[0]
+    recent = _recent()
     if recent is None or graph is False:  # (a quick way out; graph_applies below decides every other value)
         return None
     for held, given in zip(recent.settings, _settings(fwd_config, bwd_config)):

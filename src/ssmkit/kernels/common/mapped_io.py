@@ -172,6 +172,12 @@ class SlotCopy:
             self.tensors[0].device)
 
 
+def _addresses(src: torch.Tensor | Sequence[torch.Tensor], dsts: Sequence[torch.Tensor]) -> tuple[list, list]:
+    """The ``data_ptr()`` of ``src`` (one tensor or a sequence) and of each of ``dsts``."""
+    srcs = (src,) if isinstance(src, torch.Tensor) else src
+    return [x.data_ptr() for x in srcs], [d.data_ptr() for d in dsts]
+
+
 class MappedIO:
     """One address table for one captured graph with ``n_in`` sources and ``n_out`` outputs: ``copy_in`` or
     ``gather_in`` (source 0) or ``copy_in_slots`` (all sources; each first, with the table fetch), kernels writing
@@ -269,8 +275,7 @@ class MappedIO:
 
     def replay(self, graph, src: torch.Tensor | Sequence[torch.Tensor], dsts: Sequence[torch.Tensor]) -> None:
         """``post(src, dsts)``, then ``graph.replay()`` (``replay_addresses``)."""
-        srcs = (src,) if isinstance(src, torch.Tensor) else src
-        self.replay_addresses(graph, [x.data_ptr() for x in srcs], [d.data_ptr() for d in dsts])
+        self.replay_addresses(graph, *_addresses(src, dsts))
 
     def replay_addresses(self, graph, srcs: Sequence[int], dsts: Sequence[int]) -> None:
         """``post_addresses(srcs, dsts)``, then ``graph.replay()``. If the replay raises, the device is synchronised
@@ -302,8 +307,7 @@ class MappedIO:
         ``n_in``) and the ``n_out`` destinations, all contiguous with the static buffers' sizes and dtypes and
         alive until the replay has run (stream order guarantees that for tensors of the current stream)
         (``post_addresses``)."""
-        srcs = (src,) if isinstance(src, torch.Tensor) else src
-        self.post_addresses([x.data_ptr() for x in srcs], [d.data_ptr() for d in dsts])
+        self.post_addresses(*_addresses(src, dsts))
 
     def post_addresses(self, srcs: Sequence[int], dsts: Sequence[int]) -> None:
         """``post`` given the tensors' addresses (``data_ptr()``), ``n_in`` and ``n_out`` of them. Waits first
