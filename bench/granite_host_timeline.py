@@ -182,14 +182,12 @@ def gpu_gaps(prepare, call, n: int = 3, top: int = 8) -> list[dict]:
 
 # (owner, attribute) pairs whose calls host_marks time-stamps: the forward's steps up to the first GEMM and after
 MARKED = [("ssmkit.granite.layer.FastMambaLayer", n) for n in (
-    "forward", "_guessed_packed_prefill", "check_forward_args_with_facts", "_mask_facts", "_unsupported", "_prefill",
-    "_prefill_graph", "_in_proj", "_out_proj")] + [("ssmkit.granite.layer._Packing", "gather"),
-                                 ("ssmkit.kernels.granite.mask_facts.PendingMaskFacts", "result"),
-                                 ("ssmkit.granite.layer._PrefillGraph", "replay"),
-                                 ("ssmkit.granite.layer._PrefillGraph", "run_mapped"),
-                                 ("ssmkit.granite.layer._DecodeGraph", "run"),
-                                 ("ssmkit.kernels.common.mapped_io.MappedIO", "post"),
-                                 ("ssmkit.kernels.common.mapped_io.MappedIO", "replay")]
+    "forward", "_bound_call", "_guessed_packed_prefill", "check_forward_args_with_facts", "_mask_facts", "_unsupported",
+    "_prefill", "_prefill_graph", "_replay_prefill", "_in_proj", "_out_proj")] + [
+    ("ssmkit.granite.layer._Packing", "gather"), ("ssmkit.kernels.granite.mask_facts.PendingMaskFacts", "result"),
+    ("ssmkit.granite.layer._PrefillGraph", "replay"), ("ssmkit.granite.layer._PrefillGraph", "run_mapped"),
+    ("ssmkit.granite.layer._DecodeGraph", "run"), ("ssmkit.kernels.common.mapped_io.MappedIO", "post"),
+    ("ssmkit.kernels.common.mapped_io.MappedIO", "replay")]
 
 
 def host_marks(prepare, call, n: int = 30) -> dict[str, list[float]]:

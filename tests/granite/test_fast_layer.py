@@ -1002,6 +1002,111 @@ def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypat
     assert torch.equal(got, want) and torch.equal(empty.ssm_state, empty_full.ssm_state)
 
 
+def _check_prefill_fast_path(device: str, monkeypatch) -> None:
+    """forward's prefill fast path (a call without cache or mask, of a shape bound to the unmasked graph its last
+    full-path call ran, skips check_forward_args and the graph key) gives the full path's outputs and caches bit for
+    bit in new tensors, is really taken (for "kernels" and "whole" graphs, several shapes), keeps the graphs' LRU
+    order, still raises exactly the reference's errors, re-binds when a switch changes, and is not taken with a
+    mask, a cache, prefill_graphs False, or after the bound graph is dropped."""
+    from ssmkit.granite import layer as layer_module
+
+    monkeypatch.setattr(layer_module, "_MAX_PREFILL_GRAPHS", 2)
+    cfg = GraniteMambaConfig.tiny(chunk_size=16)  # (the GPU's tl.dot tiles need >= 16)
+    fast = FastMambaLayer(cfg).to(device, BF16)
+    fast.load_state_dict(synthetic_slice(cfg, 61).mamba)
+    g = torch.Generator().manual_seed(62)
+    hid = lambda b=2, n=5: torch.randn(b, n, cfg.hidden_size, generator=g).to(device, BF16)  # noqa: E731
+    checks = []
+    real_check = fast.check_forward_args_with_facts
+    monkeypatch.setattr(fast, "check_forward_args_with_facts", lambda *a: checks.append(1) or real_check(*a))
+
+    def both(h, grad=False):
+        """The call with the fast path allowed, then the full path: equal bit for bit, new tensors. True: the first
+        call took the fast path (no argument check)."""
+        with torch.set_grad_enabled(grad):
+            n = len(checks)
+            got, cache = fast(h)
+            fast_taken = len(checks) == n
+            fast.prefill_fast_path = False
+            want, want_cache = fast(h)
+            fast.prefill_fast_path = True
+        assert torch.equal(got, want) and not got.requires_grad and got.data_ptr() != want.data_ptr()
+        assert torch.equal(cache.conv_state, want_cache.conv_state)
+        assert torch.equal(cache.ssm_state, want_cache.ssm_state)
+        assert cache.ssm_state.data_ptr() != want_cache.ssm_state.data_ptr()
+        assert cache.has_previous_state and cache.seqlen_offset == h.shape[1] == want_cache.seqlen_offset
+        return fast_taken
+
+    def shapes(*batches):
+        return {torch.Size((b, 5, cfg.hidden_size)) for b in batches}
+
+    with torch.no_grad():
+        first = fast(hid())  # (captures and binds)
+    kept = first[0].clone(), first[1].ssm_state.clone()
+    assert both(hid()) and both(hid(), grad=True)
+    # what an earlier call returned survives the fast path's replays
+    assert torch.equal(first[0], kept[0]) and torch.equal(first[1].ssm_state, kept[1])
+    # every check of the reference still fires for a bound shape
+    with pytest.raises(TypeError, match="dtype"):
+        fast(hid().float())
+    with pytest.raises(ValueError, match="hidden_size"):
+        fast(torch.randn(2, 5, cfg.hidden_size + 1, device=device).to(BF16))
+    with pytest.raises(ValueError, match="rank"):
+        fast(hid()[0])
+    with pytest.raises(TypeError, match="hidden_states must be a torch.Tensor"):
+        fast(hid().tolist())
+    # a mask or a given empty cache takes the full path
+    n = len(checks)
+    with torch.no_grad():
+        fast(hid(), attention_mask=torch.ones(2, 5, dtype=torch.long, device=device))
+        fast(hid(), MambaCache.zeros(cfg, 2, device=device, dtype=BF16))
+    assert len(checks) == n + 2
+    # a left-padded call's graph (unpacked: a "kernels" graph reading its mask) is not bound to its shape
+    fast.pack_padded_gemms = False
+    with torch.no_grad():
+        fast(hid(), attention_mask=left_pad_mask([5, 2]).to(device))
+    assert not both(hid()) and both(hid())
+    fast.pack_padded_gemms = "packed"
+    assert not both(hid()) and both(hid())
+    # a switch change re-binds (the same key: "kernels" for an unmasked "mapped"; new keys: cb_spread, "whole")
+    for name, value in (("prefill_graphs", "kernels"), ("cb_spread", False), ("prefill_graphs", "whole")):
+        setattr(fast, name, value)
+        assert not both(hid()) and both(hid()), name
+    # no graph, no fast path; back to the bound graph's switches: fast at once
+    fast.prefill_graphs = False
+    n = len(checks)
+    with torch.no_grad():
+        fast(hid())
+    assert len(checks) == n + 1
+    fast.prefill_graphs = "whole"
+    assert both(hid())
+    # two shapes bound side by side (at most 2 graphs kept here); a fast call makes its graph the newest, so a third
+    # shape evicts the other one, whose binding goes with it (its next call captures anew)
+    assert not both(hid(3)) and both(hid(3))  # (3, 5)'s graph the newest
+    n = len(checks)
+    with torch.no_grad():
+        fast(hid())
+    assert len(checks) == n  # the fast path alone: (2, 5)'s graph the newest
+    assert not both(hid(4))  # evicts (3, 5)'s graph
+    assert len(fast._prefill_graphs) == 2 and set(fast._prefill_bound) == shapes(2, 4)
+    assert both(hid()) and not both(hid(3)) and both(hid(3))
+    fast.clear_graphs()
+    assert not fast._prefill_bound
+    assert not both(hid()) and both(hid())
+    fast.float()  # moving or casting the layer drops the graphs and their bindings
+    assert not fast._prefill_bound and not fast._prefill_graphs
+
+
+def test_prefill_fast_path_with_a_stand_in_graph(monkeypatch):
+    _stand_in_graphs(monkeypatch)
+    _check_prefill_fast_path("cpu", monkeypatch)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_prefill_fast_path_cuda(monkeypatch):
+    _check_prefill_fast_path("cuda", monkeypatch)
+
+
 def test_decode_bindings_hold_no_cache_alive_and_follow_the_graph_lru(tiny, monkeypatch):
     """Bindings hold no reference to a cache (a dropped cache is freed), are cleared with the graphs when the
     layer moves, and never outnumber the graphs' bound."""

@@ -209,6 +209,31 @@ class _DecodeBinding:
                 and _tensor_layout(cache.ssm_state) == self.ssm_layout and _can_capture(hidden_states))
 
 
+class _PrefillBinding:
+    """A prefill graph without a mask ("kernels" or "whole") bound to the input layout of the call that chose it,
+    for ``FastMambaLayer.forward``'s prefill fast path: ``matches`` is true only when the reference's
+    ``check_forward_args`` would accept a call without cache or mask and the dispatch would choose this graph (the
+    key holds nothing else: the shape, dtype and device of hidden_states, no mask, and the switches), so the call
+    can skip both and replay (parameters replaced by new tensors are not detected: ``FastMambaLayer.clear_graphs``).
+    """
+
+    __slots__ = ("entry", "graph_mode", "shape", "dtype", "device_index", "switches")
+
+    def __init__(self, entry: _PrefillGraph, graph_mode: str, hidden_states: torch.Tensor, switches: tuple) -> None:
+        self.entry, self.graph_mode = entry, graph_mode
+        self.shape, self.dtype = hidden_states.shape, hidden_states.dtype
+        self.device_index = hidden_states.get_device()
+        self.switches = switches
+
+    def matches(self, hidden_states: torch.Tensor, switches: tuple) -> bool:
+        """``hidden_states`` (a torch.Tensor, not a subclass: the caller checks) has the bound shape, dtype and CUDA
+        device (the weights' when the graph was bound: moving or casting the layer drops every binding), the
+        prefill switches are unchanged, and the caller is not capturing a graph."""
+        return (hidden_states.shape == self.shape and hidden_states.dtype is self.dtype
+                and hidden_states.get_device() == self.device_index and switches == self.switches
+                and _can_capture(hidden_states))
+
+
 def _as_mask_facts(row_facts: tuple[tuple[int, ...], bool, bool]) -> MaskFacts:
     """``mask_row_facts``' (lengths, binary, left_padded) as the reference's ``MaskFacts``."""
     lengths, binary, left_padded = row_facts
@@ -230,9 +255,10 @@ class _PrefillGraph:
     ``run_mapped``) the gathered rows and the packed out_proj output, which calls never touch. ``packing``: the
     key's packed projections (or None)."""
 
-    def __init__(self, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor, static_mask: torch.Tensor | None,
-                 static_out: torch.Tensor, static_cache: MambaCache, packing: _Packing | None,
-                 io: MappedIO | None = None) -> None:
+    def __init__(self, key: tuple, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor,
+                 static_mask: torch.Tensor | None, static_out: torch.Tensor, static_cache: MambaCache,
+                 packing: _Packing | None, io: MappedIO | None = None) -> None:
+        self.key = key  # (FastMambaLayer._prefill_key: the graph's entry in the layer's LRU)
         self.graph = graph
         self.packing = packing
         self.static_in = static_in
@@ -360,7 +386,7 @@ class FastMambaLayer(ReferenceMambaLayer):
     (``_posted_projections``; layer A/Bs in runs 4 and 6: B=8 -4.8 to -5.3 us, B=64 -4.0 to -4.4, B=1 -0.6).
     Session 2 decode knobs (bench/granite/NOTES.md "Session 2: decode"; H200,
     bench/results/session2/granite_decode_s2.json): ``decode_fast_path`` (True: a decode call on a cache bound to
-    its graph replays it without the full checks and key, see ``forward``), ``decode_evict_first`` (True: the
+    its graph replays it without the full checks and key, see ``_bound_call``), ``decode_evict_first`` (True: the
     state's evict-first L2 hint in the decode kernel; 71.5 -> 59.9 us per step at B=64 in a graph). (A one-launch
     decode kernel was measured slower in a graph at every batch and removed: git 35bd127.) Session 3:
     ``decode_io`` ("mapped", default, or "copy": how a decode graph takes its token and returns its output; see
@@ -374,7 +400,9 @@ class FastMambaLayer(ReferenceMambaLayer):
     ``ssd_fused_state`` (its ``fused_state``: chunk states and their passing in one sequential kernel; None:
     its default, from the batch) and ``speculate_packed_prefill`` (True: a left-padded prefill whose last two
     calls of the same shape ran the same packed graph replays it before the mask's facts reach the host, see
-    ``_guessed_packed_prefill``).
+    ``_guessed_packed_prefill``) and ``prefill_fast_path`` (True: a call without cache or mask of a shape whose
+    last full-path call ran an unmasked graph replays it without the full checks and key, see ``_bound_call``;
+    session 32, not yet measured on a GPU).
     """
 
     def __init__(self, config: GraniteMambaConfig, layer_idx: int = 0) -> None:
@@ -390,11 +418,15 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.cb_spread = True
         self.ssd_fused_state = None
         self.speculate_packed_prefill = True
+        self.prefill_fast_path = True
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
         # cache.ssm_state.data_ptr() -> the binding of the graph captured on that state (forward's fast path), at
         # most _MAX_DECODE_GRAPHS; keyed by the state's address, so a new cache object on the same memory hits too
         self._decode_bound: dict[int, _DecodeBinding] = {}
         self._prefill_graphs: OrderedDict[tuple, _PrefillGraph] = OrderedDict()
+        # hidden_states.shape -> the binding of the unmasked graph a call of that shape last ran on the full path
+        # (forward's prefill fast path); only graphs in _prefill_graphs are bound
+        self._prefill_bound: dict[torch.Size, _PrefillBinding] = {}
         # _route_key(...) of a masked prefill without a cache -> (the "mapped" graph key its last call on the normal
         # path ran, or None for another path; how many normal-path calls before it in a row ran the same; a right
         # guess leaves it as it is): _guessed_packed_prefill's guess
@@ -450,21 +482,13 @@ class FastMambaLayer(ReferenceMambaLayer):
                 attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, MambaCache]:
         """Same contract as ``ReferenceMambaLayer.forward``: (output (b, L, hidden) model dtype, cache).
 
-        Fast path (``decode_fast_path``): a decode call without a mask on a MambaCache whose state tensors have
-        the layout of a captured graph's (``_DecodeBinding.matches``: the same checks as ``check_forward_args``,
-        on cached layouts) replays it directly; everything else takes the full checks and dispatch below."""
-        if self.decode_fast_path and attention_mask is None and type(cache) is MambaCache:
-            ssm = cache.ssm_state
-            bound = (self._decode_bound.get(ssm.data_ptr())
-                     if type(ssm) is torch.Tensor and type(cache.conv_state) is torch.Tensor else None)
-            if bound is not None and bound.matches(hidden_states, cache, self._decode_switches()):
-                if torch.is_grad_enabled():  # (no autograd history for the replay's inputs and outputs)
-                    with torch.no_grad():
-                        out = bound.graph.run(hidden_states)
-                else:
-                    out = bound.graph.run(hidden_states)
-                cache.seqlen_offset += 1
-                return out, cache
+        Fast paths for calls without a mask (``_bound_call``): a decode call on a cache bound to its captured graph,
+        and a prefill without a cache of a shape bound to its captured graph, replay it directly; everything else
+        takes the full checks and dispatch below."""
+        if attention_mask is None:
+            done = self._bound_call(hidden_states, cache)
+            if done is not None:
+                return done
         guessed = self._guessed_packed_prefill(hidden_states, cache, attention_mask)
         if guessed is None:
             mask, facts = self.check_forward_args_with_facts(hidden_states, cache, attention_mask)
@@ -490,6 +514,43 @@ class FastMambaLayer(ReferenceMambaLayer):
         cache.seqlen_offset += hidden_states.shape[1]
         return out, cache
 
+    def _bound_call(self, hidden_states: torch.Tensor, cache: MambaCache | None
+                    ) -> tuple[torch.Tensor, MambaCache] | None:
+        """``forward`` without a mask by a bound graph, skipping ``check_forward_args`` and the dispatch, or None
+        when no binding applies (nothing run). ``decode_fast_path``: a decode call on a MambaCache whose state
+        tensors have the layout of a captured graph's (``_DecodeBinding.matches``). ``prefill_fast_path``: a call
+        without a cache whose hidden_states have the shape, dtype and device of the last full-path call of that
+        shape that ran an unmasked prefill graph (``_PrefillBinding.matches``), under the same switches: the
+        checks it skips would pass (they read only that layout when there is neither cache nor mask) and the
+        dispatch would choose that graph. The host time before in_proj's launch, which the GPU idles through, was
+        ~28 us per B = 1 call on a slow host (module call 5, checks 6, dispatch 10; bench/granite/NOTES.md
+        "Session 11"): "Session 32" there."""
+        if cache is None:
+            bound = (self._prefill_bound.get(hidden_states.shape)
+                     if self.prefill_fast_path and type(hidden_states) is torch.Tensor else None)
+            if bound is None or not bound.matches(hidden_states, self._prefill_switches()):
+                return None
+            self._prefill_graphs.move_to_end(bound.entry.key)
+            with torch.no_grad() if torch.is_grad_enabled() else contextlib.nullcontext():
+                out, cache = self._replay_prefill(bound.entry, bound.graph_mode, hidden_states, None, None)
+            cache.has_previous_state = True
+            cache.seqlen_offset += hidden_states.shape[1]
+            return out, cache
+        if not self.decode_fast_path or type(cache) is not MambaCache:
+            return None
+        ssm = cache.ssm_state
+        bound = (self._decode_bound.get(ssm.data_ptr())
+                 if type(ssm) is torch.Tensor and type(cache.conv_state) is torch.Tensor else None)
+        if bound is None or not bound.matches(hidden_states, cache, self._decode_switches()):
+            return None
+        if torch.is_grad_enabled():  # (no autograd history for the replay's inputs and outputs)
+            with torch.no_grad():
+                out = bound.graph.run(hidden_states)
+        else:
+            out = bound.graph.run(hidden_states)
+        cache.seqlen_offset += 1
+        return out, cache
+
     # ----------------------------------------------------------------------------------------- prefill
     def _prefill(self, hidden_states: torch.Tensor, cache: MambaCache | None, mask: torch.Tensor | None,
                  facts: MaskFacts | None, route: tuple | None = None) -> tuple[torch.Tensor, MambaCache]:
@@ -503,20 +564,33 @@ class FastMambaLayer(ReferenceMambaLayer):
                              if graph_mode == "mapped" else None)
         if graph_mode is not None:
             entry = self._prefill_graph(hidden_states, mask, lengths, mode, graph_mode)
-            if graph_mode == "mapped":
-                return entry.run_mapped(hidden_states, cache)
-            if graph_mode == "whole":
-                entry.static_in.copy_(hidden_states)
-                cache = entry.replay(mask, cache)
-                return entry.static_out.clone(), cache
-            self._in_proj(hidden_states, mask, entry.packing, out=entry.static_in)
-            cache = entry.replay(mask, cache)
-            return self._out_proj(entry.static_out, entry.packing), cache
+            if mask is None and graph_mode != "mapped":
+                self._prefill_bound[hidden_states.shape] = _PrefillBinding(entry, graph_mode, hidden_states,
+                                                                           self._prefill_switches())
+            return self._replay_prefill(entry, graph_mode, hidden_states, mask, cache)
         if cache is None:
             cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=hidden_states.device,
                                      dtype=hidden_states.dtype)
         packing = None if lengths is None else _Packing(mode, lengths, mask)
         return self._prefill_step(hidden_states, mask, packing, cache, continuing), cache
+
+    def _replay_prefill(self, entry: _PrefillGraph, graph_mode: str, hidden_states: torch.Tensor,
+                        mask: torch.Tensor | None, cache: MambaCache | None) -> tuple[torch.Tensor, MambaCache]:
+        """Run the captured prefill ``entry`` (of ``graph_mode``) on the call's tensors: (output, cache)."""
+        if graph_mode == "mapped":
+            return entry.run_mapped(hidden_states, cache)
+        if graph_mode == "whole":
+            entry.static_in.copy_(hidden_states)
+            cache = entry.replay(mask, cache)
+            return entry.static_out.clone(), cache
+        self._in_proj(hidden_states, mask, entry.packing, out=entry.static_in)
+        cache = entry.replay(mask, cache)
+        return self._out_proj(entry.static_out, entry.packing), cache
+
+    def _prefill_switches(self) -> tuple:
+        """The switches the dispatch of a prefill without a cache or mask depends on (``_prefill_route``,
+        ``_prefill_key``): a prefill binding is valid only while they are unchanged."""
+        return self.prefill_graphs, self.pack_padded_gemms, self.cb_spread, self.ssd_fused_state
 
     def _prefill_route(self, hidden_states: torch.Tensor, continuing: bool, mask: torch.Tensor | None,
                        facts: MaskFacts | None) -> tuple[str | None, tuple[int, ...] | None, str | None]:
@@ -669,11 +743,13 @@ class FastMambaLayer(ReferenceMambaLayer):
         key = self._prefill_key(hidden_states, mask, lengths, mode, graph_mode)
         entry = self._prefill_graphs.get(key)
         if entry is None:
-            entry = self._capture_prefill(hidden_states, mask, None if lengths is None else
+            entry = self._capture_prefill(key, hidden_states, mask, None if lengths is None else
                                           _Packing(mode, lengths, mask), graph_mode)
             self._prefill_graphs[key] = entry
             if len(self._prefill_graphs) > _MAX_PREFILL_GRAPHS:
-                _release_graphs([self._prefill_graphs.popitem(last=False)[1]])
+                dropped = self._prefill_graphs.popitem(last=False)[1]
+                _release_graphs([dropped])
+                self._prefill_bound = {k: b for k, b in self._prefill_bound.items() if b.entry is not dropped}
         else:
             self._prefill_graphs.move_to_end(key)
         return entry
@@ -685,7 +761,7 @@ class FastMambaLayer(ReferenceMambaLayer):
                 None if mask is None else mask.dtype, lengths, None if lengths is None else mode, self.cb_spread,
                 self.ssd_fused_state, graph_mode)
 
-    def _capture_prefill(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
+    def _capture_prefill(self, key: tuple, hidden_states: torch.Tensor, mask: torch.Tensor | None,
                          packing: _Packing | None, graph_mode: str) -> _PrefillGraph:
         """Capture a prefill from the zero state on static inputs and a static cache: the whole forward
         (``graph_mode == "whole"``), the kernels between the GEMMs ("kernels"; "rows" packing: the static
@@ -693,7 +769,8 @@ class FastMambaLayer(ReferenceMambaLayer):
         them), or ("mapped", "packed" packing only) the whole forward between ``MappedIO``'s row gather from the
         caller's hidden states and its writes to the caller's output and cache tensors. The warm-up runs on copies
         of the caller's inputs (or, "mapped", reads them), which stay untouched. ``packing`` (its index tensors) is
-        kept with the graph: the key holds the lengths, so every call of the key has the same one."""
+        kept with the graph: the key holds the lengths, so every call of the key has the same one. ``key``: the
+        graph's ``_prefill_key``, kept with it."""
         device = hidden_states.device
         # static buffers, written in place by later (maybe non-inference) calls; inference_mode(False) alone would
         # turn grad mode on (and torch.mm(out=) refuses operands that require grad)
@@ -720,7 +797,7 @@ class FastMambaLayer(ReferenceMambaLayer):
                     return self._prefill_kernels(static_in, static_mask, static_cache, False, packing)
 
             graph, static_out = capture_graph(step, step, device)
-        return _PrefillGraph(graph, static_in, static_mask, static_out, static_cache, packing, io)
+        return _PrefillGraph(key, graph, static_in, static_mask, static_out, static_cache, packing, io)
 
     def _mapped_prefill_step(self, hidden_states: torch.Tensor, packing: _Packing, static_cache: MambaCache):
         """The "mapped" prefill graph's body and buffers: gather the real rows of the posted hidden states
@@ -891,18 +968,20 @@ class FastMambaLayer(ReferenceMambaLayer):
         state["_decode_graphs"] = OrderedDict()
         state["_decode_bound"] = {}
         state["_prefill_graphs"] = OrderedDict()
+        state["_prefill_bound"] = {}
         state["_packed_routes"] = OrderedDict()
         return state
 
     def clear_graphs(self) -> None:
-        """Drop every captured CUDA graph and decode binding (the next calls capture anew). Needed after a
-        parameter is replaced by a new tensor (``layer.in_proj.weight = ...`` or ``param.data = ...``): graphs
+        """Drop every captured CUDA graph and every decode and prefill binding (the next calls capture anew). Needed
+        after a parameter is replaced by a new tensor (``layer.in_proj.weight = ...`` or ``param.data = ...``): graphs
         read the parameters at the addresses they had when captured. ``load_state_dict`` (copies in place) and
         ``.to()`` / ``.cuda()`` / ``.half()`` (drop the graphs themselves) need nothing."""
         _release_graphs([*self._decode_graphs.values(), *self._prefill_graphs.values()])
         self._decode_graphs.clear()
         self._decode_bound.clear()
         self._prefill_graphs.clear()
+        self._prefill_bound.clear()
         self._packed_routes.clear()
 
     def _apply(self, fn, *args, **kwargs):
