@@ -962,6 +962,10 @@ def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypat
         fast(tok().tolist(), cache)
     with pytest.raises(ValueError, match="only 0 and 1"):
         fast(tok(), cache, torch.full((2, 1), 2))
+    fast.in_proj.float()  # (in_proj cast alone: the layer keeps its graphs and bindings)
+    with pytest.raises(TypeError, match="does not match the layer weights"):
+        fast(tok(), cache)
+    fast.in_proj.to(BF16)
     ssm = cache.ssm_state
     cache.ssm_state = ssm.to(BF16)
     with pytest.raises(TypeError, match="ssm_state must be float32"):
@@ -1055,6 +1059,30 @@ def _check_prefill_fast_path(device: str, monkeypatch) -> None:
         fast(hid()[0])
     with pytest.raises(TypeError, match="hidden_states must be a torch.Tensor"):
         fast(hid().tolist())
+    fast.in_proj.float()  # (in_proj cast alone: the layer keeps its graphs and bindings)
+    with pytest.raises(TypeError, match="does not match the layer weights"):
+        fast(hid())
+    fast.in_proj.to(BF16)
+    fast.clear_graphs()  # (a replaced parameter: the documented step)
+    assert not both(hid()) and both(hid())
+    # a tensor subclass, a caller capturing a graph (here: _can_capture false) take the full path; inference mode
+    # takes the fast path
+    n = len(checks)
+    with torch.no_grad():
+        fast(torch.nn.Parameter(hid(), requires_grad=False))
+        with monkeypatch.context() as patch:
+            patch.setattr(layer_module, "_can_capture", lambda hidden_states: False)
+            fast(hid())
+    assert len(checks) == n + 2
+    h = hid()
+    with torch.inference_mode():
+        got = fast(h)[0]
+    assert len(checks) == n + 2 and torch.equal(got, fast(h)[0])
+    # a copy starts without graphs or bindings, and its calls equal the original's
+    clone = copy.deepcopy(fast)
+    assert not clone._prefill_bound and not clone._prefill_graphs
+    with torch.no_grad():
+        assert torch.equal(clone(h)[0], got) and torch.equal(clone(h)[0], got)
     # a mask or a given empty cache takes the full path
     n = len(checks)
     with torch.no_grad():

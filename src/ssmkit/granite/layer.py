@@ -178,7 +178,29 @@ def _tensor_layout(t: torch.Tensor) -> tuple:
     return t.data_ptr(), t.shape, t.stride(), t.dtype
 
 
-class _DecodeBinding:
+class _Binding:
+    """What a fast path's binding checks of a call (``FastMambaLayer._bound_call``): the input's shape, dtype and
+    CUDA device index as the validated call that made the binding had them, the projection weight's dtype and device
+    (the reference's check compares the input's with them: casting or moving ``in_proj`` alone, or swapping its
+    ``.data``, must reach that check), the layer's switches that choose the graph, and that the caller is not
+    capturing a graph."""
+
+    __slots__ = ("shape", "dtype", "device_index", "switches")
+
+    def __init__(self, hidden_states: torch.Tensor, switches: tuple) -> None:
+        self.shape, self.dtype = hidden_states.shape, hidden_states.dtype
+        self.device_index = hidden_states.get_device()
+        self.switches = switches
+
+    def input_matches(self, hidden_states: torch.Tensor, weight: torch.Tensor, switches: tuple) -> bool:
+        """``hidden_states`` (a torch.Tensor, not a subclass: the caller checks) and ``weight`` (in_proj's) have the
+        bound shape (the input), dtype and device, ``switches`` are the bound ones, and no capture is under way."""
+        return (hidden_states.shape == self.shape and hidden_states.dtype is self.dtype and weight.dtype is self.dtype
+                and hidden_states.get_device() == self.device_index and weight.get_device() == self.device_index
+                and switches == self.switches and _can_capture(hidden_states))
+
+
+class _DecodeBinding(_Binding):
     """A cache object bound to the decode graph captured on its tensors, for ``FastMambaLayer.forward``'s fast
     path: ``matches`` is true only when the reference's ``check_forward_args`` would accept the call (no mask)
     and the dispatch would choose this graph, so the call can skip both and replay (parameters replaced by new
@@ -187,51 +209,37 @@ class _DecodeBinding:
     tensors have the captured layout may replay it (a new cache object that reuses a dead one's id and memory
     included)."""
 
-    __slots__ = ("graph", "conv_layout", "ssm_layout", "shape", "dtype", "device_index", "switches")
+    __slots__ = ("graph", "conv_layout", "ssm_layout")
 
     def __init__(self, graph: _DecodeGraph, hidden_states: torch.Tensor, cache: MambaCache, switches: tuple) -> None:
+        super().__init__(hidden_states, switches)
         self.graph = graph
         self.conv_layout, self.ssm_layout = _tensor_layout(cache.conv_state), _tensor_layout(cache.ssm_state)
-        self.shape, self.dtype = hidden_states.shape, hidden_states.dtype
-        self.device_index = hidden_states.get_device()
-        self.switches = switches
 
-    def matches(self, hidden_states, cache: MambaCache, switches: tuple) -> bool:
-        """``hidden_states`` is a tensor of the bound shape (b, 1, hidden), dtype and CUDA device (those of the
-        weights when the graph was captured; moving or casting the layer drops every binding), ``cache`` (a
+    def matches(self, hidden_states, cache: MambaCache, weight: torch.Tensor, switches: tuple) -> bool:
+        """``hidden_states`` is a tensor of the bound shape (b, 1, hidden) and ``input_matches``, and ``cache`` (a
         MambaCache holding two tensors: ``forward`` checks that) has a previous state and tensors of the captured
-        layout, the layer's decode switches are unchanged, and the caller is not capturing a graph."""
+        layout."""
         if type(hidden_states) is not torch.Tensor or not cache.has_previous_state:
             return False
-        return (hidden_states.shape == self.shape and hidden_states.dtype is self.dtype
-                and hidden_states.get_device() == self.device_index and switches == self.switches
+        return (self.input_matches(hidden_states, weight, switches)
                 and _tensor_layout(cache.conv_state) == self.conv_layout
-                and _tensor_layout(cache.ssm_state) == self.ssm_layout and _can_capture(hidden_states))
+                and _tensor_layout(cache.ssm_state) == self.ssm_layout)
 
 
-class _PrefillBinding:
+class _PrefillBinding(_Binding):
     """A prefill graph without a mask ("kernels" or "whole") bound to the input layout of the call that chose it,
-    for ``FastMambaLayer.forward``'s prefill fast path: ``matches`` is true only when the reference's
+    for ``FastMambaLayer.forward``'s prefill fast path: ``input_matches`` is true only when the reference's
     ``check_forward_args`` would accept a call without cache or mask and the dispatch would choose this graph (the
     key holds nothing else: the shape, dtype and device of hidden_states, no mask, and the switches), so the call
     can skip both and replay (parameters replaced by new tensors are not detected: ``FastMambaLayer.clear_graphs``).
     """
 
-    __slots__ = ("entry", "graph_mode", "shape", "dtype", "device_index", "switches")
+    __slots__ = ("entry", "graph_mode")
 
     def __init__(self, entry: _PrefillGraph, graph_mode: str, hidden_states: torch.Tensor, switches: tuple) -> None:
+        super().__init__(hidden_states, switches)
         self.entry, self.graph_mode = entry, graph_mode
-        self.shape, self.dtype = hidden_states.shape, hidden_states.dtype
-        self.device_index = hidden_states.get_device()
-        self.switches = switches
-
-    def matches(self, hidden_states: torch.Tensor, switches: tuple) -> bool:
-        """``hidden_states`` (a torch.Tensor, not a subclass: the caller checks) has the bound shape, dtype and CUDA
-        device (the weights' when the graph was bound: moving or casting the layer drops every binding), the
-        prefill switches are unchanged, and the caller is not capturing a graph."""
-        return (hidden_states.shape == self.shape and hidden_states.dtype is self.dtype
-                and hidden_states.get_device() == self.device_index and switches == self.switches
-                and _can_capture(hidden_states))
 
 
 def _as_mask_facts(row_facts: tuple[tuple[int, ...], bool, bool]) -> MaskFacts:
@@ -520,15 +528,17 @@ class FastMambaLayer(ReferenceMambaLayer):
         when no binding applies (nothing run). ``decode_fast_path``: a decode call on a MambaCache whose state
         tensors have the layout of a captured graph's (``_DecodeBinding.matches``). ``prefill_fast_path``: a call
         without a cache whose hidden_states have the shape, dtype and device of the last full-path call of that
-        shape that ran an unmasked prefill graph (``_PrefillBinding.matches``), under the same switches: the
-        checks it skips would pass (they read only that layout when there is neither cache nor mask) and the
-        dispatch would choose that graph. The host time before in_proj's launch, which the GPU idles through, was
-        ~28 us per B = 1 call on a slow host (module call 5, checks 6, dispatch 10; bench/granite/NOTES.md
-        "Session 11"): "Session 32" there."""
+        shape that ran an unmasked prefill graph (``_PrefillBinding``, ``_Binding.input_matches``), under the same
+        switches: the checks it skips would pass (they read only that layout and in_proj's dtype and device when
+        there is neither cache nor mask) and the dispatch would choose that graph. A subclass's
+        ``check_forward_args_with_facts``, ``_unsupported`` or ``_prefill`` does not run on these paths: set
+        ``decode_fast_path`` / ``prefill_fast_path`` False where they must. The host time before in_proj's launch,
+        which the GPU idles through, was ~28 us per B = 1 prefill on a slow host (module call 5, checks 6, dispatch
+        10; bench/granite/NOTES.md "Session 11"): "Session 32" there."""
         if cache is None:
             bound = (self._prefill_bound.get(hidden_states.shape)
                      if self.prefill_fast_path and type(hidden_states) is torch.Tensor else None)
-            if bound is None or not bound.matches(hidden_states, self._prefill_switches()):
+            if bound is None or not bound.input_matches(hidden_states, self.in_proj.weight, self._prefill_switches()):
                 return None
             self._prefill_graphs.move_to_end(bound.entry.key)
             with torch.no_grad() if torch.is_grad_enabled() else contextlib.nullcontext():
@@ -541,7 +551,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         ssm = cache.ssm_state
         bound = (self._decode_bound.get(ssm.data_ptr())
                  if type(ssm) is torch.Tensor and type(cache.conv_state) is torch.Tensor else None)
-        if bound is None or not bound.matches(hidden_states, cache, self._decode_switches()):
+        if bound is None or not bound.matches(hidden_states, cache, self.in_proj.weight, self._decode_switches()):
             return None
         if torch.is_grad_enabled():  # (no autograd history for the replay's inputs and outputs)
             with torch.no_grad():
