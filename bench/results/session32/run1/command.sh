@@ -5,12 +5,13 @@
 # 1. the CUDA tests of the Mamba-3 graph (session 31's run 6: the mends) and of the Granite fast layer's graphs and
 #    fast paths (the new prefill one included);
 # 2. the prefill fast path's same-process A/B (`granite_call_gap.py --toggle '{"prefill_fast_path": false}'`, the
-#    B = 1 prefills; host marks show where the call reaches in_proj);
+#    B = 1 prefills; host marks show where the call reaches in_proj), then `granite_gemm_launches.py` (which kernels
+#    each form of the projection GEMMs launches: is in_proj's memset, 8-14 us before its GEMM, avoidable);
 # 3. issue 6's anchor on this machine: the official Mamba-3 kernels beside ssmkit's op (`mamba3_official_ab.py`,
 #    c1, c5, c8; needs carry [".anchors"] made by `bench/anchor_setup.sh`; the official autotuning compiles first);
 # 4. `granite verify`; 5. `granite bench`; 6. `mamba3_wall_split.py`; 7. `mamba3_bench` (scales 1).
 # Predictions: tests pass; the prefill fast path -6 to -12 us per call at L = 4096 and 16384, in_proj reached ~10 us
-# sooner; verify PASS 117/117; on an H200 the Granite bench within session 22's ranges (prefill 0.37-0.40 /
+# sooner; a memset before the GEMM in some forms only (if in none: cuBLAS's own); verify PASS 117/117; on an H200 the Granite bench within session 22's ranges (prefill 0.37-0.40 /
 # 1.24-1.30 / 1.18-1.19 ms, decode 0.050-0.051 / 0.057 / 0.099-0.106) less the fast path's gain at B = 1; mamba3
 # errors as in session 31 run 1 (dq/dk 2.34e-3, dv 1.74e-3); wall split span - queued 0.03-0.04 ms (the mend's
 # device compare +1-2 us); c1 queued ~0.41 ms and wall ~0.46 on an H200 (H100: queued ~0.46, wall ~0.49-0.54);
@@ -35,6 +36,9 @@ echo "rc=$?"; grep -E "passed|failed|FAILED" $W/pytest_fast_layer_cuda.log | tai
 echo "== prefill fast path A/B ($SECONDS s)"
 timeout 100 python bench/granite_call_gap.py --workloads prefill_b1_l4096,prefill_b1_l16384 --calls 60 \
   --toggle '{"prefill_fast_path": false}' --out $W/call_gap_prefill_fast_path.json 2>&1 | grep -v -i warn | tail -8
+pack
+echo "== projection GEMM launches ($SECONDS s)"
+timeout 90 python bench/granite_gemm_launches.py --calls 30 --out $W/gemm_launches.json 2>&1 | grep -v -i warn | tail -34
 pack
 echo "== mamba3 official anchor ($SECONDS s)"
 timeout 240 python bench/mamba3_official_ab.py --out $W/official --cases c1,c5,c8 2>&1 | grep -v -i "warn" | tail -75

@@ -1,0 +1,90 @@
+"""What the Granite prefill's projection GEMMs launch, and what a call of each form costs from an idle GPU.
+
+A B = 1 prefill's in_proj (`torch.mm(..., out=)` in the layer) showed a cuBLAS memset 8-14 us before its GEMM: host
+time between two launches while the GPU idles at the start of a timed call (bench/granite/NOTES.md "Session 11",
+"Session 21"). Per projection shape at L = 4096 and 16384 and per call form (``torch.mm`` into a given output, as the
+layer does; ``torch.mm`` allocating; ``F.linear``; ``torch.matmul``), with bf16 reduced-precision reductions allowed
+(torch's default) and not: the CUDA kernels one call launches (names, from the profiler) and the median CUDA-event
+time of a call issued to an idle GPU (host launch included), so a form without the memset, or with a shorter gap, can
+be chosen from numbers.
+Usage (CUDA): PYTHONPATH=src python bench/granite_gemm_launches.py [--calls 50] [--out F.json]
+"""
+import argparse
+import json
+import statistics
+
+import torch
+import torch.nn.functional as F
+
+from ssmkit.granite import GraniteMambaConfig
+from ssmkit.harness.report import run_metadata
+
+
+def forms(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> dict:
+    """The call forms of x @ w^T, each a no-argument callable."""
+    return {"mm_out": lambda: torch.mm(x, w.t(), out=out), "mm": lambda: torch.mm(x, w.t()),
+            "linear": lambda: F.linear(x, w), "matmul": lambda: torch.matmul(x, w.t())}
+
+
+def launched_kernels(fn) -> list[str]:
+    """Names of the CUDA kernels one call of ``fn`` launches (in launch order)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return [e.name[:80] for e in sorted(events, key=lambda e: e.time_range.start)]
+
+
+def idle_call_us(fn, calls: int) -> float:
+    """Median CUDA-event time (us) of one call issued to an idle GPU (synchronised before each call)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=50)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("granite_gemm_launches needs a CUDA GPU")
+    cfg, dev, bf16 = GraniteMambaConfig(), torch.device("cuda"), torch.bfloat16
+    shapes = {"in_proj": (cfg.hidden_size, cfg.in_proj_dim), "out_proj": (cfg.intermediate_size, cfg.hidden_size)}
+    flag = torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
+    rows = []
+    try:
+        for reduced in (flag, not flag):
+            torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = reduced
+            for name, (k, n) in shapes.items():
+                w = torch.randn(n, k, device=dev, dtype=bf16)
+                for length in (4096, 16384):
+                    x = torch.randn(length, k, device=dev, dtype=bf16)
+                    out = torch.empty(length, n, device=dev, dtype=bf16)
+                    for form, fn in forms(x, w, out).items():
+                        fn()  # (cuBLAS set-up)
+                        row = {"projection": name, "L": length, "form": form, "bf16_reduced_reduction": reduced,
+                               "kernels": launched_kernels(fn), "idle_call_us": idle_call_us(fn, args.calls)}
+                        rows.append(row)
+                        print(f"{name:8s} L={length:5d} {form:7s} reduced={reduced!s:5s} {row['idle_call_us']:8.1f} us"
+                              f"  {' | '.join(row['kernels'])}", flush=True)
+    finally:
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = flag
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({**run_metadata(None, dev), "rows": rows}, f, indent=1)
+        print(f"json: {args.out}")
+
+
+if __name__ == "__main__":
+    main()
