@@ -1,0 +1,83 @@
+"""CPU check of the VLLM anchor candidate's composition (bench/granite_vllm_candidate.py) against the reference.
+
+Runs the candidate and ``ReferenceMambaLayer`` in float32 at the tiny config (chunk 16) under TRITON_INTERPRET=1 on
+prefills (unmasked and left-padded, several chunks), multi-token continuations and decode steps, and prints the
+norm-relative differences of the outputs and both cache states: with the same math in fp32 they should be ~1e-7
+(outputs) to ~1e-6 (states), which checks the glue (layouts, packing, chunk and conv metadata, the cache's conv
+columns, state handling). Float32 because the interpreter computes bf16 elementwise arithmetic on raw bits, and
+vLLM's conv kernels multiply bf16 loads without upcasting; the bf16 layer is checked on the GPU by `ssmkit granite
+verify --candidate bench/granite_vllm_candidate.py`. Two stand-ins, for the interpreter only: Triton's autotuner
+takes its first config (it cannot benchmark without a GPU), and the prefill's `causal_conv1d_fn` is an eager
+varlen conv (its launch grid rewrites the launch's arguments, which the interpreter does not follow); every other
+vLLM kernel runs as it is.
+Usage: PYTHONPATH=src python bench/granite_vllm_smoke.py   (after `bash bench/anchor_setup.sh vllm`)
+"""
+import os
+import sys
+from pathlib import Path
+
+os.environ["TRITON_INTERPRET"] = "1"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from triton.runtime import autotuner  # noqa: E402
+
+import granite_vllm_candidate as candidate  # noqa: E402
+import ssmkit.kernels  # noqa: E402,F401  (the interpreter's bf16 and range fixes)
+from ssmkit.granite.checkpoint import synthetic_slice  # noqa: E402
+from ssmkit.granite.config import GraniteMambaConfig  # noqa: E402
+from ssmkit.granite.reference import ReferenceMambaLayer  # noqa: E402
+
+TOLERANCE = 1e-5
+
+
+def eager_conv_fn(x, weight, bias, conv_states, query_start_loc, cache_indices, has_initial_state, activation,
+                  null_block_id, metadata):
+    """``causal_conv1d_fn``'s contract for the candidate's call: x (dim, T) of packed sequences -> silu(conv)."""
+    out = torch.empty_like(x)
+    width = weight.shape[1]
+    bounds = query_start_loc.tolist()
+    for s in range(len(bounds) - 1):
+        initial = (conv_states[cache_indices[s]].float() if has_initial_state[s]
+                   else x.new_zeros(x.shape[0], width - 1, dtype=torch.float32))
+        window = torch.cat([initial, x[:, bounds[s]:bounds[s + 1]].float()], 1)
+        out[:, bounds[s]:bounds[s + 1]] = F.silu(F.conv1d(window[None], weight.float()[:, None], bias.float(),
+                                                          groups=x.shape[0])[0]).to(x.dtype)
+    return out
+
+
+def rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()
+
+
+def main() -> None:
+    autotuner.Autotuner._bench = lambda self, *args, config=None, **kwargs: [0.0, 0.0, 0.0]
+    candidate._ops().causal_conv1d_fn = eager_conv_fn
+    cfg = GraniteMambaConfig.tiny(chunk_size=16)
+    weights = synthetic_slice(cfg, 3).mamba
+    layers = [candidate.CandidateBlock(cfg), ReferenceMambaLayer(cfg)]
+    for layer in layers:
+        layer.load_state_dict(weights)
+    g = torch.Generator().manual_seed(1)
+    h = torch.randn(3, 37, cfg.hidden_size, generator=g)
+    worst = 0.0
+    for label, mask in (("prefill", None), ("left-padded prefill", torch.tensor(
+            [[0] * (37 - n) + [1] * n for n in (37, 9, 2)]))):
+        cache = ref_cache = None
+        for step, length in enumerate((37, 5, 1, 1, 2, 1)):
+            x = h if step == 0 else torch.randn(3, length, cfg.hidden_size, generator=g)
+            step_mask = mask if step == 0 else None
+            out, cache = layers[0](x, cache, step_mask)
+            ref_out, ref_cache = layers[1](x, ref_cache, step_mask)
+            diffs = (rel(out, ref_out), rel(cache.conv_state, ref_cache.conv_state),
+                     rel(cache.ssm_state, ref_cache.ssm_state))
+            worst = max(worst, *diffs)
+            name = label if step == 0 else f"  then L={length}"
+            print(f"{name:22s} output {diffs[0]:.2e}  conv_state {diffs[1]:.2e}  ssm_state {diffs[2]:.2e}")
+    print(f"worst {worst:.2e}: {'PASS' if worst <= TOLERANCE else 'FAIL'} (tolerance {TOLERANCE:g})")
+    sys.exit(0 if worst <= TOLERANCE else 1)
+
+
+if __name__ == "__main__":
+    main()
