@@ -27,6 +27,7 @@ timeout 190 python -m ssmkit.cli granite bench --candidate bench/granite_vllm_ca
 grep -v -i "warn\|Using default" $W/granite_bench_vllm.log | tail -10; pack
 echo "== granite bench, fast layer ($SECONDS s)"
 left=$((585 - SECONDS)); [ $left -gt 60 ] || left=60
-timeout $left python -m ssmkit.cli granite bench --candidate candidates/granite_fast.py --json $W/granite_bench_fast.json \
-  > $W/granite_bench_fast.log 2>&1; echo "rc=$?"; grep -v -i warn $W/granite_bench_fast.log | tail -10; pack
+timeout $left python -m ssmkit.cli granite bench --candidate candidates/granite_fast.py \
+  --json $W/granite_bench_fast.json > $W/granite_bench_fast.log 2>&1; echo "rc=$?"
+grep -v -i warn $W/granite_bench_fast.log | tail -10; pack
 echo "== done ($SECONDS s)"
