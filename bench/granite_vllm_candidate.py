@@ -7,8 +7,9 @@ bench/anchor_setup.sh vllm`, never committed; `vllm_kernels.py`), called as vLLM
 sees pads), in_proj, `causal_conv1d_fn` (varlen, query_start_loc), `mamba_chunk_scan_combined_varlen` (dt softplus,
 D, fp32 states written into the cache), `rms_norm_gated` (the gate before the norm), out_proj; a decode step as
 in_proj, `causal_conv1d_update`, `selective_state_update` (fp32 state, updated in place), `rms_norm_gated`,
-out_proj, captured as one CUDA graph per (batch, cache tensors) as vLLM's CUDA-graph runner replays a decode step
-(``use_cuda_graphs``). Same constructor, parameters and checks as ``ReferenceMambaLayer`` (this is its subclass).
+out_proj. With ``use_cuda_graphs`` (default) the decode step is one CUDA graph per (batch, cache tensors), as vLLM's
+CUDA-graph runner replays a decode step, and a prefill from the zero state one per (shape, lengths) with the input
+copied in and the output and states copied out (the issue's "VLLM in a CUDA graph" column). Same constructor, parameters and checks as ``ReferenceMambaLayer`` (this is its subclass).
 
 Glue that vLLM's engine does elsewhere is done here with torch ops: the real tokens' gather and the output's scatter
 (left padding: row b's last lengths[b] positions); the per-step metadata its attention-metadata builder makes (the
@@ -16,13 +17,14 @@ SSD's chunk metadata, each sequence cut into chunks from its first token, and th
 built once per lengths and kept (``_metadata``); and the cache's conv_state, which holds the last d_conv pre-conv
 columns (``MambaCache``) where vLLM keeps d_conv - 1: the prefill's conv kernel gets its layout's columns and the
 cache's are gathered from the tokens, the decode's gets a view of the last d_conv - 1 after one small copy of a
-column (a graph node vLLM's layout does not need). A mask that is not left padding takes the reference forward.
-Prefills run eagerly (vLLM's prefill path; the issue's "VLLM in a CUDA graph" prefill rows are not reproduced).
-Checked on the CPU by bench/granite_vllm_smoke.py (float32, interpreter), on the GPU by `granite verify`.
+column (a graph node vLLM's layout does not need). A mask that is not left padding takes the reference forward;
+continuations run eagerly. Checked on the CPU by bench/granite_vllm_smoke.py (float32, interpreter, eager and
+through the graph paths with a stand-in capture), on the GPU by `granite verify`.
 """
 import functools
 import sys
 import types
+from collections import OrderedDict
 from pathlib import Path
 
 import torch
@@ -32,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from vllm_kernels import load  # noqa: E402
 
 from ssmkit.granite.cache import MambaCache  # noqa: E402
+from ssmkit.kernels.common.mapped_io import capture_graph  # noqa: E402
 from ssmkit.granite.reference import ReferenceMambaLayer  # noqa: E402
 
 __all__ = ["CandidateBlock"]
@@ -46,41 +49,62 @@ def _ops():
 
 
 _CONV_BLOCK_M = 8  # the token block of vLLM's causal_conv1d_fn launch
+_MAX_PREFILL_GRAPHS = 4  # (a graph keeps its static buffers and memory pool: ~1 GB at L = 16384)
 
 
 @functools.lru_cache(maxsize=16)
-def _metadata(lengths: tuple[int, ...], chunk: int, device: torch.device) -> types.SimpleNamespace:
-    """What vLLM's engine builds per step for a prefill of packed sequences of these lengths (its attention-metadata
-    builder; here once per lengths): the SSD's chunk metadata (cu_chunk_seqlens (nchunks + 1,), seq_idx (nchunks,),
-    last_chunk_indices (batch,), int32; each sequence cut into chunks from its first token) and the conv kernel's
-    program map (``conv``: nums_dict, batch_ptr, token_chunk_offset_ptr: (sequence, token block) per program)."""
-    bounds, seq_idx, last, start = [0], [], [], 0
+def _metadata(lengths: tuple[int, ...], width: int, chunk: int, d_conv: int,
+              device: torch.device) -> types.SimpleNamespace:
+    """Index tensors of a prefill of a (b, width) left-padded batch with these real-token counts, built once per key:
+    what vLLM's engine builds per step for packed sequences (its attention-metadata builder): query_start_loc
+    (b + 1,), the SSD's chunk metadata (cu_chunk_seqlens (nchunks + 1,), seq_idx (nchunks,), last_chunk_indices
+    (b,), int32; each sequence cut into chunks from its first token), the conv kernel's program map (``conv``:
+    nums_dict, batch_ptr, token_chunk_offset_ptr: (sequence, token block) per program), slots (b,); and the glue's:
+    ``rows`` (the real tokens' rows of the (b * width) flattened batch), ``last`` (b, d_conv) each row's last d_conv
+    positions relative to its first real token (negative: before it), ``last_rows`` their packed rows (clamped).
+    Built from host ints only, so a prefill that uses them can be captured in a CUDA graph."""
+    bounds, seq_idx, last_chunk, start = [0], [], [], 0
     for s, n in enumerate(lengths):
         for c0 in range(0, n, chunk):
             bounds.append(start + min(c0 + chunk, n))
             seq_idx.append(s)
-        last.append(len(seq_idx) - 1)
+        last_chunk.append(len(seq_idx) - 1)
         start += n
     blocks = [-(-n // _CONV_BLOCK_M) for n in lengths]
-    program_seq = [s for s, k in enumerate(blocks) for _ in range(k)]
-    program_block = [j for k in blocks for j in range(k)]
-    batch_ptr, offset_ptr = (torch.tensor(v, dtype=torch.int32, device=device) for v in (program_seq, program_block))
+    starts = [sum(lengths[:r]) for r in range(len(lengths) + 1)]
+    last = [[n - d_conv + j for j in range(d_conv)] for n in lengths]
+
+    def ints(values, dtype=torch.int32):
+        return torch.tensor(values, dtype=dtype, device=device)
+
+    batch_ptr = ints([s for s, k in enumerate(blocks) for _ in range(k)])
+    offset_ptr = ints([j for k in blocks for j in range(k)])
     conv = types.SimpleNamespace(
-        nums_dict={_CONV_BLOCK_M: {"tot": len(program_seq), "mlist": batch_ptr, "mlist_len": len(program_seq),
+        nums_dict={_CONV_BLOCK_M: {"tot": len(batch_ptr), "mlist": batch_ptr, "mlist_len": len(batch_ptr),
                                    "offsetlist": offset_ptr, "batch_ptr": batch_ptr,
                                    "token_chunk_offset_ptr": offset_ptr}},
         batch_ptr=batch_ptr, token_chunk_offset_ptr=offset_ptr)
-    cu_chunks, seq_idx_t, last_t = (torch.tensor(v, dtype=torch.int32, device=device) for v in (bounds, seq_idx, last))
-    return types.SimpleNamespace(cu_chunk_seqlens=cu_chunks, seq_idx=seq_idx_t, last_chunk_indices=last_t, conv=conv)
+    return types.SimpleNamespace(
+        query_start_loc=ints(starts), cu_chunk_seqlens=ints(bounds), seq_idx=ints(seq_idx),
+        last_chunk_indices=ints(last_chunk), conv=conv, slots=ints(list(range(len(lengths)))),
+        rows=ints([r * width + p for r, n in enumerate(lengths) for p in range(width - n, width)], torch.int64),
+        last=ints(last, torch.int64),
+        last_rows=ints([[starts[r] + max(p, 0) for p in pos] for r, pos in enumerate(last)], torch.int64))
 
 
 class CandidateBlock(ReferenceMambaLayer):
-    """The Granite mixer on vLLM 0.33's Mamba-2 kernels (module docstring); ``use_cuda_graphs``: decode graphs."""
+    """The Granite mixer on vLLM 0.33's Mamba-2 kernels (module docstring); ``use_cuda_graphs``: CUDA graphs of the
+    decode step and of prefills from the zero state."""
 
     def __init__(self, config, layer_idx: int = 0) -> None:
         super().__init__(config, layer_idx)
         self.use_cuda_graphs = True
-        self._graphs: dict[tuple, tuple] = {}
+        self._decode_graphs: dict[tuple, tuple] = {}
+        self._prefill_graphs: OrderedDict[tuple, tuple] = OrderedDict()
+
+    def _graphs_apply(self, hidden_states: torch.Tensor) -> bool:
+        return (self.use_cuda_graphs and hidden_states.is_cuda
+                and not torch.cuda.is_current_stream_capturing())
 
     def forward(self, hidden_states: torch.Tensor, cache: MambaCache | None = None,
                 attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, MambaCache]:
@@ -95,9 +119,12 @@ class CandidateBlock(ReferenceMambaLayer):
                 return out, cache
             lengths = list(facts.lengths) if mask is not None else [length] * b
             continuing = cache is not None and cache.has_previous_state
-            if cache is None:
-                cache = MambaCache.zeros(self.config, b, device=hidden_states.device, dtype=hidden_states.dtype)
-            out = self._prefill(hidden_states, cache, lengths, continuing)
+            if not continuing and self._graphs_apply(hidden_states):
+                out, cache = self._prefill_graph(hidden_states, cache, lengths)
+            else:
+                if cache is None:
+                    cache = MambaCache.zeros(self.config, b, device=hidden_states.device, dtype=hidden_states.dtype)
+                out = self._prefill(hidden_states, cache, lengths, continuing)
         cache.seqlen_offset = cache.seqlen_offset + length if continuing else length
         cache.has_previous_state = True
         return out, cache
@@ -108,54 +135,75 @@ class CandidateBlock(ReferenceMambaLayer):
 
     def _prefill(self, hidden_states: torch.Tensor, cache: MambaCache, lengths: list[int],
                  continuing: bool) -> torch.Tensor:
-        """The real tokens through vLLM's prefill kernels; writes the cache; returns (b, L, hidden), 0 at pads."""
+        """The real tokens through vLLM's prefill kernels; writes the cache; returns (b, L, hidden), 0 at pads. No
+        host-to-device copy (``_metadata``): a call from the zero state can be captured (``_prefill_graph``)."""
         c, ops = self.config, _ops()
         b, length, hidden = hidden_states.shape
         dev = hidden_states.device
-        rows = torch.cat([torch.arange(r * length + length - n, (r + 1) * length, device=dev)
-                          for r, n in enumerate(lengths)])
-        zxbcdt = F.linear(hidden_states.reshape(b * length, hidden).index_select(0, rows), self.in_proj.weight)
+        meta = _metadata(tuple(lengths), length, c.chunk_size, c.d_conv, dev)
+        zxbcdt = F.linear(hidden_states.reshape(b * length, hidden).index_select(0, meta.rows), self.in_proj.weight)
         gate, xbc, dt = self._split(zxbcdt)
         total = zxbcdt.shape[0]
-        starts = torch.tensor([0] + lengths, device=dev).cumsum(0)
-        query_start_loc = starts.to(torch.int32)
-        slots = torch.arange(b, dtype=torch.int32, device=dev)
-        meta = _metadata(tuple(lengths), c.chunk_size, dev)
-        old_conv = cache.conv_state.clone()  # (the cache's last d_conv columns before this call)
-        conv_states = old_conv[:, :, 1:].contiguous()  # vLLM's layout: the last d_conv - 1 columns
+        old_conv = cache.conv_state.clone() if continuing else None  # (the cache's last d_conv columns)
         conv = ops.causal_conv1d_fn(
-            xbc.transpose(0, 1), self.conv1d.weight.squeeze(1), self.conv1d.bias, conv_states=conv_states,
-            query_start_loc=query_start_loc, cache_indices=slots,
+            xbc.transpose(0, 1), self.conv1d.weight.squeeze(1), self.conv1d.bias,
+            conv_states=old_conv[:, :, 1:].contiguous() if continuing else cache.conv_state[:, :, 1:].clone(),
+            query_start_loc=meta.query_start_loc, cache_indices=meta.slots,
             has_initial_state=torch.full((b,), continuing, dtype=torch.bool, device=dev), activation="silu",
-            null_block_id=None, metadata=meta.conv).transpose(0, 1)
-        self._store_conv_state(cache, old_conv, xbc, starts, lengths, continuing)
+            null_block_id=None, metadata=meta.conv).transpose(0, 1)  # (vLLM's layout: the last d_conv - 1 columns)
+        self._store_conv_state(cache, old_conv, xbc, meta)
         x, bmat, cmat = conv.split([c.intermediate_size, c.n_groups * c.d_state, c.n_groups * c.d_state], dim=-1)
         y = torch.empty(total, c.num_heads, c.head_dim, device=dev, dtype=hidden_states.dtype)
         ops.mamba_chunk_scan_combined_varlen(
             x.reshape(total, c.num_heads, c.head_dim), dt, -torch.exp(self.A_log.float()),
             bmat.reshape(total, c.n_groups, c.d_state), cmat.reshape(total, c.n_groups, c.d_state), c.chunk_size,
-            cu_seqlens=query_start_loc, cu_chunk_seqlens=meta.cu_chunk_seqlens,
+            cu_seqlens=meta.query_start_loc, cu_chunk_seqlens=meta.cu_chunk_seqlens,
             last_chunk_indices=meta.last_chunk_indices, seq_idx=meta.seq_idx, out=y, D=self.D, z=None,
             dt_bias=self.dt_bias, initial_states=cache.ssm_state.clone() if continuing else None, dt_softplus=True,
             dt_limit=(0.0, float("inf")), state_dtype=cache.ssm_state.dtype, final_states_out=cache.ssm_state,
-            final_state_indices=slots)
+            final_state_indices=meta.slots)
         normed = ops.rms_norm_gated(y.reshape(total, c.intermediate_size), self.norm.weight, None, z=gate,
                                     eps=self.norm.eps, norm_before_gate=False)
         out = torch.zeros(b * length, hidden, device=dev, dtype=hidden_states.dtype)
-        out.index_copy_(0, rows, F.linear(normed, self.out_proj.weight))
+        out.index_copy_(0, meta.rows, F.linear(normed, self.out_proj.weight))
         return out.view(b, length, hidden)
 
-    def _store_conv_state(self, cache: MambaCache, old_conv: torch.Tensor, xbc: torch.Tensor, starts: torch.Tensor,
-                          lengths: list[int], continuing: bool) -> None:
-        """cache.conv_state = each row's last d_conv pre-conv columns: its last tokens', then (short rows) the old
-        state's last columns (continuing) or zeros."""
+    def _store_conv_state(self, cache: MambaCache, old_conv: torch.Tensor | None, xbc: torch.Tensor,
+                          meta: types.SimpleNamespace) -> None:
+        """cache.conv_state = each row's last d_conv pre-conv columns: its last tokens', then (short rows) the
+        columns of ``old_conv`` (the state before this call, when continuing; else zeros)."""
         width = self.config.d_conv
-        b = len(lengths)
-        pos = torch.tensor(lengths, device=xbc.device)[:, None] - width + torch.arange(width, device=xbc.device)
-        from_tokens = xbc.index_select(0, (starts[:-1, None] + pos.clamp_min(0)).flatten()).view(b, width, -1)
-        earlier = old_conv.transpose(1, 2).gather(1, (pos + width).clamp(0, width - 1)[:, :, None].expand(
-            -1, -1, old_conv.shape[1])) if continuing else torch.zeros_like(from_tokens)
-        cache.conv_state.copy_(torch.where((pos >= 0)[:, :, None], from_tokens, earlier).transpose(1, 2))
+        b = meta.last.shape[0]
+        from_tokens = xbc.index_select(0, meta.last_rows.flatten()).view(b, width, -1)
+        earlier = (old_conv.transpose(1, 2).gather(1, (meta.last + width).clamp(0, width - 1)[:, :, None].expand(
+            -1, -1, old_conv.shape[1])) if old_conv is not None else torch.zeros_like(from_tokens))
+        cache.conv_state.copy_(torch.where((meta.last >= 0)[:, :, None], from_tokens, earlier).transpose(1, 2))
+
+    def _prefill_graph(self, hidden_states: torch.Tensor, cache: MambaCache | None,
+                       lengths: list[int]) -> tuple[torch.Tensor, MambaCache]:
+        """A prefill from the zero state as one CUDA graph per (shape, dtype, lengths) (at most _MAX_PREFILL_GRAPHS
+        kept): hidden_states copied in, the output and the cache states copied out (into a given empty cache)."""
+        key = (hidden_states.shape, hidden_states.dtype, hidden_states.device, tuple(lengths))
+        if key not in self._prefill_graphs:
+            static_in = hidden_states.clone()
+            static_cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=hidden_states.device,
+                                            dtype=hidden_states.dtype)
+
+            def step():
+                return self._prefill(static_in, static_cache, lengths, False)
+
+            self._prefill_graphs[key] = (*capture_graph(step, step, hidden_states.device), static_in, static_cache)
+            if len(self._prefill_graphs) > _MAX_PREFILL_GRAPHS:
+                self._prefill_graphs.popitem(last=False)
+        self._prefill_graphs.move_to_end(key)
+        graph, static_out, static_in, static_cache = self._prefill_graphs[key]
+        static_in.copy_(hidden_states)
+        graph.replay()
+        if cache is None:
+            return static_out.clone(), MambaCache(static_cache.conv_state.clone(), static_cache.ssm_state.clone())
+        cache.conv_state.copy_(static_cache.conv_state)
+        cache.ssm_state.copy_(static_cache.ssm_state)
+        return static_out.clone(), cache
 
     def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor,
                      ssm_state: torch.Tensor) -> torch.Tensor:
@@ -183,26 +231,22 @@ class CandidateBlock(ReferenceMambaLayer):
 
     def _decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> torch.Tensor:
         """The decode step, on CUDA (``use_cuda_graphs``) as one graph per (batch, dtype, cache tensors) replayed
-        with the token copied in and the output cloned out."""
-        if not (self.use_cuda_graphs and hidden_states.is_cuda and not torch.cuda.is_current_stream_capturing()):
+        with the token copied in and the output cloned out (its warm-up on copies of the cache)."""
+        if not self._graphs_apply(hidden_states):
             return self._decode_step(hidden_states, cache.conv_state, cache.ssm_state)
         key = (hidden_states.shape, hidden_states.dtype, cache.conv_state.data_ptr(), cache.ssm_state.data_ptr())
-        if key not in self._graphs:
+        if key not in self._decode_graphs:
             static_in = hidden_states.clone()
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):  # (warm-up on copies: Triton compiles, the cache is left as it is)
-                self._decode_step(static_in, cache.conv_state.clone(), cache.ssm_state.clone())
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                static_out = self._decode_step(static_in, cache.conv_state, cache.ssm_state)
-            self._graphs[key] = (graph, static_in, static_out)
-        graph, static_in, static_out = self._graphs[key]
+            graph, static_out = capture_graph(
+                lambda: self._decode_step(static_in, cache.conv_state.clone(), cache.ssm_state.clone()),
+                lambda: self._decode_step(static_in, cache.conv_state, cache.ssm_state), hidden_states.device)
+            self._decode_graphs[key] = (graph, static_in, static_out)
+        graph, static_in, static_out = self._decode_graphs[key]
         static_in.copy_(hidden_states)
         graph.replay()
         return static_out.clone()
 
     def _apply(self, fn, *args, **kwargs):
-        self._graphs.clear()  # (graphs read the parameters at their old addresses)
+        self._decode_graphs.clear()  # (graphs read the parameters at their old addresses)
+        self._prefill_graphs.clear()
         return super()._apply(fn, *args, **kwargs)

@@ -1,7 +1,9 @@
 """CPU check of the VLLM anchor candidate's composition (bench/granite_vllm_candidate.py) against the reference.
 
 Runs the candidate and ``ReferenceMambaLayer`` in float32 at the tiny config (chunk 16) under TRITON_INTERPRET=1 on
-prefills (unmasked and left-padded, several chunks), multi-token continuations and decode steps, and prints the
+prefills (unmasked and left-padded, several chunks), multi-token continuations and decode steps, eagerly and then
+through the candidate's graph paths (a stand-in for capture whose replay recomputes the body into the static
+output, as a replay does), and prints the
 norm-relative differences of the outputs and both cache states: with the same math in fp32 they should be ~1e-7
 (outputs) to ~1e-6 (states), which checks the glue (layouts, packing, chunk and conv metadata, the cache's conv
 columns, state handling). Float32 because the interpreter computes bf16 elementwise arithmetic on raw bits, and
@@ -47,6 +49,18 @@ def eager_conv_fn(x, weight, bias, conv_states, query_start_loc, cache_indices, 
     return out
 
 
+def stand_in_capture(warm_up, body, device):
+    """``capture_graph`` off CUDA as a real capture behaves: the static output comes from the warm-up; a replay
+    recomputes the captured body into it."""
+    static_out = warm_up()
+
+    class Replay:
+        def replay(self):
+            static_out.copy_(body())
+
+    return Replay(), static_out
+
+
 def rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()
 
@@ -56,25 +70,29 @@ def main() -> None:
     candidate._ops().causal_conv1d_fn = eager_conv_fn
     cfg = GraniteMambaConfig.tiny(chunk_size=16)
     weights = synthetic_slice(cfg, 3).mamba
-    layers = [candidate.CandidateBlock(cfg), ReferenceMambaLayer(cfg)]
-    for layer in layers:
-        layer.load_state_dict(weights)
-    g = torch.Generator().manual_seed(1)
-    h = torch.randn(3, 37, cfg.hidden_size, generator=g)
     worst = 0.0
-    for label, mask in (("prefill", None), ("left-padded prefill", torch.tensor(
-            [[0] * (37 - n) + [1] * n for n in (37, 9, 2)]))):
-        cache = ref_cache = None
-        for step, length in enumerate((37, 5, 1, 1, 2, 1)):
-            x = h if step == 0 else torch.randn(3, length, cfg.hidden_size, generator=g)
-            step_mask = mask if step == 0 else None
-            out, cache = layers[0](x, cache, step_mask)
-            ref_out, ref_cache = layers[1](x, ref_cache, step_mask)
-            diffs = (rel(out, ref_out), rel(cache.conv_state, ref_cache.conv_state),
-                     rel(cache.ssm_state, ref_cache.ssm_state))
-            worst = max(worst, *diffs)
-            name = label if step == 0 else f"  then L={length}"
-            print(f"{name:22s} output {diffs[0]:.2e}  conv_state {diffs[1]:.2e}  ssm_state {diffs[2]:.2e}")
+    for graphs in (False, True):  # eager; then the graph paths' buffers with a stand-in for capture
+        if graphs:
+            candidate.capture_graph = stand_in_capture
+            candidate.CandidateBlock._graphs_apply = lambda self, hidden_states: True
+        layers = [candidate.CandidateBlock(cfg), ReferenceMambaLayer(cfg)]
+        for layer in layers:
+            layer.load_state_dict(weights)
+        g = torch.Generator().manual_seed(1)
+        h = torch.randn(3, 37, cfg.hidden_size, generator=g)
+        for label, mask in (("prefill", None), ("left-padded prefill", torch.tensor(
+                [[0] * (37 - n) + [1] * n for n in (37, 9, 2)]))):
+            cache = ref_cache = None
+            for step, length in enumerate((37, 5, 1, 1, 2, 1)):
+                x = h if step == 0 else torch.randn(3, length, cfg.hidden_size, generator=g)
+                step_mask = mask if step == 0 else None
+                out, cache = layers[0](x, cache, step_mask)
+                ref_out, ref_cache = layers[1](x, ref_cache, step_mask)
+                diffs = (rel(out, ref_out), rel(cache.conv_state, ref_cache.conv_state),
+                         rel(cache.ssm_state, ref_cache.ssm_state))
+                worst = max(worst, *diffs)
+                name = (f"{label}{' (graphs)' if graphs else ''}" if step == 0 else f"  then L={length}")
+                print(f"{name:30s} output {diffs[0]:.2e}  conv_state {diffs[1]:.2e}  ssm_state {diffs[2]:.2e}")
     print(f"worst {worst:.2e}: {'PASS' if worst <= TOLERANCE else 'FAIL'} (tolerance {TOLERANCE:g})")
     sys.exit(0 if worst <= TOLERANCE else 1)
 
