@@ -9,7 +9,8 @@ D, fp32 states written into the cache), `rms_norm_gated` (the gate before the no
 in_proj, `causal_conv1d_update`, `selective_state_update` (fp32 state, updated in place), `rms_norm_gated`,
 out_proj. With ``use_cuda_graphs`` (default) the decode step is one CUDA graph per (batch, cache tensors), as vLLM's
 CUDA-graph runner replays a decode step, and a prefill from the zero state one per (shape, lengths) with the input
-copied in and the output and states copied out (the issue's "VLLM in a CUDA graph" column). Same constructor, parameters and checks as ``ReferenceMambaLayer`` (this is its subclass).
+copied in and the output and states copied out (the issue's "VLLM in a CUDA graph" column). Same constructor,
+parameters and checks as ``ReferenceMambaLayer`` (this is its subclass).
 
 Glue that vLLM's engine does elsewhere is done here with torch ops: the real tokens' gather and the output's scatter
 (left padding: row b's last lengths[b] positions); the per-step metadata its attention-metadata builder makes (the
