@@ -25,6 +25,7 @@ through the graph paths with a stand-in capture), on the GPU by `granite verify`
 import functools
 import sys
 import types
+import warnings
 from collections import OrderedDict
 from pathlib import Path
 
@@ -102,6 +103,7 @@ class CandidateBlock(ReferenceMambaLayer):
         self.use_cuda_graphs = True
         self._decode_graphs: dict[tuple, tuple] = {}
         self._prefill_graphs: OrderedDict[tuple, tuple] = OrderedDict()
+        self._prefill_capture_failed = False
 
     def _graphs_apply(self, hidden_states: torch.Tensor) -> bool:
         return (self.use_cuda_graphs and hidden_states.is_cuda
@@ -120,8 +122,10 @@ class CandidateBlock(ReferenceMambaLayer):
                 return out, cache
             lengths = list(facts.lengths) if mask is not None else [length] * b
             continuing = cache is not None and cache.has_previous_state
-            if not continuing and self._graphs_apply(hidden_states):
-                out, cache = self._prefill_graph(hidden_states, cache, lengths)
+            done = (self._prefill_graph(hidden_states, cache, lengths)
+                    if not continuing and self._graphs_apply(hidden_states) else None)
+            if done is not None:
+                out, cache = done
             else:
                 if cache is None:
                     cache = MambaCache.zeros(self.config, b, device=hidden_states.device, dtype=hidden_states.dtype)
@@ -181,11 +185,15 @@ class CandidateBlock(ReferenceMambaLayer):
         cache.conv_state.copy_(torch.where((meta.last >= 0)[:, :, None], from_tokens, earlier).transpose(1, 2))
 
     def _prefill_graph(self, hidden_states: torch.Tensor, cache: MambaCache | None,
-                       lengths: list[int]) -> tuple[torch.Tensor, MambaCache]:
+                       lengths: list[int]) -> tuple[torch.Tensor, MambaCache] | None:
         """A prefill from the zero state as one CUDA graph per (shape, dtype, lengths) (at most _MAX_PREFILL_GRAPHS
-        kept): hidden_states copied in, the output and the cache states copied out (into a given empty cache)."""
+        kept): hidden_states copied in, the output and the cache states copied out (into a given empty cache).
+        None (the caller runs the prefill eagerly) once a capture has failed: prefill graphs are then off, with a
+        warning, so a bench run still times the eager layer."""
         key = (hidden_states.shape, hidden_states.dtype, hidden_states.device, tuple(lengths))
         if key not in self._prefill_graphs:
+            if self._prefill_capture_failed:
+                return None
             static_in = hidden_states.clone()
             static_cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=hidden_states.device,
                                             dtype=hidden_states.dtype)
@@ -193,7 +201,13 @@ class CandidateBlock(ReferenceMambaLayer):
             def step():
                 return self._prefill(static_in, static_cache, lengths, False)
 
-            self._prefill_graphs[key] = (*capture_graph(step, step, hidden_states.device), static_in, static_cache)
+            try:
+                captured = capture_graph(step, step, hidden_states.device)
+            except RuntimeError as exc:
+                self._prefill_capture_failed = True
+                warnings.warn(f"vLLM candidate: prefill graph capture failed, prefills run eagerly: {exc}")
+                return None
+            self._prefill_graphs[key] = (*captured, static_in, static_cache)
             if len(self._prefill_graphs) > _MAX_PREFILL_GRAPHS:
                 self._prefill_graphs.popitem(last=False)
         self._prefill_graphs.move_to_end(key)
