@@ -13,7 +13,7 @@ copied in and the output and states copied out (the issue's "VLLM in a CUDA grap
 parameters and checks as ``ReferenceMambaLayer`` (this is its subclass).
 
 Glue that vLLM's engine does elsewhere is done here with torch ops: the real tokens' gather and the output's scatter
-(left padding: row b's last lengths[b] positions); the per-step metadata its attention-metadata builder makes (the
+(left padding: row b's last lengths[b] positions; none without pads); the per-step metadata its attention-metadata builder makes (the
 SSD's chunk metadata, each sequence cut into chunks from its first token, and the conv kernel's program map), here
 built once per lengths and kept (``_metadata``); and the cache's conv_state, which holds the last d_conv pre-conv
 columns (``MambaCache``) where vLLM keeps d_conv - 1: the prefill's conv kernel gets its layout's columns and the
@@ -146,7 +146,9 @@ class CandidateBlock(ReferenceMambaLayer):
         b, length, hidden = hidden_states.shape
         dev = hidden_states.device
         meta = _metadata(tuple(lengths), length, c.chunk_size, c.d_conv, dev)
-        zxbcdt = F.linear(hidden_states.reshape(b * length, hidden).index_select(0, meta.rows), self.in_proj.weight)
+        padded = sum(lengths) < b * length  # (without pads the tokens are already packed: no gather, no scatter)
+        tokens = hidden_states.reshape(b * length, hidden)
+        zxbcdt = F.linear(tokens.index_select(0, meta.rows) if padded else tokens, self.in_proj.weight)
         gate, xbc, dt = self._split(zxbcdt)
         total = zxbcdt.shape[0]
         old_conv = cache.conv_state.clone() if continuing else None  # (the cache's last d_conv columns)
@@ -169,8 +171,11 @@ class CandidateBlock(ReferenceMambaLayer):
             final_state_indices=meta.slots)
         normed = ops.rms_norm_gated(y.reshape(total, c.intermediate_size), self.norm.weight, None, z=gate,
                                     eps=self.norm.eps, norm_before_gate=False)
+        real = F.linear(normed, self.out_proj.weight)
+        if not padded:
+            return real.view(b, length, hidden)
         out = torch.zeros(b * length, hidden, device=dev, dtype=hidden_states.dtype)
-        out.index_copy_(0, meta.rows, F.linear(normed, self.out_proj.weight))
+        out.index_copy_(0, meta.rows, real)
         return out.view(b, length, hidden)
 
     def _store_conv_state(self, cache: MambaCache, old_conv: torch.Tensor | None, xbc: torch.Tensor,
