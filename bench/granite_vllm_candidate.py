@@ -13,14 +13,20 @@ copied in and the output and states copied out (the issue's "VLLM in a CUDA grap
 parameters and checks as ``ReferenceMambaLayer`` (this is its subclass).
 
 Glue that vLLM's engine does elsewhere is done here with torch ops: the real tokens' gather and the output's scatter
-(left padding: row b's last lengths[b] positions; none without pads); the per-step metadata its attention-metadata builder makes (the
-SSD's chunk metadata, each sequence cut into chunks from its first token, and the conv kernel's program map), here
-built once per lengths and kept (``_metadata``); and the cache's conv_state, which holds the last d_conv pre-conv
-columns (``MambaCache``) where vLLM keeps d_conv - 1: the prefill's conv kernel gets its layout's columns and the
-cache's are gathered from the tokens, the decode's gets a view of the last d_conv - 1 after one small copy of a
-column (a graph node vLLM's layout does not need). A mask that is not left padding takes the reference forward;
-continuations run eagerly. Checked on the CPU by bench/granite_vllm_smoke.py (float32, interpreter, eager and
-through the graph paths with a stand-in capture), on the GPU by `granite verify`.
+(left padding: row b's last lengths[b] positions; none without pads); the per-step metadata its attention-metadata
+builder makes (the SSD's chunk metadata, each sequence cut into chunks from its first token, and the conv kernel's
+program map), here built once per lengths and kept (``_metadata``); and the cache's conv_state, which holds the last
+d_conv pre-conv columns (``MambaCache``) where vLLM keeps d_conv - 1: the conv kernels read and write a view of the
+last d_conv - 1 columns and the first column is filled beside them (a small gather in a prefill, a column copy in a
+decode step: nodes vLLM's layout does not need). As in vLLM: A = -exp(A_log) kept in fp32 (built once, dropped when
+parameters load or move), the SSD kernels tuned once on a 256-token prefill (``_warm_up``). As in issue 5's VLLM
+layer: the SSM state in fp32 (vLLM's ``--mamba-ssm-cache-dtype float32``; its default "auto" keeps the model dtype),
+and the gated norm as vLLM's ``rms_norm_gated`` kernel (its eager / custom-op path; under torch.compile's defaults
+vLLM compiles the norm's torch form instead). Prefill graphs hold the kernels between the projections (in_proj writes
+their static input, out_proj reads their static output, the cache states are copied out), as the fast layer's
+"kernels" graphs do. A mask that is not left padding takes the reference forward; continuations run eagerly.
+Checked on the CPU by bench/granite_vllm_smoke.py (float32, interpreter, eager and through the graph paths with a
+stand-in capture), on the GPU by `granite verify`.
 """
 import functools
 import sys
@@ -54,6 +60,13 @@ _CONV_BLOCK_M = 8  # the token block of vLLM's causal_conv1d_fn launch
 _MAX_PREFILL_GRAPHS = 4  # (a graph keeps its static buffers and memory pool: ~1 GB at L = 16384)
 
 
+@functools.lru_cache(maxsize=8)
+def _slots(batch: int, device: torch.device) -> torch.Tensor:
+    """(batch,) int32 0, 1, ...: the state slot of each row (the cache's rows; slot 0 is a real row here, so the
+    kernels get no null block id)."""
+    return torch.arange(batch, dtype=torch.int32, device=device)
+
+
 @functools.lru_cache(maxsize=16)
 def _metadata(lengths: tuple[int, ...], width: int, chunk: int, d_conv: int,
               device: torch.device) -> types.SimpleNamespace:
@@ -63,7 +76,8 @@ def _metadata(lengths: tuple[int, ...], width: int, chunk: int, d_conv: int,
     (b,), int32; each sequence cut into chunks from its first token), the conv kernel's program map (``conv``:
     nums_dict, batch_ptr, token_chunk_offset_ptr: (sequence, token block) per program), slots (b,); and the glue's:
     ``rows`` (the real tokens' rows of the (b * width) flattened batch), ``last`` (b, d_conv) each row's last d_conv
-    positions relative to its first real token (negative: before it), ``last_rows`` their packed rows (clamped).
+    positions relative to its first real token (negative: before it), ``last_rows`` their packed rows (clamped),
+    ``fresh`` / ``continuing`` the conv kernel's has_initial_state for each row.
     Built from host ints only, so a prefill that uses them can be captured in a CUDA graph."""
     bounds, seq_idx, last_chunk, start = [0], [], [], 0
     for s, n in enumerate(lengths):
@@ -88,7 +102,9 @@ def _metadata(lengths: tuple[int, ...], width: int, chunk: int, d_conv: int,
         batch_ptr=batch_ptr, token_chunk_offset_ptr=offset_ptr)
     return types.SimpleNamespace(
         query_start_loc=ints(starts), cu_chunk_seqlens=ints(bounds), seq_idx=ints(seq_idx),
-        last_chunk_indices=ints(last_chunk), conv=conv, slots=ints(list(range(len(lengths)))),
+        last_chunk_indices=ints(last_chunk), conv=conv, slots=_slots(len(lengths), device),
+        fresh=torch.zeros(len(lengths), dtype=torch.bool, device=device),
+        continuing=torch.ones(len(lengths), dtype=torch.bool, device=device),
         rows=ints([r * width + p for r, n in enumerate(lengths) for p in range(width - n, width)], torch.int64),
         last=ints(last, torch.int64),
         last_rows=ints([[starts[r] + max(p, 0) for p in pos] for r, pos in enumerate(last)], torch.int64))
@@ -96,14 +112,32 @@ def _metadata(lengths: tuple[int, ...], width: int, chunk: int, d_conv: int,
 
 class CandidateBlock(ReferenceMambaLayer):
     """The Granite mixer on vLLM 0.33's Mamba-2 kernels (module docstring); ``use_cuda_graphs``: CUDA graphs of the
-    decode step and of prefills from the zero state."""
+    decode step and of the kernels between the projections of a prefill from the zero state."""
 
     def __init__(self, config, layer_idx: int = 0) -> None:
         super().__init__(config, layer_idx)
         self.use_cuda_graphs = True
         self._decode_graphs: dict[tuple, tuple] = {}
         self._prefill_graphs: OrderedDict[tuple, tuple] = OrderedDict()
-        self._prefill_capture_failed = False
+        self._capture_failed: set[str] = set()  # "prefill" / "decode": graphs of that path are off (a warning said)
+        self._tuned: set[torch.device] = set()  # devices where vLLM's SSD warm-up has run (``_warm_up``)
+        self._a_cache: dict[torch.device, torch.Tensor] = {}  # A = -exp(A_log) in fp32, as vLLM's mixer keeps it
+        self.register_load_state_dict_post_hook(lambda module, keys: module._drop_captured())
+
+    def _drop_captured(self) -> None:
+        """Graphs and derived tensors read the parameters as they were: after loading or moving, build anew."""
+        self._decode_graphs.clear()
+        self._prefill_graphs.clear()
+        self._a_cache.clear()
+
+    def _apply(self, fn, *args, **kwargs):
+        self._drop_captured()
+        return super()._apply(fn, *args, **kwargs)
+
+    def _a(self, device: torch.device) -> torch.Tensor:
+        if device not in self._a_cache:
+            self._a_cache[device] = -torch.exp(self.A_log.float())
+        return self._a_cache[device]
 
     def _graphs_apply(self, hidden_states: torch.Tensor) -> bool:
         return (self.use_cuda_graphs and hidden_states.is_cuda
@@ -120,111 +154,137 @@ class CandidateBlock(ReferenceMambaLayer):
                 out = self._decode(hidden_states, cache)
                 cache.seqlen_offset += 1
                 return out, cache
-            lengths = list(facts.lengths) if mask is not None else [length] * b
+            self._warm_up(hidden_states)
+            lengths = tuple(facts.lengths) if mask is not None else (length,) * b
             continuing = cache is not None and cache.has_previous_state
-            done = (self._prefill_graph(hidden_states, cache, lengths)
-                    if not continuing and self._graphs_apply(hidden_states) else None)
-            if done is not None:
-                out, cache = done
-            else:
-                if cache is None:
-                    cache = MambaCache.zeros(self.config, b, device=hidden_states.device, dtype=hidden_states.dtype)
-                out = self._prefill(hidden_states, cache, lengths, continuing)
+            out, cache = self._prefill(hidden_states, cache, lengths, continuing)
         cache.seqlen_offset = cache.seqlen_offset + length if continuing else length
         cache.has_previous_state = True
         return out, cache
+
+    def _warm_up(self, hidden_states: torch.Tensor) -> None:
+        """vLLM's mixer tunes its autotuned SSD kernels once, on a 256-token prefill of one sequence, before serving;
+        so does this layer on its first prefill on a CUDA device (scratch tensors; the tuned configs then serve
+        every length, as in vLLM: the tuning keys hold no length)."""
+        dev = hidden_states.device
+        if dev.type != "cuda" or dev in self._tuned:
+            return
+        self._tuned.add(dev)
+        c = self.config
+        scratch = MambaCache.zeros(c, 1, device=dev, dtype=hidden_states.dtype)
+        zxbcdt = torch.randn(256, c.in_proj_dim, device=dev, dtype=hidden_states.dtype)
+        self._prefill_kernels(zxbcdt, scratch, _metadata((256,), 256, c.chunk_size, c.d_conv, dev), False)
 
     def _split(self, zxbcdt: torch.Tensor):
         c = self.config
         return zxbcdt.split([c.intermediate_size, c.conv_dim, c.num_heads], dim=-1)
 
-    def _prefill(self, hidden_states: torch.Tensor, cache: MambaCache, lengths: list[int],
-                 continuing: bool) -> torch.Tensor:
-        """The real tokens through vLLM's prefill kernels; writes the cache; returns (b, L, hidden), 0 at pads. No
-        host-to-device copy (``_metadata``): a call from the zero state can be captured (``_prefill_graph``)."""
-        c, ops = self.config, _ops()
+    # ----------------------------------------------------------------------------------------- prefill
+    def _prefill(self, hidden_states: torch.Tensor, cache: MambaCache | None, lengths: tuple[int, ...],
+                 continuing: bool) -> tuple[torch.Tensor, MambaCache]:
+        """in_proj on the real tokens, the kernels between the projections (a CUDA graph per (shape, lengths) for a
+        call from the zero state, ``_prefill_graph``; else eagerly into the cache), out_proj scattered back (0 at
+        pads). Returns (output (b, L, hidden), cache)."""
+        c = self.config
         b, length, hidden = hidden_states.shape
         dev = hidden_states.device
-        meta = _metadata(tuple(lengths), length, c.chunk_size, c.d_conv, dev)
+        meta = _metadata(lengths, length, c.chunk_size, c.d_conv, dev)
         padded = sum(lengths) < b * length  # (without pads the tokens are already packed: no gather, no scatter)
         tokens = hidden_states.reshape(b * length, hidden)
-        zxbcdt = F.linear(tokens.index_select(0, meta.rows) if padded else tokens, self.in_proj.weight)
+        tokens = tokens.index_select(0, meta.rows) if padded else tokens
+        entry = None if continuing or not self._graphs_apply(hidden_states) else self._prefill_graph(meta, lengths,
+                                                                                                    hidden_states)
+        if entry is None:
+            if cache is None:
+                cache = MambaCache.zeros(c, b, device=dev, dtype=hidden_states.dtype)
+            normed = self._prefill_kernels(F.linear(tokens, self.in_proj.weight), cache, meta, continuing)
+        else:
+            graph, normed, static_in, static_cache = entry
+            torch.mm(tokens, self.in_proj.weight.t(), out=static_in)
+            graph.replay()
+            if cache is None:
+                cache = MambaCache(static_cache.conv_state.clone(), static_cache.ssm_state.clone())
+            else:
+                cache.conv_state.copy_(static_cache.conv_state)
+                cache.ssm_state.copy_(static_cache.ssm_state)
+        real = F.linear(normed, self.out_proj.weight)
+        if not padded:
+            return real.view(b, length, hidden), cache
+        out = torch.zeros(b * length, hidden, device=dev, dtype=hidden_states.dtype)
+        out.index_copy_(0, meta.rows, real)
+        return out.view(b, length, hidden), cache
+
+    def _prefill_kernels(self, zxbcdt: torch.Tensor, cache: MambaCache, meta: types.SimpleNamespace,
+                         continuing: bool) -> torch.Tensor:
+        """vLLM's prefill kernels between the projections: in_proj output (T, in_proj_dim) of packed sequences ->
+        normed (T, intermediate); writes the cache's states. Nothing read from the host (``_metadata``), so a call
+        from the zero state can be captured."""
+        c, ops = self.config, _ops()
         gate, xbc, dt = self._split(zxbcdt)
         total = zxbcdt.shape[0]
-        old_conv = cache.conv_state.clone() if continuing else None  # (the cache's last d_conv columns)
+        # the cache keeps the last d_conv pre-conv columns, vLLM's state the last d_conv - 1: the kernel reads and
+        # writes the cache's last d_conv - 1 (a view); the first column (the d_conv-th last input) comes from the
+        # tokens, or for a short row from the state before the call (continuing) or zeros
+        first = self._first_conv_column(cache, xbc, meta, continuing)
         conv = ops.causal_conv1d_fn(
             xbc.transpose(0, 1), self.conv1d.weight.squeeze(1), self.conv1d.bias,
-            conv_states=old_conv[:, :, 1:].contiguous() if continuing else cache.conv_state[:, :, 1:].clone(),
-            query_start_loc=meta.query_start_loc, cache_indices=meta.slots,
-            has_initial_state=torch.full((b,), continuing, dtype=torch.bool, device=dev), activation="silu",
-            null_block_id=None, metadata=meta.conv).transpose(0, 1)  # (vLLM's layout: the last d_conv - 1 columns)
-        self._store_conv_state(cache, old_conv, xbc, meta)
+            conv_states=cache.conv_state[:, :, 1:], query_start_loc=meta.query_start_loc, cache_indices=meta.slots,
+            has_initial_state=meta.continuing if continuing else meta.fresh, activation="silu", null_block_id=None,
+            metadata=meta.conv).transpose(0, 1)
+        cache.conv_state[:, :, 0] = first
         x, bmat, cmat = conv.split([c.intermediate_size, c.n_groups * c.d_state, c.n_groups * c.d_state], dim=-1)
-        y = torch.empty(total, c.num_heads, c.head_dim, device=dev, dtype=hidden_states.dtype)
+        y = torch.empty(total, c.num_heads, c.head_dim, device=zxbcdt.device, dtype=zxbcdt.dtype)
         ops.mamba_chunk_scan_combined_varlen(
-            x.reshape(total, c.num_heads, c.head_dim), dt, -torch.exp(self.A_log.float()),
+            x.reshape(total, c.num_heads, c.head_dim), dt, self._a(zxbcdt.device),
             bmat.reshape(total, c.n_groups, c.d_state), cmat.reshape(total, c.n_groups, c.d_state), c.chunk_size,
             cu_seqlens=meta.query_start_loc, cu_chunk_seqlens=meta.cu_chunk_seqlens,
             last_chunk_indices=meta.last_chunk_indices, seq_idx=meta.seq_idx, out=y, D=self.D, z=None,
             dt_bias=self.dt_bias, initial_states=cache.ssm_state.clone() if continuing else None, dt_softplus=True,
             dt_limit=(0.0, float("inf")), state_dtype=cache.ssm_state.dtype, final_states_out=cache.ssm_state,
             final_state_indices=meta.slots)
-        normed = ops.rms_norm_gated(y.reshape(total, c.intermediate_size), self.norm.weight, None, z=gate,
-                                    eps=self.norm.eps, norm_before_gate=False)
-        real = F.linear(normed, self.out_proj.weight)
-        if not padded:
-            return real.view(b, length, hidden)
-        out = torch.zeros(b * length, hidden, device=dev, dtype=hidden_states.dtype)
-        out.index_copy_(0, meta.rows, real)
-        return out.view(b, length, hidden)
+        return ops.rms_norm_gated(y.reshape(total, c.intermediate_size), self.norm.weight, None, z=gate,
+                                  eps=self.norm.eps, norm_before_gate=False)
 
-    def _store_conv_state(self, cache: MambaCache, old_conv: torch.Tensor | None, xbc: torch.Tensor,
-                          meta: types.SimpleNamespace) -> None:
-        """cache.conv_state = each row's last d_conv pre-conv columns: its last tokens', then (short rows) the
-        columns of ``old_conv`` (the state before this call, when continuing; else zeros)."""
-        width = self.config.d_conv
-        b = meta.last.shape[0]
-        from_tokens = xbc.index_select(0, meta.last_rows.flatten()).view(b, width, -1)
-        earlier = (old_conv.transpose(1, 2).gather(1, (meta.last + width).clamp(0, width - 1)[:, :, None].expand(
-            -1, -1, old_conv.shape[1])) if old_conv is not None else torch.zeros_like(from_tokens))
-        cache.conv_state.copy_(torch.where((meta.last >= 0)[:, :, None], from_tokens, earlier).transpose(1, 2))
+    def _first_conv_column(self, cache: MambaCache, xbc: torch.Tensor, meta: types.SimpleNamespace,
+                           continuing: bool) -> torch.Tensor:
+        """(b, conv_dim): each row's d_conv-th last pre-conv input after this call (read before the call's writes)."""
+        from_tokens = xbc.index_select(0, meta.last_rows[:, 0])
+        pos = meta.last[:, :1]  # (b, 1): its position from the row's first token (negative: before it)
+        earlier = (cache.conv_state.gather(2, (pos + self.config.d_conv).clamp(0, self.config.d_conv - 1)[:, None, :].expand(
+            -1, cache.conv_state.shape[1], 1))[:, :, 0] if continuing else torch.zeros_like(from_tokens))
+        return torch.where(pos >= 0, from_tokens, earlier)
 
-    def _prefill_graph(self, hidden_states: torch.Tensor, cache: MambaCache | None,
-                       lengths: list[int]) -> tuple[torch.Tensor, MambaCache] | None:
-        """A prefill from the zero state as one CUDA graph per (shape, dtype, lengths) (at most _MAX_PREFILL_GRAPHS
-        kept): hidden_states copied in, the output and the cache states copied out (into a given empty cache).
-        None (the caller runs the prefill eagerly) once a capture has failed: prefill graphs are then off, with a
-        warning, so a bench run still times the eager layer."""
-        key = (hidden_states.shape, hidden_states.dtype, hidden_states.device, tuple(lengths))
+    def _prefill_graph(self, meta: types.SimpleNamespace, lengths: tuple[int, ...],
+                       hidden_states: torch.Tensor) -> tuple | None:
+        """The kernels between the projections of a prefill from the zero state, captured once per (shape, dtype,
+        lengths) (at most _MAX_PREFILL_GRAPHS kept; like the fast layer's "kernels" prefill graphs): (graph, static
+        normed output, static in_proj output to fill, static cache). None (run eagerly) once a capture has failed:
+        prefill graphs are then off, with a warning, so a bench still times the eager layer."""
+        key = (hidden_states.shape, hidden_states.dtype, hidden_states.device, lengths)
         if key not in self._prefill_graphs:
-            if self._prefill_capture_failed:
+            if "prefill" in self._capture_failed:
                 return None
-            static_in = hidden_states.clone()
-            static_cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=hidden_states.device,
-                                            dtype=hidden_states.dtype)
+            c = self.config
+            static_in = torch.zeros(sum(lengths), c.in_proj_dim, device=hidden_states.device,
+                                    dtype=hidden_states.dtype)
+            static_cache = MambaCache.zeros(c, len(lengths), device=hidden_states.device, dtype=hidden_states.dtype)
 
             def step():
-                return self._prefill(static_in, static_cache, lengths, False)
+                return self._prefill_kernels(static_in, static_cache, meta, False)
 
             try:
-                captured = capture_graph(step, step, hidden_states.device)
+                graph, normed = capture_graph(step, step, hidden_states.device)
             except RuntimeError as exc:
-                self._prefill_capture_failed = True
+                self._capture_failed.add("prefill")
                 warnings.warn(f"vLLM candidate: prefill graph capture failed, prefills run eagerly: {exc}")
                 return None
-            self._prefill_graphs[key] = (*captured, static_in, static_cache)
+            self._prefill_graphs[key] = (graph, normed, static_in, static_cache, meta)  # (meta: its tensors live on)
             if len(self._prefill_graphs) > _MAX_PREFILL_GRAPHS:
                 self._prefill_graphs.popitem(last=False)
         self._prefill_graphs.move_to_end(key)
-        graph, static_out, static_in, static_cache = self._prefill_graphs[key]
-        static_in.copy_(hidden_states)
-        graph.replay()
-        if cache is None:
-            return static_out.clone(), MambaCache(static_cache.conv_state.clone(), static_cache.ssm_state.clone())
-        cache.conv_state.copy_(static_cache.conv_state)
-        cache.ssm_state.copy_(static_cache.ssm_state)
-        return static_out.clone(), cache
+        return self._prefill_graphs[key][:4]
 
+    # ----------------------------------------------------------------------------------------- decode
     def _decode_step(self, hidden_states: torch.Tensor, conv_state: torch.Tensor,
                      ssm_state: torch.Tensor) -> torch.Tensor:
         """One token (b, 1, hidden) -> (b, 1, hidden) through vLLM's decode kernels; states updated in place."""
@@ -235,14 +295,13 @@ class CandidateBlock(ReferenceMambaLayer):
         # d_conv - 1 columns (a view) after the oldest column has taken the one it will keep
         conv_state[:, :, 0] = conv_state[:, :, 1]
         xbc = ops.causal_conv1d_update(xbc, conv_state[:, :, 1:], self.conv1d.weight.squeeze(1), self.conv1d.bias,
-                                       "silu", conv_state_indices=torch.arange(b, dtype=torch.int32, device=xbc.device),
-                                       null_block_id=None)
+                                       "silu", conv_state_indices=_slots(b, xbc.device), null_block_id=None)
         x, bmat, cmat = xbc.split([c.intermediate_size, c.n_groups * c.d_state, c.n_groups * c.d_state], dim=-1)
         heads, p, n = c.num_heads, c.head_dim, c.d_state
         y = torch.empty(b, heads, p, device=x.device, dtype=x.dtype)
         ops.selective_state_update(
             ssm_state, x.reshape(b, heads, p), dt[:, :, None].expand(-1, -1, p),
-            (-torch.exp(self.A_log.float()))[:, None, None].expand(-1, p, n), bmat.reshape(b, c.n_groups, n),
+            self._a(x.device)[:, None, None].expand(-1, p, n), bmat.reshape(b, c.n_groups, n),
             cmat.reshape(b, c.n_groups, n), self.D[:, None].expand(-1, p), self.dt_bias[:, None].expand(-1, p),
             dt_softplus=True, out=y)
         normed = ops.rms_norm_gated(y.reshape(b, c.intermediate_size), self.norm.weight, None, z=gate,
@@ -251,22 +310,23 @@ class CandidateBlock(ReferenceMambaLayer):
 
     def _decode(self, hidden_states: torch.Tensor, cache: MambaCache) -> torch.Tensor:
         """The decode step, on CUDA (``use_cuda_graphs``) as one graph per (batch, dtype, cache tensors) replayed
-        with the token copied in and the output cloned out (its warm-up on copies of the cache)."""
-        if not self._graphs_apply(hidden_states):
+        with the token copied in and the output cloned out (its warm-up on copies of the cache); eagerly once a
+        capture has failed (with a warning)."""
+        if not self._graphs_apply(hidden_states) or "decode" in self._capture_failed:
             return self._decode_step(hidden_states, cache.conv_state, cache.ssm_state)
         key = (hidden_states.shape, hidden_states.dtype, cache.conv_state.data_ptr(), cache.ssm_state.data_ptr())
         if key not in self._decode_graphs:
             static_in = hidden_states.clone()
-            graph, static_out = capture_graph(
-                lambda: self._decode_step(static_in, cache.conv_state.clone(), cache.ssm_state.clone()),
-                lambda: self._decode_step(static_in, cache.conv_state, cache.ssm_state), hidden_states.device)
+            try:
+                graph, static_out = capture_graph(
+                    lambda: self._decode_step(static_in, cache.conv_state.clone(), cache.ssm_state.clone()),
+                    lambda: self._decode_step(static_in, cache.conv_state, cache.ssm_state), hidden_states.device)
+            except RuntimeError as exc:
+                self._capture_failed.add("decode")
+                warnings.warn(f"vLLM candidate: decode graph capture failed, decode runs eagerly: {exc}")
+                return self._decode_step(hidden_states, cache.conv_state, cache.ssm_state)
             self._decode_graphs[key] = (graph, static_in, static_out)
         graph, static_in, static_out = self._decode_graphs[key]
         static_in.copy_(hidden_states)
         graph.replay()
         return static_out.clone()
-
-    def _apply(self, fn, *args, **kwargs):
-        self._decode_graphs.clear()  # (graphs read the parameters at their old addresses)
-        self._prefill_graphs.clear()
-        return super()._apply(fn, *args, **kwargs)

@@ -36,7 +36,8 @@ TOLERANCE = 1e-5
 
 def eager_conv_fn(x, weight, bias, conv_states, query_start_loc, cache_indices, has_initial_state, activation,
                   null_block_id, metadata):
-    """``causal_conv1d_fn``'s contract for the candidate's call: x (dim, T) of packed sequences -> silu(conv)."""
+    """``causal_conv1d_fn``'s contract for the candidate's call: x (dim, T) of packed sequences -> silu(conv); each
+    sequence's last d_conv - 1 inputs (after its initial state, or zeros) written to its conv_states slot."""
     out = torch.empty_like(x)
     width = weight.shape[1]
     bounds = query_start_loc.tolist()
@@ -46,6 +47,7 @@ def eager_conv_fn(x, weight, bias, conv_states, query_start_loc, cache_indices, 
         window = torch.cat([initial, x[:, bounds[s]:bounds[s + 1]].float()], 1)
         out[:, bounds[s]:bounds[s + 1]] = F.silu(F.conv1d(window[None], weight.float()[:, None], bias.float(),
                                                           groups=x.shape[0])[0]).to(x.dtype)
+        conv_states[cache_indices[s]] = window[:, -(width - 1):].to(conv_states.dtype)  # (the state it leaves)
     return out
 
 
@@ -80,8 +82,10 @@ def main() -> None:
             layer.load_state_dict(weights)
         g = torch.Generator().manual_seed(1)
         h = torch.randn(3, 37, cfg.hidden_size, generator=g)
-        for label, mask in (("prefill", None), ("left-padded prefill", torch.tensor(
-                [[0] * (37 - n) + [1] * n for n in (37, 9, 2)]))):
+        padding = torch.tensor([[0] * (37 - n) + [1] * n for n in (37, 9, 2)])
+        for label, mask in (("prefill", None), ("left-padded prefill", padding), ("the same shape again", padding)):
+            if label.startswith("the same"):  # (a graph's replay on new inputs: nothing left of the last one)
+                h = torch.randn(3, 37, cfg.hidden_size, generator=g)
             cache = ref_cache = None
             for step, length in enumerate((37, 5, 1, 1, 2, 1)):
                 x = h if step == 0 else torch.randn(3, length, cfg.hidden_size, generator=g)

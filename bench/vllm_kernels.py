@@ -55,10 +55,10 @@ class _CudaPlatform:
 class _Logger(logging.LoggerAdapter):
     """vLLM's logger calls: the standard ones plus ``info_once`` / ``warning_once`` (here: every time)."""
 
-    def info_once(self, msg, *args, **kwargs):
+    def info_once(self, msg, *args, scope=None, **kwargs):
         self.info(msg, *args, **kwargs)
 
-    def warning_once(self, msg, *args, **kwargs):
+    def warning_once(self, msg, *args, scope=None, **kwargs):
         self.warning(msg, *args, **kwargs)
 
 
