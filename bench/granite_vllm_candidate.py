@@ -250,8 +250,9 @@ class CandidateBlock(ReferenceMambaLayer):
         """(b, conv_dim): each row's d_conv-th last pre-conv input after this call (read before the call's writes)."""
         from_tokens = xbc.index_select(0, meta.last_rows[:, 0])
         pos = meta.last[:, :1]  # (b, 1): its position from the row's first token (negative: before it)
-        earlier = (cache.conv_state.gather(2, (pos + self.config.d_conv).clamp(0, self.config.d_conv - 1)[:, None, :].expand(
-            -1, cache.conv_state.shape[1], 1))[:, :, 0] if continuing else torch.zeros_like(from_tokens))
+        width = self.config.d_conv
+        column = (pos + width).clamp(0, width - 1)[:, None, :].expand(-1, cache.conv_state.shape[1], 1)
+        earlier = cache.conv_state.gather(2, column)[:, :, 0] if continuing else torch.zeros_like(from_tokens)
         return torch.where(pos >= 0, from_tokens, earlier)
 
     def _prefill_graph(self, meta: types.SimpleNamespace, lengths: tuple[int, ...],
