@@ -6,9 +6,11 @@
 #    harness's tolerances; its autotuned SSD kernels tune on first use);
 # 2. `granite bench` of the vLLM candidate, then of the fast layer, in this call (same machine, one after the other).
 # Predictions: verify passes or fails only on margins (vLLM rounds dt and the norm differently from 5.17); the vLLM
-# layer's decode (its graph replayed inside a Python forward, like ours) about level with the fast layer at B = 1 / 8
-# (the issue's 25 / 32 us are bare replays) and slower at B = 64; its eager prefill slower than the fast layer's by
-# about its host launches (the issue: 1.95 / 1.88 / 1.78 ms eager on an H200).
+# layer's prefill (its kernels between the projections in a graph, as the fast layer's) near the issue's "VLLM in a
+# CUDA graph" 0.42 / 1.29-1.49 / 1.23 ms on an H200 plus this harness's host time, i.e. behind the fast layer by
+# 0-15 %; its decode (a graph replay inside a Python forward, token copied in and output cloned out) within ~10 us
+# of the fast layer's at B = 1 / 8 and at B = 64 (both move the fp32 state), where the issue's bare replays
+# (25 / 32 / 81 us) left the fast layer's call behind.
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=src
 OUT="${OUT:-out}"; mkdir -p "$OUT"
