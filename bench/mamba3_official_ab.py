@@ -4,14 +4,19 @@ The issue's bar (official kernels 3.7-3.9 ms wall, 0.71-0.78 ms GPU per full cal
 measured on an H200; this script measures both sides in one process on whatever GPU runs it, so the ratio holds on an
 H100 too. The official side is `mamba3_siso_combined` (spec [WRAP], §2) from the code `bench/anchor_setup.sh` put in
 .anchors/ (never committed), fed the project's inputs in its layout (a leading batch of 1; adt, dt, trap head-major,
-made contiguous) and differentiated by autograd with the five cotangents (`full_vjp_by_autograd`; its final_angle is
-bf16 and comes back as fp32). The ssmkit side is the public entry with its defaults (a CUDA-graph replay per call).
+contiguous) and differentiated by autograd with the five cotangents (its final_angle is bf16, so that cotangent is
+too), its results returned as views in the project's layout. The ssmkit side is the public entry with its defaults
+(a CUDA-graph replay per call).
 Per visible case (cases.json, 3 rotating input sets), each side: the 16 results' norm-relative errors against the
 float64 full VJP (`mamba3_bench.float64_results`; the official ones should come out near the issue's figures, which
 checks the layout mapping), whether two calls give the same bits, the full call's host wall ms (median, the sides
 interleaved), the queued GPU ms per call (CUDA events over calls issued back to back) and the profiler's kernel-time
 sum per call (overlapped kernels counted twice), and the speedups.
-Usage (CUDA): PYTHONPATH=src python bench/mamba3_official_ab.py --out DIR [--cases c1,c5] [--anchor DIR]
+The official kernels autotune on their first call (about 234 configs compiled, minutes) and keep the chosen config
+for every later case (their tuning keys hold no length: the first case's shape tunes them); the JSON records what
+they chose (``official_tuned_configs``), and ``--pin JSON`` makes a later run use those configs without tuning.
+The official side's inputs and cotangents are put in its layout once per input set, outside the timed calls.
+Usage (CUDA): PYTHONPATH=src python bench/mamba3_official_ab.py --out DIR [--cases c1,c5] [--anchor DIR] [--pin JSON]
 --smoke (CPU): the same plumbing with a stand-in for the official op (the fp32 reference behind the official layout)
 at a tiny case and without timing, to check this script cheaply.
 """
@@ -23,6 +28,8 @@ from importlib import resources
 from pathlib import Path
 
 import torch
+from triton import Config
+from triton.runtime.autotuner import Autotuner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mamba3_ab import interleaved_wall_ms, queued_ms  # noqa: E402
@@ -31,34 +38,60 @@ from mamba3_bench import OFFICIAL_ERROR, errors, float64_results, gpu_ms  # noqa
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
 from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp  # noqa: E402
-from ssmkit.mamba3.reference import full_vjp_by_autograd, mamba3_siso_reference  # noqa: E402
+from ssmkit.mamba3.reference import mamba3_siso_reference  # noqa: E402
 from ssmkit.mamba3.shapes import CHUNK, COTANGENT_NAMES, INPUT_NAMES, RESULT_NAMES  # noqa: E402
 
 ANCHOR_DIR = Path(__file__).resolve().parent.parent / ".anchors" / "mamba3_official"
 ROTATE = 3
 
 
+OFFICIAL_MODULES = ("mamba3_siso_fwd", "mamba3_siso_bwd", "angle_dt")  # where its autotuned kernels live
+
+
 def load_official(anchor: Path):
-    """``mamba3_siso_combined`` from the anchor directory (bench/anchor_setup.sh) and the revision it came from."""
+    """``mamba3_siso_combined`` from the anchor directory (bench/anchor_setup.sh), the revision it came from, and
+    its autotuned kernels by name (``official_autotuners``)."""
     if not (anchor / "mamba_ssm").is_dir():
         raise SystemExit(f"no official kernels under {anchor}: run bench/anchor_setup.sh first")
     sys.path.insert(0, str(anchor))
-    module = importlib.import_module("mamba_ssm.ops.triton.mamba3.mamba3_siso_combined")
-    return module.mamba3_siso_combined, (anchor / "REVISION").read_text().strip()
+    package = "mamba_ssm.ops.triton.mamba3"
+    module = importlib.import_module(f"{package}.mamba3_siso_combined")
+    modules = [importlib.import_module(f"{package}.{m}") for m in OFFICIAL_MODULES]
+    tuners = {name: obj for m in modules for name, obj in vars(m).items() if isinstance(obj, Autotuner)}
+    return module.mamba3_siso_combined, (anchor / "REVISION").read_text().strip(), tuners
 
 
-def official_forward(combined):
-    """The project's forward (12 inputs in the project layout -> 5 outputs) through an op with the official contract
-    (spec §2: (1, T, ...) per-token tensors, (1, H, T) adt / dt / trap); differentiable where ``combined`` is."""
-    def forward(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens):
-        def heads_first(x):
-            return x.t().contiguous()[None]
+def tuned_configs(tuners: dict) -> dict:
+    """What the official autotuning chose, per kernel: its best config for each key it tuned (JSON-ready)."""
+    return {name: [{"key": repr(key), "kwargs": cfg.kwargs, "num_warps": cfg.num_warps, "num_stages": cfg.num_stages,
+                    "maxnreg": cfg.maxnreg} for key, cfg in tuner.cache.items()] for name, tuner in tuners.items()}
 
-        out, final_angle, final_ssm, final_k, final_v = combined(
-            q[None], k[None], v[None], heads_first(adt), heads_first(dt), heads_first(trap), q_bias, k_bias,
-            angles[None], d, z[None], chunk_size=CHUNK, return_final_states=True, cu_seqlens=cu_seqlens)
-        return out[0], final_angle.float(), final_ssm, final_k, final_v
-    return forward
+
+def pin_configs(tuners: dict, tuned: dict) -> list[str]:
+    """Make each official kernel that was tuned for one key (``tuned_configs``' output) use that config without
+    tuning again (its autotuning compiles each of 27-81 configs on the first call: minutes); returns the names."""
+    pinned = []
+    for name, records in tuned.items():
+        if name in tuners and len(records) == 1:
+            r = records[0]
+            tuners[name].configs = [Config(r["kwargs"], num_warps=r["num_warps"], num_stages=r["num_stages"],
+                                           maxnreg=r["maxnreg"])]
+            pinned.append(name)
+    return pinned
+
+
+def official_layout(args: dict) -> tuple[list, list]:
+    """The 12 inputs and 5 cotangents of ``args`` in the official layout (spec §2: a batch of 1, adt / dt / trap
+    head-major; final_angle's cotangent in bf16, the dtype of that output), made once per input set so that a timed
+    call does not pay for the project's layout."""
+    def heads_first(x):
+        return x.t().contiguous()[None]
+
+    q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu = (args[n] for n in INPUT_NAMES)
+    inputs = [q[None], k[None], v[None], heads_first(adt), heads_first(dt), heads_first(trap), q_bias, k_bias,
+              angles[None], d, z[None], cu]
+    dout, dfa, dfs, dfk, dfv = (args[n] for n in COTANGENT_NAMES)
+    return inputs, [dout[None], dfa.to(torch.bfloat16), dfs, dfk, dfv]
 
 
 def stand_in_combined(Q, K, V, ADT, DT, Trap, Q_bias, K_bias, Angles, D, Z, chunk_size, return_final_states,
@@ -71,10 +104,24 @@ def stand_in_combined(Q, K, V, ADT, DT, Trap, Q_bias, K_bias, Angles, D, Z, chun
 
 
 def official_call(combined):
-    """args dict -> the official op's 16 results in the project's layout and order (forward outputs, 11 gradients)."""
-    forward = official_forward(combined)
-    return lambda args: full_vjp_by_autograd(forward, *[args[n] for n in INPUT_NAMES],
-                                             *[args[n] for n in COTANGENT_NAMES])
+    """args dict -> the official op's 16 results (forward outputs, 11 gradients by autograd with the 5 cotangents)
+    as views in the project's layout and order; the official-layout copies of each input set are made on its first
+    call (``official_layout``) and kept."""
+    prepared = {}
+
+    def run(args):
+        if id(args) not in prepared:
+            prepared[id(args)] = (args, *official_layout(args))  # (args kept: its id stays its own)
+        _, inputs, cotangents = prepared[id(args)]
+        leaves = [x.detach().requires_grad_(True) for x in inputs[:11]]
+        with torch.enable_grad():
+            outputs = combined(*leaves, chunk_size=CHUNK, return_final_states=True, cu_seqlens=inputs[11])
+            grads = torch.autograd.grad(outputs, leaves, grad_outputs=cotangents)
+        out, final_angle, final_ssm, final_k, final_v = (o.detach() for o in outputs)
+        dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz = grads
+        return (out[0], final_angle, final_ssm, final_k, final_v, dq[0], dk[0], dv[0], dadt[0].t(), ddt[0].t(),
+                dtrap[0].t(), dq_bias, dk_bias, dangles[0], dd, dz[0])
+    return run
 
 
 def ssmkit_call(args):
@@ -123,8 +170,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--cases", default="", help="comma-separated case names (default: every visible case)")
     ap.add_argument("--anchor", type=Path, default=ANCHOR_DIR)
+    ap.add_argument("--pin", type=Path, default=None,
+                    help="a JSON this script wrote: the official kernels take the configs its autotuning chose there")
     ap.add_argument("--smoke", action="store_true", help="CPU: stand-in official op, tiny case, no timing")
     args = ap.parse_args()
+    tuners, pinned = {}, []
     if args.smoke:
         device, combined, revision = torch.device("cpu"), stand_in_combined, "stand-in (fp32 reference)"
         cases = [{"name": "smoke", "seqlens": [5, 3], "seed": 7}]
@@ -134,7 +184,10 @@ def main() -> None:
         if args.out is None:
             ap.error("--out DIR is needed")
         device = torch.device("cuda")
-        combined, revision = load_official(args.anchor)
+        combined, revision, tuners = load_official(args.anchor)
+        if args.pin is not None:
+            pinned = pin_configs(tuners, json.loads(args.pin.read_text())["official_tuned_configs"])
+            print(f"official kernels pinned to {args.pin}'s tuned configs: {', '.join(pinned)}", flush=True)
         cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
         if args.cases:
             cases = [c for c in cases if c["name"] in args.cases.split(",")]
@@ -146,7 +199,8 @@ def main() -> None:
         if args.out is not None:
             args.out.mkdir(parents=True, exist_ok=True)
             write_json(args.out / "mamba3_official_ab.json",
-                       dict(run_metadata(None, device), official_revision=revision, rows=rows))
+                       dict(run_metadata(None, device), official_revision=revision, official_pinned=pinned,
+                            official_tuned_configs=tuned_configs(tuners), rows=rows))
     if rows and "speedup" in rows[0]:
         for kind in ("wall_ms", "queued_ms", "gpu_ms"):
             ratios = [r["speedup"][kind] for r in rows]
