@@ -3,17 +3,17 @@
 Runs the candidate and ``ReferenceMambaLayer`` in float32 at the tiny config (chunk 16) under TRITON_INTERPRET=1 on
 prefills (unmasked and left-padded, several chunks), multi-token continuations and decode steps, eagerly and then
 through the candidate's graph paths (a stand-in for capture whose replay recomputes the body into the static
-output, as a replay does), and prints the
-norm-relative differences of the outputs and both cache states: with the same math in fp32 they should be ~1e-7
-(outputs) to ~1e-6 (states), which checks the glue (layouts, packing, chunk and conv metadata, the cache's conv
-columns, state handling). Float32 because the interpreter computes bf16 elementwise arithmetic on raw bits, and
+output, as a replay does), and prints the norm-relative differences of the outputs and both cache states: with the
+same math in fp32 they should be ~1e-7 (outputs) to ~1e-6 (states), which checks the glue (layouts, packing, chunk
+and conv metadata, the cache's conv columns, state handling). Float32 because the interpreter computes bf16 elementwise arithmetic on raw bits, and
 vLLM's conv kernels multiply bf16 loads without upcasting; the bf16 layer is checked on the GPU by `ssmkit granite
-verify --candidate bench/granite_vllm_candidate.py`. Two stand-ins, for the interpreter only: Triton's autotuner
-takes its first config (it cannot benchmark without a GPU), and the prefill's `causal_conv1d_fn` is an eager
-varlen conv (its launch grid rewrites the launch's arguments, which the interpreter does not follow); every other
-vLLM kernel runs as it is.
+verify --candidate bench/granite_vllm_candidate.py`. Two interpreter-only adjustments, no kernel replaced:
+Triton's autotuner takes its first config (it cannot benchmark without a GPU), and the prefill conv kernel's grid
+function is evaluated before its launch (``GridFirst``: it rewrites the launch's arguments, which the interpreter
+takes first); all five vLLM kernels run as they are.
 Usage: PYTHONPATH=src python bench/granite_vllm_smoke.py   (after `bash bench/anchor_setup.sh vllm`)
 """
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -22,7 +22,6 @@ os.environ["TRITON_INTERPRET"] = "1"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 from triton.runtime import autotuner  # noqa: E402
 
 import granite_vllm_candidate as candidate  # noqa: E402
@@ -34,21 +33,19 @@ from ssmkit.granite.reference import ReferenceMambaLayer  # noqa: E402
 TOLERANCE = 1e-5
 
 
-def eager_conv_fn(x, weight, bias, conv_states, query_start_loc, cache_indices, has_initial_state, activation,
-                  null_block_id, metadata):
-    """``causal_conv1d_fn``'s contract for the candidate's call: x (dim, T) of packed sequences -> silu(conv); each
-    sequence's last d_conv - 1 inputs (after its initial state, or zeros) written to its conv_states slot."""
-    out = torch.empty_like(x)
-    width = weight.shape[1]
-    bounds = query_start_loc.tolist()
-    for s in range(len(bounds) - 1):
-        initial = (conv_states[cache_indices[s]].float() if has_initial_state[s]
-                   else x.new_zeros(x.shape[0], width - 1, dtype=torch.float32))
-        window = torch.cat([initial, x[:, bounds[s]:bounds[s + 1]].float()], 1)
-        out[:, bounds[s]:bounds[s + 1]] = F.silu(F.conv1d(window[None], weight.float()[:, None], bias.float(),
-                                                          groups=x.shape[0])[0]).to(x.dtype)
-        conv_states[cache_indices[s]] = window[:, -(width - 1):].to(conv_states.dtype)  # (the state it leaves)
-    return out
+class GridFirst:
+    """A Triton kernel whose launch grid is a function evaluated on the launch's arguments before the launch, as the
+    GPU launcher evaluates it: vLLM's conv kernel's grid function rewrites its arguments' dict (the program map),
+    which the interpreter builds only after it has taken the arguments."""
+
+    def __init__(self, kernel) -> None:
+        self.kernel = kernel
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            shape = grid({**dict(zip(self.kernel.arg_names, args)), **kwargs}) if callable(grid) else grid
+            return self.kernel[shape](*args, **kwargs)
+        return launch
 
 
 def stand_in_capture(warm_up, body, device):
@@ -69,7 +66,9 @@ def rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def main() -> None:
     autotuner.Autotuner._bench = lambda self, *args, config=None, **kwargs: [0.0, 0.0, 0.0]
-    candidate._ops().causal_conv1d_fn = eager_conv_fn
+    candidate._ops()
+    conv = importlib.import_module("vllm.model_executor.layers.mamba.ops.causal_conv1d")
+    conv._causal_conv1d_fwd_kernel = GridFirst(conv._causal_conv1d_fwd_kernel)
     cfg = GraniteMambaConfig.tiny(chunk_size=16)
     weights = synthetic_slice(cfg, 3).mamba
     worst = 0.0
