@@ -14,16 +14,20 @@ interleaved), the queued GPU ms per call (CUDA events over calls issued back to 
 sum per call (overlapped kernels counted twice), and the speedups.
 The official kernels autotune on their first call (about 234 configs compiled, minutes) and keep the chosen config
 for every later case (their tuning keys hold no length: the first case's shape tunes them); the JSON records what
-they chose (``official_tuned_configs``), and ``--pin JSON`` makes a later run use those configs without tuning.
+they chose (``official_tuned_configs``), and ``--pin JSON`` makes a later run use those configs without tuning;
+``--precompile N`` first compiles every config in N processes at once (``precompile``), so the tuning fits a call.
 The official side's inputs and cotangents are put in its layout once per input set, outside the timed calls.
 Usage (CUDA): PYTHONPATH=src python bench/mamba3_official_ab.py --out DIR [--cases c1,c5] [--anchor DIR] [--pin JSON]
+    [--precompile 14]
 --smoke (CPU): the same plumbing with a stand-in for the official op (the fp32 reference behind the official layout)
 at a tiny case and without timing, to check this script cheaply.
 """
 import argparse
 import importlib
 import json
+import subprocess
 import sys
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -78,6 +82,29 @@ def pin_configs(tuners: dict, tuned: dict) -> list[str]:
                                            maxnreg=r["maxnreg"])]
             pinned.append(name)
     return pinned
+
+
+def keep_config_share(tuners: dict, part: int, parts: int) -> None:
+    """Leave each official kernel ``part``'s share of its autotuning configs (every parts-th from ``part``; its first
+    config where the share is empty), so ``parts`` processes together compile every config once (``precompile``)."""
+    for tuner in tuners.values():
+        share = tuner.configs[part::parts]
+        tuner.configs = share or tuner.configs[:1]
+
+
+def precompile(parts: int, case: dict, anchor: Path) -> None:
+    """Compile every official autotuning config before the autotuning runs: ``parts`` processes (this script with
+    ``--precompile-part``) each run one official call with its share of the configs (``keep_config_share``), which
+    Triton compiles into its on-disk cache; the autotuning in this process then loads them instead of compiling
+    ~234 configs one after another (minutes: more than a device call allows), and still times every config here,
+    on an idle GPU, so it chooses as the official autotuner does. A part that fails only costs its share's time."""
+    start = time.perf_counter()
+    script = Path(__file__).resolve()
+    workers = [subprocess.Popen([sys.executable, str(script), "--precompile-part", f"{i}/{parts}", "--cases",
+                                 case["name"], "--anchor", str(anchor)]) for i in range(parts)]
+    codes = [w.wait() for w in workers]
+    print(f"official configs precompiled in {parts} processes: {time.perf_counter() - start:.1f} s, exit codes "
+          f"{sorted(set(codes))}", flush=True)
 
 
 def official_layout(args: dict) -> tuple[list, list]:
@@ -172,6 +199,9 @@ def main() -> None:
     ap.add_argument("--anchor", type=Path, default=ANCHOR_DIR)
     ap.add_argument("--pin", type=Path, default=None,
                     help="a JSON this script wrote: the official kernels take the configs its autotuning chose there")
+    ap.add_argument("--precompile", type=int, default=0,
+                    help="compile the official autotuning configs in this many processes first (``precompile``)")
+    ap.add_argument("--precompile-part", default=None, help=argparse.SUPPRESS)  # (I/N: one precompile process)
     ap.add_argument("--smoke", action="store_true", help="CPU: stand-in official op, tiny case, no timing")
     args = ap.parse_args()
     tuners, pinned = {}, []
@@ -181,7 +211,7 @@ def main() -> None:
     else:
         if not torch.cuda.is_available():
             raise SystemExit("mamba3_official_ab needs a CUDA GPU (or --smoke)")
-        if args.out is None:
+        if args.out is None and args.precompile_part is None:
             ap.error("--out DIR is needed")
         device = torch.device("cuda")
         combined, revision, tuners = load_official(args.anchor)
@@ -191,6 +221,13 @@ def main() -> None:
         cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
         if args.cases:
             cases = [c for c in cases if c["name"] in args.cases.split(",")]
+        if args.precompile_part is not None:  # one precompile process: one official call with its share, then exit
+            part, parts = map(int, args.precompile_part.split("/"))
+            keep_config_share(tuners, part, parts)
+            official_call(combined)(make_inputs(cases[0]["seqlens"], cases[0]["seed"], device=device))
+            return
+        if args.precompile > 1 and not pinned:
+            precompile(args.precompile, cases[0], args.anchor)
     sides = {"official": official_call(combined), "ssmkit": ssmkit_call}
     rows = []
     for i, case in enumerate(cases, 1):

@@ -3,9 +3,10 @@
 # in session 32). Mamba-3, main's code (session 31's fast path with its review mend and final mend, never run on a GPU):
 # 1. the Mamba-3 graph CUDA tests (session 31's run 6: the mends; the default path's replays through the fast path);
 # 2. issue 6's anchor on this machine: the official kernels beside ssmkit's op (`mamba3_official_ab.py`, c1, c5, c8),
-#    with the rest of the call's time: the official kernels autotune on their first call (~234 configs compiled, some
-#    minutes; TRITON_PRINT_AUTOTUNING logs each choice as it is made, the JSON keeps them: a later run passes
-#    `--pin` that JSON to skip the tuning). (The wall split, session 31's, waits for a later call.)
+#    with the rest of the call's time: the official kernels autotune on their first call (~234 configs, ~10 minutes of
+#    compiling one after another: `--precompile 14` compiles them in 14 processes first, so the tuning loads them;
+#    TRITON_PRINT_AUTOTUNING logs each choice, the JSON keeps them: a later run passes `--pin` that JSON to skip the
+#    tuning). (The wall split, session 31's, waits for a later call.)
 # Predictions: tests pass; the official side's errors near the issue's figures (out 4.7e-3, dq / dk 6.3e-3, dangles
 # 2.1e-2; else the layout mapping is wrong), its dk not bit-identical on repeats, its wall 3.7-3.9 ms and GPU
 # 0.71-0.78 on an H200 (the issue; on an H100 the wall moves with the host), so ssmkit ~7-8x on wall and ~1.7x on GPU
@@ -23,6 +24,6 @@ echo "rc=$?"; grep -E "passed|failed|FAILED" $W/pytest_graph_cuda.log | tail -3;
 echo "== mamba3 official anchor ($SECONDS s)"
 left=$((585 - SECONDS)); [ $left -gt 60 ] || left=60
 TRITON_PRINT_AUTOTUNING=1 timeout $left python bench/mamba3_official_ab.py --out $W/official --cases c1,c5,c8 \
-  > $W/official/official_ab.log 2>&1; echo "rc=$?"
+  --precompile 14 > $W/official/official_ab.log 2>&1; echo "rc=$?"
 grep -v -i "warn\|autotuning\|best config" $W/official/official_ab.log | tail -70; pack
 echo "== done ($SECONDS s)"
