@@ -3,7 +3,8 @@
 # session 32). Issue 5's VLLM column on this machine: the layer composed from vLLM 0.33's Mamba-2 Triton kernels
 # (bench/granite_vllm_candidate.py; CPU-checked in float32 by bench/granite_vllm_smoke.py) beside the fast layer:
 # 1. `granite verify --candidate bench/granite_vllm_candidate.py` (bf16 on the GPU: vLLM's numerics against the
-#    harness's tolerances; its autotuned SSD kernels tune on first use);
+#    harness's tolerances; its autotuned SSD kernels (~60 configs) compile and tune on first use: minutes, kept in
+#    Triton's disk cache for the next steps' processes);
 # 2. the fast layer against it, paired A/B/B/A per bench workload as `granite bench` times (`granite_candidate_ab.py`:
 #    A = the fast layer, B = the vLLM layer; A/B above 1: vLLM faster);
 # 3. `granite bench` of the vLLM candidate (against the reference, as the issue's "58x"), with the call's rest.
@@ -22,11 +23,11 @@ echo "${SSMKIT_GIT_COMMIT:-unknown}" > $W/commit.txt
 cat .anchors/vllm_ops/REVISION > $W/vllm_revision.txt
 pack() { tar czf "$OUT/run3.tgz" -C $W .; }
 echo "== granite verify, vLLM candidate ($SECONDS s)"
-timeout 200 python -m ssmkit.cli granite verify --candidate bench/granite_vllm_candidate.py \
+timeout 300 python -m ssmkit.cli granite verify --candidate bench/granite_vllm_candidate.py \
   --json $W/granite_verify_vllm.json > $W/granite_verify_vllm.log 2>&1; echo "rc=$?"
 grep -v -i "warn\|Using default" $W/granite_verify_vllm.log | tail -4; pack
 echo "== fast layer vs vLLM layer A/B ($SECONDS s)"
-timeout 240 python bench/granite_candidate_ab.py --a candidates/granite_fast.py --b bench/granite_vllm_candidate.py \
+timeout 260 python bench/granite_candidate_ab.py --a candidates/granite_fast.py --b bench/granite_vllm_candidate.py \
   --out $W/granite_candidate_ab.json > $W/granite_candidate_ab.log 2>&1; echo "rc=$?"
 grep -v -i "warn\|Using default" $W/granite_candidate_ab.log | tail -12; pack
 echo "== granite bench, vLLM candidate ($SECONDS s)"
