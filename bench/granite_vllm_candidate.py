@@ -42,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from vllm_kernels import load  # noqa: E402
 
 from ssmkit.granite.cache import MambaCache  # noqa: E402
-from ssmkit.kernels.common.mapped_io import capture_graph  # noqa: E402
 from ssmkit.granite.reference import ReferenceMambaLayer  # noqa: E402
+from ssmkit.kernels.common.mapped_io import capture_graph  # noqa: E402
 
 __all__ = ["CandidateBlock"]
 
