@@ -326,8 +326,10 @@ class CandidateBlock(ReferenceMambaLayer):
                 self._capture_failed.add("decode")
                 warnings.warn(f"vLLM candidate: decode graph capture failed, decode runs eagerly: {exc}")
                 return self._decode_step(hidden_states, cache.conv_state, cache.ssm_state)
-            self._decode_graphs[key] = (graph, static_in, static_out)
-        graph, static_in, static_out = self._decode_graphs[key]
+            # (the slot indices the graph reads, kept with it: _slots' cache could drop them)
+            self._decode_graphs[key] = (graph, static_in, static_out, _slots(hidden_states.shape[0],
+                                                                             hidden_states.device))
+        graph, static_in, static_out, _ = self._decode_graphs[key]
         static_in.copy_(hidden_states)
         graph.replay()
         return static_out.clone()

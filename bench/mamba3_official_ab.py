@@ -85,11 +85,15 @@ def pin_configs(tuners: dict, tuned: dict) -> list[str]:
 
 
 def keep_config_share(tuners: dict, part: int, parts: int) -> None:
-    """Leave each official kernel ``part``'s share of its autotuning configs (every parts-th from ``part``; its first
-    config where the share is empty), so ``parts`` processes together compile every config once (``precompile``)."""
+    """Leave each official kernel ``part``'s share of its autotuning configs (every parts-th from ``part``), at least
+    two of them (the autotuner skips a config that fails to compile or launch only when it has others: a process
+    left one bad config would die before its later kernels' shares), so ``parts`` processes together compile every
+    config (``precompile``)."""
     for tuner in tuners.values():
-        share = tuner.configs[part::parts]
-        tuner.configs = share or tuner.configs[:1]
+        configs = tuner.configs
+        share = configs[part::parts]
+        extra = [configs[(part + k) % len(configs)] for k in range(len(configs))]
+        tuner.configs = (share + [c for c in extra if c not in share])[:max(2, len(share))]
 
 
 def precompile(parts: int, case: dict, anchor: Path) -> None:
@@ -218,9 +222,14 @@ def main() -> None:
         if args.pin is not None:
             pinned = pin_configs(tuners, json.loads(args.pin.read_text())["official_tuned_configs"])
             print(f"official kernels pinned to {args.pin}'s tuned configs: {', '.join(pinned)}", flush=True)
+            if len(pinned) < len(tuners):
+                print(f"warning: {len(tuners) - len(pinned)} official kernels not pinned (no single tuned config in "
+                      f"{args.pin}): {', '.join(sorted(set(tuners) - set(pinned)))} will tune", flush=True)
         cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
         if args.cases:
             cases = [c for c in cases if c["name"] in args.cases.split(",")]
+            if not cases:
+                ap.error(f"no case of cases.json is named in --cases {args.cases}")
         if args.precompile_part is not None:  # one precompile process: one official call with its share, then exit
             part, parts = map(int, args.precompile_part.split("/"))
             keep_config_share(tuners, part, parts)

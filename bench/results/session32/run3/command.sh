@@ -5,8 +5,8 @@
 # 1. `granite verify --candidate bench/granite_vllm_candidate.py` (bf16 on the GPU: vLLM's numerics against the
 #    harness's tolerances; its autotuned SSD kernels (~60 configs) compile and tune on first use: minutes, kept in
 #    Triton's disk cache for the next steps' processes);
-# 2. the fast layer against it, paired A/B/B/A per bench workload as `granite bench` times (`granite_candidate_ab.py`:
-#    A = the fast layer, B = the vLLM layer; A/B above 1: vLLM faster);
+# 2. the fast layer against it, paired A/B/B/A per bench workload as `granite bench` times (`granite_candidate_ab.py`,
+#    32 pairs, one call a side: A = the fast layer, B = the vLLM layer; A/B above 1: vLLM faster);
 # 3. `granite bench` of the vLLM candidate (against the reference, as the issue's "58x"), with the call's rest.
 # Predictions: verify passes or fails only on margins (vLLM rounds dt and the norm differently from 5.17); the vLLM
 # layer's prefill (its kernels between the projections in a graph, as the fast layer's) near the issue's "VLLM in a
@@ -23,11 +23,11 @@ echo "${SSMKIT_GIT_COMMIT:-unknown}" > $W/commit.txt
 cat .anchors/vllm_ops/REVISION > $W/vllm_revision.txt
 pack() { tar czf "$OUT/run3.tgz" -C $W .; }
 echo "== granite verify, vLLM candidate ($SECONDS s)"
-timeout 300 python -m ssmkit.cli granite verify --candidate bench/granite_vllm_candidate.py \
+timeout 240 python -m ssmkit.cli granite verify --candidate bench/granite_vllm_candidate.py \
   --json $W/granite_verify_vllm.json > $W/granite_verify_vllm.log 2>&1; echo "rc=$?"
 grep -v -i "warn\|Using default" $W/granite_verify_vllm.log | tail -4; pack
 echo "== fast layer vs vLLM layer A/B ($SECONDS s)"
-timeout 260 python bench/granite_candidate_ab.py --a candidates/granite_fast.py --b bench/granite_vllm_candidate.py \
+timeout 200 python bench/granite_candidate_ab.py --a candidates/granite_fast.py --b bench/granite_vllm_candidate.py \
   --out $W/granite_candidate_ab.json > $W/granite_candidate_ab.log 2>&1; echo "rc=$?"
 grep -v -i "warn\|Using default" $W/granite_candidate_ab.log | tail -12; pack
 echo "== granite bench, vLLM candidate ($SECONDS s)"
