@@ -235,11 +235,11 @@ class _PrefillBinding(_Binding):
     can skip both and replay (parameters replaced by new tensors are not detected: ``FastMambaLayer.clear_graphs``).
     """
 
-    __slots__ = ("entry", "graph_mode")
+    __slots__ = ("entry",)
 
-    def __init__(self, entry: _PrefillGraph, graph_mode: str, hidden_states: torch.Tensor, switches: tuple) -> None:
+    def __init__(self, entry: _PrefillGraph, hidden_states: torch.Tensor, switches: tuple) -> None:
         super().__init__(hidden_states, switches)
-        self.entry, self.graph_mode = entry, graph_mode
+        self.entry = entry
 
 
 def _as_mask_facts(row_facts: tuple[tuple[int, ...], bool, bool]) -> MaskFacts:
@@ -263,10 +263,11 @@ class _PrefillGraph:
     ``run_mapped``) the gathered rows and the packed out_proj output, which calls never touch. ``packing``: the
     key's packed projections (or None)."""
 
-    def __init__(self, key: tuple, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor,
+    def __init__(self, key: tuple, graph_mode: str, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor,
                  static_mask: torch.Tensor | None, static_out: torch.Tensor, static_cache: MambaCache,
                  packing: _Packing | None, io: MappedIO | None = None) -> None:
         self.key = key  # (FastMambaLayer._prefill_key: the graph's entry in the layer's LRU)
+        self.graph_mode = graph_mode  # "whole", "kernels" or "mapped" (``FastMambaLayer._replay_prefill``)
         self.graph = graph
         self.packing = packing
         self.static_in = static_in
@@ -542,7 +543,7 @@ class FastMambaLayer(ReferenceMambaLayer):
                 return None
             self._prefill_graphs.move_to_end(bound.entry.key)
             with torch.no_grad() if torch.is_grad_enabled() else contextlib.nullcontext():
-                out, cache = self._replay_prefill(bound.entry, bound.graph_mode, hidden_states, None, None)
+                out, cache = self._replay_prefill(bound.entry, hidden_states, None, None)
             cache.has_previous_state = True
             cache.seqlen_offset += hidden_states.shape[1]
             return out, cache
@@ -553,10 +554,8 @@ class FastMambaLayer(ReferenceMambaLayer):
                  if type(ssm) is torch.Tensor and type(cache.conv_state) is torch.Tensor else None)
         if bound is None or not bound.matches(hidden_states, cache, self.in_proj.weight, self._decode_switches()):
             return None
-        if torch.is_grad_enabled():  # (no autograd history for the replay's inputs and outputs)
-            with torch.no_grad():
-                out = bound.graph.run(hidden_states)
-        else:
+        # (no autograd history for the replay's inputs and outputs)
+        with torch.no_grad() if torch.is_grad_enabled() else contextlib.nullcontext():
             out = bound.graph.run(hidden_states)
         cache.seqlen_offset += 1
         return out, cache
@@ -575,21 +574,21 @@ class FastMambaLayer(ReferenceMambaLayer):
         if graph_mode is not None:
             entry = self._prefill_graph(hidden_states, mask, lengths, mode, graph_mode)
             if mask is None and graph_mode != "mapped":
-                self._prefill_bound[hidden_states.shape] = _PrefillBinding(entry, graph_mode, hidden_states,
-                                                                           self._prefill_switches())
-            return self._replay_prefill(entry, graph_mode, hidden_states, mask, cache)
+                switches = self._prefill_switches()
+                self._prefill_bound[hidden_states.shape] = _PrefillBinding(entry, hidden_states, switches)
+            return self._replay_prefill(entry, hidden_states, mask, cache)
         if cache is None:
             cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=hidden_states.device,
                                      dtype=hidden_states.dtype)
         packing = None if lengths is None else _Packing(mode, lengths, mask)
         return self._prefill_step(hidden_states, mask, packing, cache, continuing), cache
 
-    def _replay_prefill(self, entry: _PrefillGraph, graph_mode: str, hidden_states: torch.Tensor,
-                        mask: torch.Tensor | None, cache: MambaCache | None) -> tuple[torch.Tensor, MambaCache]:
-        """Run the captured prefill ``entry`` (of ``graph_mode``) on the call's tensors: (output, cache)."""
-        if graph_mode == "mapped":
+    def _replay_prefill(self, entry: _PrefillGraph, hidden_states: torch.Tensor, mask: torch.Tensor | None,
+                        cache: MambaCache | None) -> tuple[torch.Tensor, MambaCache]:
+        """Run the captured prefill ``entry`` (by its ``graph_mode``) on the call's tensors: (output, cache)."""
+        if entry.graph_mode == "mapped":
             return entry.run_mapped(hidden_states, cache)
-        if graph_mode == "whole":
+        if entry.graph_mode == "whole":
             entry.static_in.copy_(hidden_states)
             cache = entry.replay(mask, cache)
             return entry.static_out.clone(), cache
@@ -807,7 +806,7 @@ class FastMambaLayer(ReferenceMambaLayer):
                     return self._prefill_kernels(static_in, static_mask, static_cache, False, packing)
 
             graph, static_out = capture_graph(step, step, device)
-        return _PrefillGraph(key, graph, static_in, static_mask, static_out, static_cache, packing, io)
+        return _PrefillGraph(key, graph_mode, graph, static_in, static_mask, static_out, static_cache, packing, io)
 
     def _mapped_prefill_step(self, hidden_states: torch.Tensor, packing: _Packing, static_cache: MambaCache):
         """The "mapped" prefill graph's body and buffers: gather the real rows of the posted hidden states
