@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from vllm_kernels import load  # noqa: E402
 
 from ssmkit.granite.cache import MambaCache  # noqa: E402
+from ssmkit.granite.layer import _can_capture  # noqa: E402  (CUDA and the caller not capturing, as the fast layer)
 from ssmkit.granite.reference import ReferenceMambaLayer  # noqa: E402
 from ssmkit.kernels.common.mapped_io import capture_graph  # noqa: E402
 
@@ -121,27 +122,26 @@ class CandidateBlock(ReferenceMambaLayer):
         self._prefill_graphs: OrderedDict[tuple, tuple] = OrderedDict()
         self._capture_failed: set[str] = set()  # "prefill" / "decode": graphs of that path are off (a warning said)
         self._tuned: set[torch.device] = set()  # devices where vLLM's SSD warm-up has run (``_warm_up``)
-        self._a_cache: dict[torch.device, torch.Tensor] = {}  # A = -exp(A_log) in fp32, as vLLM's mixer keeps it
+        self._a_fp32: torch.Tensor | None = None  # A = -exp(A_log) in fp32, as vLLM's mixer keeps it (``_a``)
         self.register_load_state_dict_post_hook(lambda module, keys: module._drop_captured())
 
     def _drop_captured(self) -> None:
         """Graphs and derived tensors read the parameters as they were: after loading or moving, build anew."""
         self._decode_graphs.clear()
         self._prefill_graphs.clear()
-        self._a_cache.clear()
+        self._a_fp32 = None
 
     def _apply(self, fn, *args, **kwargs):
         self._drop_captured()
         return super()._apply(fn, *args, **kwargs)
 
-    def _a(self, device: torch.device) -> torch.Tensor:
-        if device not in self._a_cache:
-            self._a_cache[device] = -torch.exp(self.A_log.float())
-        return self._a_cache[device]
+    def _a(self) -> torch.Tensor:
+        if self._a_fp32 is None:
+            self._a_fp32 = -torch.exp(self.A_log.float())
+        return self._a_fp32
 
     def _graphs_apply(self, hidden_states: torch.Tensor) -> bool:
-        return (self.use_cuda_graphs and hidden_states.is_cuda
-                and not torch.cuda.is_current_stream_capturing())
+        return self.use_cuda_graphs and _can_capture(hidden_states)
 
     def forward(self, hidden_states: torch.Tensor, cache: MambaCache | None = None,
                 attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, MambaCache]:
@@ -192,8 +192,9 @@ class CandidateBlock(ReferenceMambaLayer):
         padded = sum(lengths) < b * length  # (without pads the tokens are already packed: no gather, no scatter)
         tokens = hidden_states.reshape(b * length, hidden)
         tokens = tokens.index_select(0, meta.rows) if padded else tokens
-        entry = None if continuing or not self._graphs_apply(hidden_states) else self._prefill_graph(meta, lengths,
-                                                                                                    hidden_states)
+        entry = None
+        if not continuing and self._graphs_apply(hidden_states):
+            entry = self._prefill_graph(meta, lengths, hidden_states)
         if entry is None:
             if cache is None:
                 cache = MambaCache.zeros(c, b, device=dev, dtype=hidden_states.dtype)
@@ -235,7 +236,7 @@ class CandidateBlock(ReferenceMambaLayer):
         x, bmat, cmat = conv.split([c.intermediate_size, c.n_groups * c.d_state, c.n_groups * c.d_state], dim=-1)
         y = torch.empty(total, c.num_heads, c.head_dim, device=zxbcdt.device, dtype=zxbcdt.dtype)
         ops.mamba_chunk_scan_combined_varlen(
-            x.reshape(total, c.num_heads, c.head_dim), dt, self._a(zxbcdt.device),
+            x.reshape(total, c.num_heads, c.head_dim), dt, self._a(),
             bmat.reshape(total, c.n_groups, c.d_state), cmat.reshape(total, c.n_groups, c.d_state), c.chunk_size,
             cu_seqlens=meta.query_start_loc, cu_chunk_seqlens=meta.cu_chunk_seqlens,
             last_chunk_indices=meta.last_chunk_indices, seq_idx=meta.seq_idx, out=y, D=self.D, z=None,
@@ -302,7 +303,7 @@ class CandidateBlock(ReferenceMambaLayer):
         y = torch.empty(b, heads, p, device=x.device, dtype=x.dtype)
         ops.selective_state_update(
             ssm_state, x.reshape(b, heads, p), dt[:, :, None].expand(-1, -1, p),
-            self._a(x.device)[:, None, None].expand(-1, p, n), bmat.reshape(b, c.n_groups, n),
+            self._a()[:, None, None].expand(-1, p, n), bmat.reshape(b, c.n_groups, n),
             cmat.reshape(b, c.n_groups, n), self.D[:, None].expand(-1, p), self.dt_bias[:, None].expand(-1, p),
             dt_softplus=True, out=y)
         normed = ops.rms_norm_gated(y.reshape(b, c.intermediate_size), self.norm.weight, None, z=gate,

@@ -47,14 +47,12 @@ from ssmkit.mamba3.shapes import CHUNK, COTANGENT_NAMES, INPUT_NAMES, RESULT_NAM
 
 ANCHOR_DIR = Path(__file__).resolve().parent.parent / ".anchors" / "mamba3_official"
 ROTATE = 3
-
-
 OFFICIAL_MODULES = ("mamba3_siso_fwd", "mamba3_siso_bwd", "angle_dt")  # where its autotuned kernels live
 
 
 def load_official(anchor: Path):
     """``mamba3_siso_combined`` from the anchor directory (bench/anchor_setup.sh), the revision it came from, and
-    its autotuned kernels by name (``official_autotuners``)."""
+    its autotuned kernels (kernel name -> triton Autotuner)."""
     if not (anchor / "mamba_ssm").is_dir():
         raise SystemExit(f"no official kernels under {anchor}: run bench/anchor_setup.sh first")
     sys.path.insert(0, str(anchor))
