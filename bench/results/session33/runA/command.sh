@@ -8,7 +8,7 @@
 # 4. `mamba3_wall_split.py` (c1 / c5 / c8: wall, span, queued GPU ms of the public call);
 # 5. the prefill fast path's same-process A/B (`granite_call_gap.py --toggle '{"prefill_fast_path": false}'`);
 # 6. `granite verify`.
-# Each step gets what is left of 585 s at most; outputs are packed after each.
+# Each step gets what is left of $BUDGET s (default 585) at most; outputs are packed after each.
 # Predictions: tests pass; on an H200 the bench within session 22's ranges (prefill 0.37-0.40 / 1.24-1.30 /
 # 1.18-1.19 ms, decode 0.050-0.051 / 0.057 / 0.099-0.106) less the fast path's gain at B = 1 (on an H100: session 31's
 # 0.392 / 1.312 / 1.235, 0.044 / 0.062 / 0.119 less that gain); the Mamba-3 wall at c1 ~0.46-0.47 ms and queued
@@ -21,7 +21,7 @@ W=/tmp/s33rA; mkdir -p $W/mamba3
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee $W/gpu.txt
 echo "${SSMKIT_GIT_COMMIT:-unknown}" > $W/commit.txt
 pack() { tar czf "$OUT/runA.tgz" -C $W .; }
-cap() { local left=$((585 - SECONDS)); [ $left -lt 1 ] && left=1; [ $left -lt $1 ] && echo $left || echo $1; }
+cap() { local left=$((${BUDGET:-585} - SECONDS)); [ $left -lt 1 ] && left=1; [ $left -lt $1 ] && echo $left || echo $1; }
 echo "== granite fast-layer CUDA tests ($SECONDS s)"
 timeout $(cap 150) python -m pytest -q -p no:cacheprovider tests/granite/test_fast_layer.py -k "cuda or fast_path" \
   > $W/pytest_fast_layer_cuda.log 2>&1
