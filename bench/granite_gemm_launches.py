@@ -4,7 +4,8 @@ A B = 1 prefill's in_proj (`torch.mm(..., out=)` in the layer) showed a cuBLAS m
 time between two launches while the GPU idles at the start of a timed call (bench/granite/NOTES.md "Session 11",
 "Session 21"). Per projection shape at L = 4096 and 16384 and per call form (``torch.mm`` into a given output, as the
 layer does; ``torch.mm`` allocating; ``F.linear``; ``torch.matmul``), with bf16 reduced-precision reductions allowed
-(torch's default) and not: the CUDA kernels one call launches (names, from the profiler) and the median CUDA-event
+(torch's default) and not, through each of torch's CUDA BLAS paths (``preferred_blas_library``: cuBLAS, cuBLASLt):
+the CUDA kernels one call launches (names, from the profiler) and the median CUDA-event
 time of a call issued to an idle GPU (host launch included), so a form without the memset, or with a shorter gap, can
 be chosen from numbers.
 Usage (CUDA): PYTHONPATH=src python bench/granite_gemm_launches.py [--calls 50] [--out F.json]
@@ -62,9 +63,11 @@ def main() -> None:
     cfg, dev, bf16 = GraniteMambaConfig(), torch.device("cuda"), torch.bfloat16
     shapes = {"in_proj": (cfg.hidden_size, cfg.in_proj_dim), "out_proj": (cfg.intermediate_size, cfg.hidden_size)}
     flag = torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
+    library = torch.backends.cuda.preferred_blas_library()
     rows = []
     try:
-        for reduced in (flag, not flag):
+        for blas, reduced in [(b, r) for b in ("cublas", "cublaslt") for r in (flag, not flag)]:
+            torch.backends.cuda.preferred_blas_library(blas)
             torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = reduced
             for name, (k, n) in shapes.items():
                 w = torch.randn(n, k, device=dev, dtype=bf16)
@@ -73,13 +76,15 @@ def main() -> None:
                     out = torch.empty(length, n, device=dev, dtype=bf16)
                     for form, fn in forms(x, w, out).items():
                         fn()  # (cuBLAS set-up)
-                        row = {"projection": name, "L": length, "form": form, "bf16_reduced_reduction": reduced,
-                               "kernels": launched_kernels(fn), "idle_call_us": idle_call_us(fn, args.calls)}
+                        row = {"projection": name, "L": length, "form": form, "blas": blas,
+                               "bf16_reduced_reduction": reduced, "kernels": launched_kernels(fn),
+                               "idle_call_us": idle_call_us(fn, args.calls)}
                         rows.append(row)
-                        print(f"{name:8s} L={length:5d} {form:7s} reduced={reduced!s:5s} {row['idle_call_us']:8.1f} us"
-                              f"  {' | '.join(row['kernels'])}", flush=True)
+                        print(f"{name:8s} L={length:5d} {form:7s} {blas:8s} reduced={reduced!s:5s} "
+                              f"{row['idle_call_us']:8.1f} us  {' | '.join(row['kernels'])}", flush=True)
     finally:
         torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = flag
+        torch.backends.cuda.preferred_blas_library(library)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({**run_metadata(None, dev), "rows": rows}, f, indent=1)
