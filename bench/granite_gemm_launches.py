@@ -5,14 +5,15 @@ time between two launches while the GPU idles at the start of a timed call (benc
 "Session 21"). Per projection shape at L = 4096 and 16384 and per call form (``torch.mm`` into a given output, as the
 layer does; ``torch.mm`` allocating; ``F.linear``; ``torch.matmul``), with bf16 reduced-precision reductions allowed
 (torch's default) and not, through each of torch's CUDA BLAS paths (``preferred_blas_library``: cuBLAS, cuBLASLt):
-the CUDA kernels one call launches (names, from the profiler) and the median CUDA-event
-time of a call issued to an idle GPU (host launch included), so a form without the memset, or with a shorter gap, can
-be chosen from numbers.
+the CUDA kernels one call launches (names, from the profiler), the median CUDA-event time of a call issued to an
+idle GPU (host launch included) and the host time the call takes to return, so a form without the memset, or with a
+shorter gap, can be chosen from numbers.
 Usage (CUDA): PYTHONPATH=src python bench/granite_gemm_launches.py [--calls 50] [--out F.json]
 """
 import argparse
 import json
 import statistics
+import time
 
 import torch
 import torch.nn.functional as F
@@ -39,18 +40,21 @@ def launched_kernels(fn) -> list[str]:
     return [e.name[:80] for e in sorted(events, key=lambda e: e.time_range.start)]
 
 
-def idle_call_us(fn, calls: int) -> float:
-    """Median CUDA-event time (us) of one call issued to an idle GPU (synchronised before each call)."""
+def idle_call_us(fn, calls: int) -> tuple[float, float]:
+    """Medians (us) over calls issued to an idle GPU (synchronised before each call): the CUDA-event time of one
+    call, and the host time the call takes to return (its launches: what delays the GPU's start)."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
+    times, host = [], []
     for _ in range(calls):
         torch.cuda.synchronize()
         start.record()
+        t0 = time.perf_counter()
         fn()
+        host.append((time.perf_counter() - t0) * 1e6)
         end.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
+    return statistics.median(times), statistics.median(host)
 
 
 def main() -> None:
@@ -76,12 +80,13 @@ def main() -> None:
                     out = torch.empty(length, n, device=dev, dtype=bf16)
                     for form, fn in forms(x, w, out).items():
                         fn()  # (cuBLAS set-up)
+                        idle, host = idle_call_us(fn, args.calls)
                         row = {"projection": name, "L": length, "form": form, "blas": blas,
                                "bf16_reduced_reduction": reduced, "kernels": launched_kernels(fn),
-                               "idle_call_us": idle_call_us(fn, args.calls)}
+                               "idle_call_us": idle, "host_us": host}
                         rows.append(row)
                         print(f"{name:8s} L={length:5d} {form:7s} {blas:8s} reduced={reduced!s:5s} "
-                              f"{row['idle_call_us']:8.1f} us  {' | '.join(row['kernels'])}", flush=True)
+                              f"{idle:8.1f} us (host {host:5.1f})  {' | '.join(row['kernels'])}", flush=True)
     finally:
         torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = flag
         torch.backends.cuda.preferred_blas_library(library)
