@@ -40,7 +40,7 @@ def launched_kernels(fn) -> list[str]:
     return [e.name[:80] for e in sorted(events, key=lambda e: e.time_range.start)]
 
 
-def idle_call_us(fn, calls: int) -> tuple[float, float]:
+def idle_call_times(fn, calls: int) -> tuple[float, float]:
     """Medians (us) over calls issued to an idle GPU (synchronised before each call): the CUDA-event time of one
     call, and the host time the call takes to return (its launches: what delays the GPU's start)."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -80,7 +80,7 @@ def main() -> None:
                     out = torch.empty(length, n, device=dev, dtype=bf16)
                     for form, fn in forms(x, w, out).items():
                         fn()  # (cuBLAS set-up)
-                        idle, host = idle_call_us(fn, args.calls)
+                        idle, host = idle_call_times(fn, args.calls)
                         row = {"projection": name, "L": length, "form": form, "blas": blas,
                                "bf16_reduced_reduction": reduced, "kernels": launched_kernels(fn),
                                "idle_call_us": idle, "host_us": host}
