@@ -6,9 +6,10 @@
 # 2. `granite_gemm_launches.py` through both of torch's CUDA BLAS paths (cuBLAS, cuBLASLt): does either launch
 #    in_proj's GEMM without the memset (run B: a memset with the cooperative nvjet kernel in every call form);
 # 3. `granite bench` of the vLLM candidate (against the reference: its G beside the fast layer's).
-# Predictions: verify passes or fails only on margins (vLLM rounds dt and the norm differently from 5.17); the probe:
-# the same kernels through both paths (torch 2.11 sends bf16 mm through cuBLASLt either way) unless cuBLAS's
-# heuristics differ; the bench's vLLM rows near run B's (0.50 / 1.67 / 1.78 ms, 0.07 / 0.10 / 0.17 ms).
+# Predictions: verify passes or fails only on margins (vLLM rounds dt and the norm differently from 5.17); the probe
+# (with host times since session 34): the same nvjet kernels through both paths, but two host code paths (a bf16 mm
+# takes cublasGemmEx under cuBLAS, gemm_internal_cublaslt under cuBLASLt: bench/granite/NOTES.md "Session 34"),
+# host 10-30 us per in_proj call; the bench's vLLM rows near run B's (0.50 / 1.67 / 1.78 ms, 0.07 / 0.10 / 0.17 ms).
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=src
 OUT="${OUT:-out}"; mkdir -p "$OUT"
