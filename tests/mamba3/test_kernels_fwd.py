@@ -14,6 +14,7 @@ import torch
 
 from ssmkit.kernels.mamba3 import Mamba3FwdConfig, mamba3_siso_fwd
 from ssmkit.kernels.mamba3 import fwd as fwd_module
+from ssmkit.kernels.mamba3.bwd import bwd_gate
 from ssmkit.mamba3.inputs import make_inputs
 from ssmkit.mamba3.oracle import mamba3_siso_oracle
 from ssmkit.mamba3.shapes import CHUNK, INPUT_NAMES, NHEADS
@@ -292,6 +293,31 @@ def test_rotate_kernel_walking_the_carry_gives_the_same_bits(panel_run, monkeypa
     mamba3_siso_fwd(**args)  # (no rotate_stream off CUDA: the walk is chosen only with one)
     mamba3_siso_fwd(**args, walk_carry=True)
     assert calls == [False, True]
+
+
+def test_gate_grad_writes_the_gate_kernels_dz_instead_of_y(panel_run, monkeypatch):
+    """``gate_grad=(dout, dz)`` (a full-VJP call): the chunk scan writes dz, every element (NaN-poisoned), with the
+    backward's gate kernel's bits (the same expression on the same y), against float64 within fp32 rounding; every
+    other result as without it, and y neither allocated nor written (saved.y None)."""
+    args, (out, final_angle, final_ssm, final_k, final_v, saved), _ = panel_run
+    g = torch.Generator().manual_seed(5)
+    dout = torch.randn(out.shape, generator=g).to(torch.bfloat16)
+    dz = torch.full_like(args["z"], float("nan"))
+    fused = _run_poisoned(monkeypatch, args, gate_grad=(dout, dz))
+    assert fused[5].y is None
+    for got, want in zip(fused[:5], (out, final_angle, final_ssm, final_k, final_v)):
+        assert torch.equal(got, want)
+    for name in ("cos_phi", "sin_phi", "q_rot", "k_rot", "chunk_scalars", "masked_scores", "qk"):
+        assert torch.equal(getattr(fused[5], name), getattr(saved, name)), name
+    assert not torch.isnan(dz).any(), "a dz element was left unwritten"
+    dz_gate = torch.empty_like(dz)
+    bwd_gate(dout, args["z"], saved.y, dz=dz_gate)
+    assert torch.equal(dz, dz_gate)
+    z, y = args["z"].double(), saved.y.double()
+    sig = torch.sigmoid(z)
+    want = dout.double() * y * sig * (1 + z * (1 - sig))
+    err = (dz.double() - want).abs()  # dz is bf16: one rounding of a value within fp32 noise of float64
+    assert (err <= BF16_ULP_REL * want.abs() + 1e-6 * want.abs().max()).all(), err.max().item()
 
 
 def test_without_saving_outputs_are_identical_and_nothing_saved():

@@ -11,8 +11,9 @@ forward and backward kernels as the direct call launches them, and one copy of t
 (~97 % of the bytes at the visible panels): the six (T, 32, 64) ones (v, z, dout in; out, dv, dz out), angles,
 dfinal_ssm and final_ssm, and the gradients the finish kernel writes (dq, dk, dadt, ddt, dtrap, dq_bias, dk_bias,
 dangles, dd); the kernels that use them read their posted addresses from the stash (``Posted``). Inside, the
-forward's rotate kernel (walking the angle carry itself), the backward's state-gradient chain and the gate run on
-two forked streams beside the forward's state passing and chunk scan and the chunk kernels (``_launch_into``). A
+forward's rotate kernel (walking the angle carry itself), the backward's state-gradient chain and the dY gate run
+on two forked streams beside the forward's state passing and chunk scan (``_launch_into``; the forward's chunk scan
+writes dz itself, ``mamba3_siso_fwd(gate_grad=...)``). A
 call allocates the 16 results, posts the 33 addresses to pinned host memory and replays; the results of the next
 call are allocated right after the replay, while the GPU runs it (host time off the call's critical path: the GPU
 idles until the replay is launched), and used by the next call on the same stream. Results are bit-identical to the
@@ -86,11 +87,12 @@ MAX_GRAPHS = 8
 #: bits; for A/Bs, bench/mamba3_ab.py --graph-streams). Part of the key.
 CONCURRENT_STREAMS = True
 #: The CUDA priorities (0 the default and lowest; negative numbers are higher) of the capture stream and of the two
-#: side streams: the first side stream holds the rotate kernel and the state-gradient chain, the second the dz
-#: half of the gate (``_launch_into``). Part of the key. The dz gate, which nothing waits for until the end, runs at
-#: a lower priority than the rest: H200, same process, the six panels of bench/results/session24/run5 (two
-#: processes), queued ms per call (0, 0, 0) -> (-1, -1, 0): c1 0.456 -> 0.450 / 0.459 -> 0.452, c4 0.488 -> 0.479 /
-#: 0.488 -> 0.481, c8 0.181 -> 0.174 / 0.182 -> 0.175, -5 to -9 us at every panel; the same bits.
+#: side streams: the first side stream holds the rotate kernel and the state-gradient chain, the second the dY
+#: half of the gate and the copy-out of the forward's small results (``_launch_into``). Part of the key. Measured
+#: when the second also held the dz gate (until session 35), which nothing waited for until the end, at a lower
+#: priority than the rest: H200, same process, the six panels of bench/results/session24/run5 (two processes),
+#: queued ms per call (0, 0, 0) -> (-1, -1, 0): c1 0.456 -> 0.450 / 0.459 -> 0.452, c4 0.488 -> 0.479 / 0.488 ->
+#: 0.481, c8 0.181 -> 0.174 / 0.182 -> 0.175, -5 to -9 us at every panel; the same bits.
 STREAM_PRIORITIES = (-1, -1, 0)
 #: Captures per process at most (then new keys launch directly), and keys remembered for their first sighting.
 MAX_CAPTURES = 32
@@ -107,9 +109,9 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, after
     """The direct call's kernels on ``args`` (17 contiguous tensors), writing ``results`` (16 tensors), on three
     streams: ``side`` holds two more CUDA streams of the device; on the first, the forward's rotate kernel (beside
     the state passing) and the state-gradient chain (beside the chunk scan: it needs q~ but no scan result); on the
-    second (the lowest priority, STREAM_PRIORITIES) the two halves of the gate: dY beside the forward's chunk-state
-    kernel, dz beside the chunk kernels; the current stream waits for both before it returns. (Off CUDA, (None, None):
-    the same launches in that order on one stream, for the interpreter tests.)
+    second (the lowest priority, STREAM_PRIORITIES) the dY half of the gate beside the forward's chunk-state kernel
+    (the forward's chunk scan writes dz: ``gate_grad``); the current stream waits for both before it returns. (Off
+    CUDA, (None, None): the same launches in that order on one stream, for the interpreter tests.)
     ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses; ``after_forward``:
     launches (a graph's copy-out of the forward's small results) queued on the second side stream after the forward,
     beside the chunk kernels. The kernels and their inputs are those of the direct call, so are the bits."""
@@ -133,10 +135,9 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, after
                             posted=posted)
 
     *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5], before_scan=fork_chain,
-                                rotate_stream=side[0], posted=posted)
-    with _forked(side[1], main):
-        bwd_gate(dout, z, saved.y, dz=grads.dz, posted=posted)
-        if after_forward is not None:
+                                rotate_stream=side[0], gate_grad=(dout, grads.dz), posted=posted)
+    if after_forward is not None:
+        with _forked(side[1], main):
             after_forward()
     _join(main, side[0])
     mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads, state_grads=(dy, dstates),

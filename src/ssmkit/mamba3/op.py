@@ -19,7 +19,7 @@ which it would pass (unless the cu_seqlens values are to be checked).
 import torch
 
 from ssmkit.kernels.dispatch import kernels_apply
-from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, mamba3_siso_bwd
+from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, allocate_grads, mamba3_siso_bwd
 from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, Mamba3FwdSaved, contiguous_each, mamba3_siso_fwd
 from ssmkit.mamba3.graph import full_vjp_graphed, graph_applies, replay_recent
 from ssmkit.mamba3.reference import mamba3_siso_reference, mamba3_siso_varlen_joint_states_full_vjp_reference
@@ -84,8 +84,11 @@ def mamba3_siso_varlen_joint_states_full_vjp(
         if results is not None:
             return results
     inputs = contiguous_each(inputs)
-    *outputs, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False)  # (checked above)
-    return (*outputs, *mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config))
+    dout = cotangents[0] if cotangents[0].is_contiguous() else cotangents[0].contiguous()
+    grads = allocate_grads(*inputs[:11])  # (dz written by the forward's chunk scan: dout is known already)
+    *outputs, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False,  # (checked above)
+                                      gate_grad=(dout, grads.dz))
+    return (*outputs, *mamba3_siso_bwd(*inputs, saved, dout, *cotangents[1:], config=bwd_config, grads=grads))
 
 
 class _Mamba3Siso(torch.autograd.Function):

@@ -799,7 +799,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
 
     Inputs in the project layout (spec "Decisions"): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
     fp32; trap (T, 32) bf16; q_bias, k_bias (32, 128) fp32; angles (T, 32, 32) bf16; d (32,) fp32; cu_seqlens
-    (S+1,) int32. `saved` is the forward's `Mamba3FwdSaved`: y fp32 (T, 32, 64) pre-gate output, cos_phi and
+    (S+1,) int32. `saved` is the forward's `Mamba3FwdSaved`: y fp32 (T, 32, 64) pre-gate output (or None: the
+    forward wrote dz into grads.dz, ``mamba3_siso_fwd(gate_grad=...)``; `grads` must then be given), cos_phi and
     sin_phi fp32 (T, 32, 32) of the wrapped cumulative angle, chunk_states fp32 (T//64 + S, 32, 64, 128) state
     entering each chunk (sequence s, chunk c at cu_seqlens[s]//64 + s + c), q_rot and k_rot fp32 (T, 32, 64), the
     biased and rotated dims 0..63 of q~ and k~ per head (the kernels load them and form dims 64..127 from q, k and
@@ -833,12 +834,14 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
      k_rot, chunk_scalars, masked_scores, qk, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = contiguous_each(
         (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *saved, dout, dfinal_angle, dfinal_ssm,
          dfinal_k, dfinal_v))
+    if y is None and grads is None:
+        raise ValueError("saved.y is None (the forward wrote dz): pass the grads it wrote dz into")
     grads = allocate_grads(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z) if grads is None else grads
     dv = grads.dv
     sb = triton.next_power_of_2(S + 1)  # (>= S + 1: _fwd_locate_chunk reads cu_seqlens[0..S])
     if state_grads is None:
         dy, dstates = allocate_state_grads(v, q, cu_seqlens)  # dY = dout * silu(z)
-        bwd_gate(dout, z, y, grads.dz, dy, posted=posted)
+        bwd_gate(dout, z, y, None if y is None else grads.dz, dy, posted=posted)
         bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, config=config, posted=posted)
     else:
         dy, dstates = state_grads

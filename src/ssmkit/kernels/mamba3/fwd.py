@@ -90,7 +90,8 @@ DEFAULT_FWD_CONFIG = Mamba3FwdConfig()
 class Mamba3FwdSaved(NamedTuple):
     """Tensors the forward keeps for the backward (T4b reads this).
 
-    y: (T, 32, 64) fp32, pre-gate output (spec F7).
+    y: (T, 32, 64) fp32, pre-gate output (spec F7); None when the forward wrote the gate's gradient dz itself
+        (``mamba3_siso_fwd(gate_grad=...)``).
     cos_phi, sin_phi: (T, 32, 32) fp32, cos and sin of Phi_t = wrap(cumsum(pi * tanh(angles) * dt)) in [0, 2pi)
         (spec F2, fp32 cumsum), the rotation of F4 (the backward reads them instead of evaluating cos and sin again
         five times per chunk: bench/mamba3/NOTES.md "Session 4").
@@ -414,19 +415,23 @@ def _mamba3_fwd_rotate_kernel(
 def _mamba3_fwd_chunk_scan_kernel(
     qrot_ptr, krot_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, d_ptr, z_ptr, cu_ptr, S,
     states_ptr, qk_ptr,
-    out_ptr, fv_ptr, y_ptr, ms_ptr, io_ptr,
+    out_ptr, fv_ptr, y_ptr, ms_ptr, dout_ptr, dz_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
-    SAVE: tl.constexpr, PRECISION: tl.constexpr, TPREC: tl.constexpr, V_WORD: tl.constexpr, Z_WORD: tl.constexpr,
-    OUT_WORD: tl.constexpr,
+    SAVE: tl.constexpr, GATE_GRAD: tl.constexpr, PRECISION: tl.constexpr, TPREC: tl.constexpr, V_WORD: tl.constexpr,
+    Z_WORD: tl.constexpr, OUT_WORD: tl.constexpr, DOUT_WORD: tl.constexpr, DZ_WORD: tl.constexpr,
 ):
     """Grid (chunk slots, H): the dot half of the chunk scan (§4), from the rotate kernel's q~, k~ (their rotated
     dims; the others formed from q, k and the biases, ``_fwd_tilde_half``) and q^.k^:
     strict-causal intra-chunk scores, readout of the entering state, gamma diagonal + D skip, silu(z) gate (F8);
-    stores the output, y (fp32, pre-gate, when SAVE), the masked scores decay o A (fp32 (C, C) per slot and head,
-    when SAVE: ``Mamba3FwdSaved.masked_scores``) and the final v."""
+    stores the output, y (fp32, pre-gate, when SAVE and not GATE_GRAD), the masked scores decay o A (fp32 (C, C)
+    per slot and head, when SAVE: ``Mamba3FwdSaved.masked_scores``) and the final v. GATE_GRAD (a full-VJP call,
+    whose cotangent dout is known before the forward): the gate's gradient dz = dout * y * silu'(z) (F8, the
+    expression of the backward's gate kernel, ``_m3b_gate_kernel``) from the y in registers, stored instead of y."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     z_ptr = posted_pointer(z_ptr, io_ptr, Z_WORD)
     out_ptr = posted_pointer(out_ptr, io_ptr, OUT_WORD)
+    dout_ptr = posted_pointer(dout_ptr, io_ptr, DOUT_WORD)
+    dz_ptr = posted_pointer(dz_ptr, io_ptr, DZ_WORD)
     HALF: tl.constexpr = N // 2
     slot = tl.program_id(0)
     h = tl.program_id(1)
@@ -461,8 +466,13 @@ def _mamba3_fwd_chunk_scan_kernel(
         y = _m3_dot(scores, vals, TPREC) + tl.exp(ell)[:, None] * readout  # (v exact in bf16: no lo term)
         y += (tl.load(d_ptr + h) + gamma * qk)[:, None] * v
         zg = tl.load(z_ptr + tv_off, mask=vmask, other=0.0).to(tl.float32)
-        tl.store(out_ptr + tv_off, (y * zg * tl.sigmoid(zg)).to(out_ptr.dtype.element_ty), mask=vmask)
-        if SAVE:
+        sig = tl.sigmoid(zg)
+        tl.store(out_ptr + tv_off, (y * zg * sig).to(out_ptr.dtype.element_ty), mask=vmask)
+        if GATE_GRAD:
+            dout = tl.load(dout_ptr + tv_off, mask=vmask, other=0.0).to(tl.float32)
+            tl.store(dz_ptr + tv_off, (dout * y * sig * (1.0 + zg * (1.0 - sig))).to(dz_ptr.dtype.element_ty),
+                     mask=vmask)
+        elif SAVE:
             tl.store(y_ptr + tv_off, y, mask=vmask)
         last = (t == end - 1)[:, None]
         tl.store(fv_ptr + (seq * H + h) * P + pcols[None, :] + rows[:, None] * 0, vals, mask=last)
@@ -476,8 +486,8 @@ def maxnreg_option(cap: int, device: torch.device) -> dict:
 
 def contiguous_each(tensors):
     """The tensors as a tuple, each made contiguous where it is not (the kernels assume the packed layout; calling
-    contiguous() on every tensor would cost host time on each)."""
-    return tuple(x if x.is_contiguous() else x.contiguous() for x in tensors)
+    contiguous() on every tensor would cost host time on each); None stays None."""
+    return tuple(x if x is None or x.is_contiguous() else x.contiguous() for x in tensors)
 
 
 def allocate_fwd_outputs(T: int, S: int, device) -> tuple:
@@ -494,7 +504,7 @@ def allocate_fwd_outputs(T: int, S: int, device) -> tuple:
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None,
                     before_scan=None, rotate_stream: torch.cuda.Stream | None = None, walk_carry: bool | None = None,
-                    posted: Posted | None = None):
+                    gate_grad: tuple | None = None, posted: Posted | None = None):
     """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -516,9 +526,12 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     device on which the rotate kernel runs beside the state passing, walking the carry itself (it then needs only
     the chunk-state kernel's results), for T <= ROTATE_WALK_MAX_TOKENS; the current stream waits for it before the
     scan. ``walk_carry``: None (walk exactly then), or True / False to force the form (tests; same bits either
-    way). ``posted``: None,
-    or a Posted whose "v", "z" and "angles" the kernels read and whose "out" and "final_ssm" they write instead of
-    those tensors (a graph).
+    way). ``gate_grad``: None, or (dout, dz) for a full-VJP call, which knows the output's cotangent dout (T, 32, 64)
+    before the forward: the scan kernel writes the gate's gradient into dz (T, 32, 64, z's dtype; contiguous, not
+    checked) from the y it holds, and y is neither written nor allocated (saved.y is None: the backward's gate then
+    computes dY alone, ``mamba3_siso_bwd``; 2 x 13 MB less written and read than y saved and read back, and one pass
+    over dout and z less, at T = 2184). ``posted``: None, or a Posted whose "v", "z", "angles" and "dout" the
+    kernels read and whose "out", "final_ssm" and "dz" they write instead of those tensors (a graph).
     """
     if validate:
         validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
@@ -551,14 +564,14 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     k_rot = torch.empty((T, NHEADS, DSTATE // 2), dtype=f32, device=dev)
     if save_for_backward:
         saved = Mamba3FwdSaved(
-            y=torch.empty((T, NHEADS, HEADDIM), dtype=f32, device=dev),
+            y=None if gate_grad is not None else torch.empty((T, NHEADS, HEADDIM), dtype=f32, device=dev),
             cos_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
             sin_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
             chunk_states=chunk_states, q_rot=q_rot, k_rot=k_rot, chunk_scalars=chunk_scalars,
             masked_scores=torch.empty((slots, NHEADS, CHUNK, CHUNK), dtype=f32, device=dev),
             qk=torch.empty((T, NHEADS), dtype=f32, device=dev),
         )
-        save_bufs = (saved.y, saved.cos_phi, saved.sin_phi, saved.masked_scores)
+        save_bufs = (out if saved.y is None else saved.y, saved.cos_phi, saved.sin_phi, saved.masked_scores)
         qk = saved.qk
     else:
         saved = None
@@ -593,10 +606,10 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         before_scan(q_rot)
     _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, chunk_scalars, d, z, cu_seqlens, S, chunk_states, qk, out, final_v,
-        save_bufs[0], save_bufs[3],
+        save_bufs[0], save_bufs[3], *(gate_grad or (out, out)),
         H=NHEADS, N=DSTATE, P=HEADDIM, CHUNK_=CHUNK, BLOCK_S=block_s, SAVE=save_for_backward,
-        PRECISION=config.input_precision, TPREC=config.transposed_precision, num_warps=config.scan_warps,
-        **posted_kwargs(posted, cu_seqlens, "v", "z", "out"),
+        GATE_GRAD=gate_grad is not None, PRECISION=config.input_precision, TPREC=config.transposed_precision,
+        num_warps=config.scan_warps, **posted_kwargs(posted, cu_seqlens, "v", "z", "out", "dout", "dz"),
         **maxnreg_option(config.scan_maxnreg, dev),
     )
     return out, final_angle, final_ssm, final_k, final_v, saved
