@@ -295,10 +295,11 @@ def test_rotate_kernel_walking_the_carry_gives_the_same_bits(panel_run, monkeypa
     assert calls == [False, True]
 
 
-def test_gate_grad_writes_the_gate_kernels_dz_instead_of_y(panel_run, monkeypatch):
+def test_gate_grad_writes_dz_instead_of_y(panel_run, monkeypatch):
     """``gate_grad=(dout, dz)`` (a full-VJP call): the chunk scan writes dz, every element (NaN-poisoned), with the
-    backward's gate kernel's bits (the same expression on the same y), against float64 within fp32 rounding; every
-    other result as without it, and y neither allocated nor written (saved.y None)."""
+    backward's gate kernel's bits (the same expression on the same y: the autograd form's dz), within one bf16
+    rounding of float64 dout * y * silu'(z) on the saved y; every other result as without it, and y neither
+    allocated nor written (saved.y None)."""
     args, (out, final_angle, final_ssm, final_k, final_v, saved), _ = panel_run
     g = torch.Generator().manual_seed(5)
     dout = torch.randn(out.shape, generator=g).to(torch.bfloat16)
@@ -316,7 +317,7 @@ def test_gate_grad_writes_the_gate_kernels_dz_instead_of_y(panel_run, monkeypatc
     z, y = args["z"].double(), saved.y.double()
     sig = torch.sigmoid(z)
     want = dout.double() * y * sig * (1 + z * (1 - sig))
-    err = (dz.double() - want).abs()  # dz is bf16: one rounding of a value within fp32 noise of float64
+    err = (dz.double() - want).abs()  # bf16: one rounding of a value within fp32 noise of float64
     assert (err <= BF16_ULP_REL * want.abs() + 1e-6 * want.abs().max()).all(), err.max().item()
 
 

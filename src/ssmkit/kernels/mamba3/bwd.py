@@ -117,7 +117,8 @@ def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, io_ptr, NUMEL, P: t
     sig = tl.sigmoid(zz)
     if DZ:
         yy = tl.load(y_ptr + e, mask=m, other=0.0)
-        tl.store(dz_ptr + e, (dout * yy * sig * (1.0 + zz * (1.0 - sig))).to(dz_ptr.dtype.element_ty), mask=m)
+        gated = yy * zz * sig  # (the forward's chunk scan's order, GATE_GRAD: the same bits either way)
+        tl.store(dz_ptr + e, (dout * ((yy * sig + gated) - gated * sig)).to(dz_ptr.dtype.element_ty), mask=m)
     if DY:
         hi, lo = _m3_split_bf16(dout * zz * sig)
         row = dy_ptr + (e // P) * (2 * P) + e % P

@@ -425,8 +425,10 @@ def _mamba3_fwd_chunk_scan_kernel(
     strict-causal intra-chunk scores, readout of the entering state, gamma diagonal + D skip, silu(z) gate (F8);
     stores the output, y (fp32, pre-gate, when SAVE and not GATE_GRAD), the masked scores decay o A (fp32 (C, C)
     per slot and head, when SAVE: ``Mamba3FwdSaved.masked_scores``) and the final v. GATE_GRAD (a full-VJP call,
-    whose cotangent dout is known before the forward): the gate's gradient dz = dout * y * silu'(z) (F8, the
-    expression of the backward's gate kernel, ``_m3b_gate_kernel``) from the y in registers, stored instead of y."""
+    whose cotangent dout is known before the forward): the gate's gradient dz = dout * y * silu'(z) (F8; in the
+    order of the backward's gate kernel, ``_m3b_gate_kernel``, for the autograd form's same bits) from the y in
+    registers, stored instead of y (sm_90 build, offline: 2376 SASS instructions against 2296 storing y, 2 spill
+    instructions)."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     z_ptr = posted_pointer(z_ptr, io_ptr, Z_WORD)
     out_ptr = posted_pointer(out_ptr, io_ptr, OUT_WORD)
@@ -467,10 +469,12 @@ def _mamba3_fwd_chunk_scan_kernel(
         y += (tl.load(d_ptr + h) + gamma * qk)[:, None] * v
         zg = tl.load(z_ptr + tv_off, mask=vmask, other=0.0).to(tl.float32)
         sig = tl.sigmoid(zg)
-        tl.store(out_ptr + tv_off, (y * zg * sig).to(out_ptr.dtype.element_ty), mask=vmask)
-        if GATE_GRAD:
+        gated = y * zg * sig
+        tl.store(out_ptr + tv_off, gated.to(out_ptr.dtype.element_ty), mask=vmask)
+        if GATE_GRAD:  # y silu'(z) = y sig (1 + z (1 - sig)) as y sig + gated - gated sig: no term in z alone, which
+            # the compiler would build in the loads' layout, sigmoid again included (+600 SASS instructions, offline)
             dout = tl.load(dout_ptr + tv_off, mask=vmask, other=0.0).to(tl.float32)
-            tl.store(dz_ptr + tv_off, (dout * y * sig * (1.0 + zg * (1.0 - sig))).to(dz_ptr.dtype.element_ty),
+            tl.store(dz_ptr + tv_off, (dout * ((y * sig + gated) - gated * sig)).to(dz_ptr.dtype.element_ty),
                      mask=vmask)
         elif SAVE:
             tl.store(y_ptr + tv_off, y, mask=vmask)
