@@ -63,7 +63,8 @@ build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens
       bwd.DEFAULT_BWD_CONFIG.finish_warps, posted=True, fp32=("dqp_ptr", "dkp_ptr"))
 for posted in (False, True):
     build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024), posted=posted)
-for dz, dy, posted in ((True, True, False), (False, True, True), (True, False, True)):  # direct; a graph's halves
+# the autograd form's (dz and dY); the full-VJP call's, direct and a graph's (dY alone: the chunk scan writes dz)
+for dz, dy, posted in ((True, True, False), (False, True, False), (False, True, True)):
     build(bwd._m3b_gate_kernel, dict(BLOCK=bwd._GATE_BLOCK, DZ=dz, DY=dy), posted=posted)
 for posted in (False, True):
     build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS),
@@ -78,12 +79,16 @@ for prec, tprec in (("tf32", "bf16x3"), ("tf32", "tf32"), ("tf32x3", "tf32x3")):
         build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec), 8, posted=posted, maxnreg=128)
     for save in (False, True):
         for warps in (4, 8):
-            build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec, TPREC=tprec), warps)
-    # under the register cap as launched (Mamba3FwdConfig.scan_maxnreg, scan_warps): the direct call saving for the
-    # backward, a graph's (posted), and mamba3_siso's without a gradient (nothing saved: y_ptr is the bf16 output)
-    for save, posted in ((True, False), (True, True), (False, False)):
-        build(fwd._mamba3_fwd_chunk_scan_kernel, dict(BLOCK_S=8, SAVE=save, PRECISION=prec, TPREC=tprec), 4,
-              posted=posted, maxnreg=168, bf16=() if save else ("y_ptr",))
+            build(fwd._mamba3_fwd_chunk_scan_kernel,
+                  dict(BLOCK_S=8, SAVE=save, GATE_GRAD=False, PRECISION=prec, TPREC=tprec), warps)
+    # under the register cap as launched (Mamba3FwdConfig.scan_maxnreg, scan_warps): the full-VJP call's, writing dz
+    # (direct and a graph's, posted; y_ptr the bf16 output, never written), mamba3_siso's saving y for its backward,
+    # and mamba3_siso's without a gradient (nothing saved: y_ptr is the bf16 output)
+    for save, gate_grad, posted in ((True, True, False), (True, True, True), (True, False, False),
+                                    (False, False, False)):
+        build(fwd._mamba3_fwd_chunk_scan_kernel,
+              dict(BLOCK_S=8, SAVE=save, GATE_GRAD=gate_grad, PRECISION=prec, TPREC=tprec), 4, posted=posted,
+              maxnreg=168, bf16=("y_ptr",) if gate_grad or not save else ())
 for walk in (False, True):
     for save in (False, True):
         for warps in (4, 8):

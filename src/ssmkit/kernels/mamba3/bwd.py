@@ -1,6 +1,7 @@
 # Mamba-3 SISO backward (spec §7.1 full VJP, computed chunk-wise as in §7.2), six or seven launches:
-# 1. `_m3b_gate_kernel`, elementwise over (T, H, P): dz and dY = dout * silu(z) (stored split into bf16 hi and lo,
-#    the dots' operands in launches 2 and 3).
+# 1. `_m3b_gate_kernel`, elementwise over (T, H, P): dY = dout * silu(z) (stored split into bf16 hi and lo,
+#    the dots' operands in launches 2 and 3), and dz when the forward saved y (the autograd form; the full-VJP call's
+#    forward writes dz itself, `mamba3_siso_fwd(gate_grad=...)`).
 # 2. the state-gradient chain dS <- e^Lambda dS + dY^T diag(e^l) Q~ (a split-bf16 dot) over each sequence's
 #    64-token chunks in reverse, from dfinal_ssm; stores the gradient of the state leaving every chunk (fp32, the
 #    forward's chunk-state layout). Two forms (Mamba3BwdConfig.dstate_scan):
@@ -812,11 +813,11 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (S, 32, 64).
     `config`: a Mamba3BwdConfig (warps, dot precision). `grads`: None (new tensors) or a `Mamba3BwdGrads` of
     tensors to write, as `allocate_grads` makes them (not checked), which is then returned. `state_grads`: None, or
-    (dY, dstates) already computed by `bwd_gate` (with dz into grads.dz) and `bwd_state_grads` (a graph runs those
-    beside the forward's last kernel): then only the chunk kernels are launched. `posted`: a Posted whose "v" (read)
+    (dY, dstates) already computed by `bwd_gate` and `bwd_state_grads` (a graph runs those beside the forward, whose
+    chunk scan writes dz): then only the chunk kernels are launched. `posted`: a Posted whose "v" (read)
     and "dv" (written) the chunk kernels use instead of those tensors, "angles" (read) and the gradients it writes
     (dangles, dq, dk, dadt, ddt, dtrap, dq_bias, dk_bias, dd) the finish kernel, "dfinal_ssm" the state-gradient
-    chain and "dout", "z", "dz" the gate (a graph).
+    chain and "dout", "z" (and "dz" when saved.y is given) the gate (a graph).
     Returns `Mamba3BwdGrads` (dq, dk, dv, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, dz); no host sync.
     """
     if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1):

@@ -14,7 +14,8 @@
 #      wrap(carry + csum), rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through);
 #      stores q~/k~ (read by 4, saved for the backward), q^.k^, cos/sin of Phi (saved) and the final angle/k.
 #   4. chunk scan, grid (chunk slots, H): strict-causal scores, readout from the entering state, gamma diagonal + D
-#      skip, silu(z) gate from q~/k~; the output, y (saved) and the final v.
+#      skip, silu(z) gate from q~/k~; the output, y (saved; or, given dout, the gate's gradient dz instead) and
+#      the final v.
 #   (3 and 4 were one kernel until session 6: 255 registers with spills at 8 warps; split, 0.190 -> 0.134 ms at c1,
 #   same bits, bench/mamba3/NOTES.md "Session 6".)
 # Chunk slots: sequence s, local chunk c -> slot cu_seqlens[s] // 64 + s + c < T // 64 + S (no host sync); programs of
@@ -115,7 +116,7 @@ class Mamba3FwdSaved(NamedTuple):
     qk: (T, 32) fp32, the unrotated q^.k^ per token and head (spec §9.2) as the rotate kernel formed it.
     """
 
-    y: torch.Tensor
+    y: torch.Tensor | None
     cos_phi: torch.Tensor
     sin_phi: torch.Tensor
     chunk_states: torch.Tensor
@@ -531,8 +532,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     the chunk-state kernel's results), for T <= ROTATE_WALK_MAX_TOKENS; the current stream waits for it before the
     scan. ``walk_carry``: None (walk exactly then), or True / False to force the form (tests; same bits either
     way). ``gate_grad``: None, or (dout, dz) for a full-VJP call, which knows the output's cotangent dout (T, 32, 64)
-    before the forward: the scan kernel writes the gate's gradient into dz (T, 32, 64, z's dtype; contiguous, not
-    checked) from the y it holds, and y is neither written nor allocated (saved.y is None: the backward's gate then
+    before the forward: the scan kernel writes the gate's gradient into dz (T, 32, 64, z's dtype) from the y it holds
+    (dout (T, 32, 64) bf16 and dz contiguous and on the inputs' device; neither is checked, ``validate`` included), and y is neither written nor allocated (saved.y is None: the backward's gate then
     computes dY alone, ``mamba3_siso_bwd``; 2 x 13 MB less written and read than y saved and read back, and one pass
     over dout and z less, at T = 2184). ``posted``: None, or a Posted whose "v", "z", "angles" and "dout" the
     kernels read and whose "out", "final_ssm" and "dz" they write instead of those tensors (a graph).
