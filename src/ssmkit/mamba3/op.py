@@ -83,12 +83,11 @@ def mamba3_siso_varlen_joint_states_full_vjp(
         results = full_vjp_graphed((*inputs, *cotangents), fwd_config, bwd_config, force=graph is True)
         if results is not None:
             return results
-    inputs = contiguous_each(inputs)
-    dout = cotangents[0] if cotangents[0].is_contiguous() else cotangents[0].contiguous()
+    inputs, cotangents = contiguous_each(inputs), contiguous_each(cotangents)
     grads = allocate_grads(*inputs[:11])  # (dz written by the forward's chunk scan: dout is known already)
     *outputs, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False,  # (checked above)
-                                      gate_grad=(dout, grads.dz))
-    return (*outputs, *mamba3_siso_bwd(*inputs, saved, dout, *cotangents[1:], config=bwd_config, grads=grads))
+                                      gate_grad=(cotangents[0], grads.dz))
+    return (*outputs, *mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads))
 
 
 class _Mamba3Siso(torch.autograd.Function):

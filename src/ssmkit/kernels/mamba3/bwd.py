@@ -40,6 +40,7 @@ from ssmkit.kernels.common.mapped_io import posted_pointer
 from ssmkit.kernels.mamba3.dots import _m3_dot, _m3_split_bf16
 from ssmkit.kernels.mamba3.fwd import (
     Posted,
+    _fwd_gate_grad,
     _fwd_locate_chunk,
     _fwd_tilde_half,
     contiguous_each,
@@ -118,8 +119,8 @@ def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, io_ptr, NUMEL, P: t
     sig = tl.sigmoid(zz)
     if DZ:
         yy = tl.load(y_ptr + e, mask=m, other=0.0)
-        gated = yy * zz * sig  # (the forward's chunk scan's order, GATE_GRAD: the same bits either way)
-        tl.store(dz_ptr + e, (dout * ((yy * sig + gated) - gated * sig)).to(dz_ptr.dtype.element_ty), mask=m)
+        dz = _fwd_gate_grad(dout, yy, sig, yy * zz * sig)
+        tl.store(dz_ptr + e, dz.to(dz_ptr.dtype.element_ty), mask=m)
     if DY:
         hi, lo = _m3_split_bf16(dout * zz * sig)
         row = dy_ptr + (e // P) * (2 * P) + e % P

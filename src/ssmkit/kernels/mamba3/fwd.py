@@ -413,6 +413,16 @@ def _mamba3_fwd_rotate_kernel(
 
 
 @triton.jit
+def _fwd_gate_grad(dout, y, sig, gated):
+    """The gate's gradient dz = dout * y * silu'(z) (F8), silu'(z) = sig (1 + z (1 - sig)), sig = sigmoid(z), from
+    gated = y * z * sig (the gate's output), all fp32: written y sig + gated - gated sig, with no term in z alone,
+    which the compiler would build in the loads' layout beside the accumulator's, the sigmoid again included (the
+    chunk scan: +600 SASS instructions, offline, bench/mamba3/NOTES.md "Session 35"). The one form of both kernels
+    that write dz (the chunk scan's GATE_GRAD, the backward's gate kernel), so both give the same bits."""
+    return dout * ((y * sig + gated) - gated * sig)
+
+
+@triton.jit
 def _mamba3_fwd_chunk_scan_kernel(
     qrot_ptr, krot_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, d_ptr, z_ptr, cu_ptr, S,
     states_ptr, qk_ptr,
@@ -426,8 +436,7 @@ def _mamba3_fwd_chunk_scan_kernel(
     strict-causal intra-chunk scores, readout of the entering state, gamma diagonal + D skip, silu(z) gate (F8);
     stores the output, y (fp32, pre-gate, when SAVE and not GATE_GRAD), the masked scores decay o A (fp32 (C, C)
     per slot and head, when SAVE: ``Mamba3FwdSaved.masked_scores``) and the final v. GATE_GRAD (a full-VJP call,
-    whose cotangent dout is known before the forward): the gate's gradient dz = dout * y * silu'(z) (F8; in the
-    order of the backward's gate kernel, ``_m3b_gate_kernel``, for the autograd form's same bits) from the y in
+    whose cotangent dout is known before the forward): the gate's gradient (``_fwd_gate_grad``) from the y in
     registers, stored instead of y (sm_90 build, offline: 2376 SASS instructions against 2296 storing y, 2 spill
     instructions)."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
@@ -472,11 +481,9 @@ def _mamba3_fwd_chunk_scan_kernel(
         sig = tl.sigmoid(zg)
         gated = y * zg * sig
         tl.store(out_ptr + tv_off, gated.to(out_ptr.dtype.element_ty), mask=vmask)
-        if GATE_GRAD:  # y silu'(z) = y sig (1 + z (1 - sig)) as y sig + gated - gated sig: no term in z alone, which
-            # the compiler would build in the loads' layout, sigmoid again included (+600 SASS instructions, offline)
+        if GATE_GRAD:
             dout = tl.load(dout_ptr + tv_off, mask=vmask, other=0.0).to(tl.float32)
-            tl.store(dz_ptr + tv_off, (dout * ((y * sig + gated) - gated * sig)).to(dz_ptr.dtype.element_ty),
-                     mask=vmask)
+            tl.store(dz_ptr + tv_off, _fwd_gate_grad(dout, y, sig, gated).to(dz_ptr.dtype.element_ty), mask=vmask)
         elif SAVE:
             tl.store(y_ptr + tv_off, y, mask=vmask)
         last = (t == end - 1)[:, None]
@@ -533,10 +540,11 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     scan. ``walk_carry``: None (walk exactly then), or True / False to force the form (tests; same bits either
     way). ``gate_grad``: None, or (dout, dz) for a full-VJP call, which knows the output's cotangent dout (T, 32, 64)
     before the forward: the scan kernel writes the gate's gradient into dz (T, 32, 64, z's dtype) from the y it holds
-    (dout (T, 32, 64) bf16 and dz contiguous and on the inputs' device; neither is checked, ``validate`` included), and y is neither written nor allocated (saved.y is None: the backward's gate then
-    computes dY alone, ``mamba3_siso_bwd``; 2 x 13 MB less written and read than y saved and read back, and one pass
-    over dout and z less, at T = 2184). ``posted``: None, or a Posted whose "v", "z", "angles" and "dout" the
-    kernels read and whose "out", "final_ssm" and "dz" they write instead of those tensors (a graph).
+    (dout bf16 and dz contiguous and on the inputs' device; neither is checked, ``validate`` included), and y is
+    neither written nor allocated (saved.y is None: the backward's gate then computes dY alone, ``mamba3_siso_bwd``;
+    2 x 13 MB less written and read than y saved and read back, and one pass over dout and z less, at T = 2184).
+    ``posted``: None, or a Posted whose "v", "z", "angles" and "dout" the kernels read and whose "out", "final_ssm"
+    and "dz" they write instead of those tensors (a graph).
     """
     if validate:
         validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
