@@ -200,3 +200,40 @@ def test_dphi_carry_kernel_sums_every_later_chunk_across_tiles():
         assert ((got - want).abs() <= 1e-5 * want.abs().max()).all(), f"sequence {s}: carry off"
         held[first:first + n] = True
     assert torch.isnan(carry[~held]).all(), "a slot holding no chunk was written"
+
+
+@pytest.mark.parametrize("rows", ["fp32", "bf16"])
+def test_bwd_head_groups_sum_the_same_rows(panel, rows):
+    """Side programs over groups of four heads (Mamba3BwdConfig.side_head_group), the group rows in fp32 or bf16:
+    every gradient but dq and dk bit-identical to the one-head fp32-row form's, all written (NaN-poisoned); dq and
+    dk differ from that form's by at most both results' rounding (a bf16 step each: the interpreter truncates, so
+    two fp32 sums a hair apart can land a step apart) plus the sums' own: the fp32 reordering of 32 rows (32 fp32
+    ulps of the rows' mass) or, for bf16 group rows, one rounding of each group's sum (a bf16 step of the mass);
+    fp32 group rows keep dq and dk within the oracle bounds; bf16 group rows give other results than the per-head
+    bf16 rows (their sums are rounded once per group, not once per head)."""
+    with poisoned_allocations():
+        grads = mamba3_siso_bwd(*panel["inputs"], panel["saved"], *panel["cotangents"],
+                                config=Mamba3BwdConfig(head_partials=rows, side_head_group=4))
+    grads, fp32, per_head = (dict(zip(GRAD_NAMES, g)) for g in (grads, panel["grads_fp32"], panel["grads"]))
+    for name in GRAD_NAMES:
+        assert not torch.isnan(grads[name]).any(), f"{name}: elements left unwritten"
+        if name not in ("dq", "dk"):
+            assert torch.equal(grads[name], fp32[name]), name
+    sum_step = BF16_STEP if rows == "bf16" else 32 * 2.0 ** -24
+    for name, head_rows in zip(("dq", "dk"), panel["rows"]):
+        a, b = grads[name].double()[:, 0], fp32[name].double()[:, 0]
+        mass = head_rows.double().abs().sum(dim=1)  # sum over the heads of |row|, (T, 128)
+        bound = BF16_STEP * (a.abs() + b.abs()) + sum_step * mass + 1e-6 * mass
+        assert ((a - b).abs() - bound).max() <= 0, f"{name}: beyond the group sums' rounding"
+        if rows == "fp32":
+            ref = panel["oracle"][name]
+            assert_close_to_oracle(name, grads[name], grads[name].double() - ref, ref)
+        else:
+            assert not torch.equal(grads[name], per_head[name]), f"{name}: the head groups were not used"
+
+
+@pytest.mark.parametrize("group", [0, 3, 64])
+def test_bwd_rejects_a_head_group_that_does_not_divide_the_heads(panel, group):
+    with pytest.raises(ValueError, match="side_head_group"):
+        mamba3_siso_bwd(*panel["inputs"], panel["saved"], *panel["cotangents"],
+                        config=Mamba3BwdConfig(side_head_group=group))
