@@ -16,7 +16,7 @@ from ssmkit.kernels.mamba3 import bwd, fwd
 BF16 = {"q_ptr", "k_ptr", "v_ptr", "z_ptr", "trap_ptr", "ang_ptr", "dout_ptr", "dv_ptr", "dz_ptr", "dtrap_ptr",
         "dang_ptr", "dq_ptr", "dk_ptr", "dfv_ptr", "out_ptr", "fv_ptr", "angles_ptr", "mg_ptr", "dy_ptr",
         "dqp_ptr", "dkp_ptr"}  # (dqp, dkp: the per-head dq / dk rows, bf16 by default: Mamba3BwdConfig.head_partials)
-SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64, HG=1, HP=32)  # (HG, HP: one head per side program)
+SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64)
 
 
 WORDS = ("V_WORD", "Z_WORD", "OUT_WORD", "DOUT_WORD", "DZ_WORD", "DV_WORD", "ANGLES_WORD", "DANGLES_WORD",
@@ -61,11 +61,6 @@ for warps, maxnreg in ((4, 168), (8, 128)):
 build(bwd._m3b_sides_kernel, dict(SB=4, PREC="bf16x3"), 4, posted=True, fp32=("dqp_ptr", "dkp_ptr"), maxnreg=168)
 build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS),
       bwd.DEFAULT_BWD_CONFIG.finish_warps, posted=True, fp32=("dqp_ptr", "dkp_ptr"))
-# side programs over head groups (Mamba3BwdConfig.side_head_group), and the finish kernel's sum of their rows
-for group in (2, 4):
-    build(bwd._m3b_sides_kernel, dict(SB=4, PREC="bf16x3", HG=group), 4, posted=True, maxnreg=168)
-    build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS,
-                                       HP=32 // group), bwd.DEFAULT_BWD_CONFIG.finish_warps, posted=True)
 for posted in (False, True):
     build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024), posted=posted)
 # the autograd form's (dz and dY); the full-VJP call's, direct and a graph's (dY alone: the chunk scan writes dz)

@@ -13,10 +13,9 @@
 #    dims as two 64-wide halves), two launches:
 #    `_m3b_intra_kernel`, grid (chunk slots, H): the (C, C) matrices, M o G (stored), the intra-chunk part of dl, dv;
 #    and the chunk's per-token scalars (e^l, e^{L-l}, gamma, s; stored for the side kernels);
-#    `_m3b_sides_kernel`, grid (4 x chunk slots, H / g): the q side (`_m3b_qside`) and the k side (`_m3b_kside`) of
-#    each state half, one launch, each program over g heads (Mamba3BwdConfig.side_head_group): dQ~ and dK~ of one
-#    state half, rotated back (dq_hat / dk_hat rows summed over the program's heads, bf16 by default:
-#    Mamba3BwdConfig.head_partials),
+#    `_m3b_sides_kernel`, grid (4 x chunk slots, H): the q side (`_m3b_qside`) and the k side (`_m3b_kside`) of
+#    each state half, one launch: dQ~ and dK~ of one state half, rotated back (per-head dq_hat / dk_hat rows, bf16
+#    by default: Mamba3BwdConfig.head_partials),
 #    dPhi, ds, and their parts of dl and dLambda; per-slot partial sums for q_bias, k_bias, D.
 #    (One kernel did all of it until session 6: 255 registers with 2 KB of spills; split, 0.58 -> 0.42 ms at c1,
 #    bench/mamba3/NOTES.md "Session 6".)
@@ -26,7 +25,7 @@
 #    first (the longest). `_m3b_angle`, per (chunk slot, head): the chunk body's per-token parts combined in a fixed
 #    order (dadt, ds, dgamma, dPhi), then the terms that cross chunk edges, per chunk: reverse cumsum of dPhi (+ the
 #    carry) -> dangles and the angle part of ddt; the shifted-gamma term (ds of the token before) -> ddt, dtrap.
-#    `_m3b_reduce`: GQA sum of dq_hat/dk_hat over the 32 / g head-group rows per 16 tokens; bias/D sums per head.
+#    `_m3b_reduce`: GQA sum of dq_hat/dk_hat over the 32 heads per 16 tokens; bias/D sums per head.
 # Q~ and K~ (biased, rotated) come from the forward (Mamba3FwdSaved.q_rot / k_rot: the rotated dims 0..63; dims
 # 64..127, biased only, formed from q, k and the biases by ``_fwd_tilde_half``) instead of being rebuilt from q, k,
 # the biases and cos / sin in each kernel; cos / sin are still read to rotate dQ~, dK~ back.
@@ -350,12 +349,11 @@ def _m3b_intra_kernel(
     tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
 
 @triton.jit
-def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dxb_ptr,
+def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dx_ptr, dxb_ptr,
                   H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr):
-    """One side kernel's gradient g of the rotated vector xr (C, N/2) on state half ``half``: on the rotated half (0)
-    stores its dPhi (C, NA) and dPhi's column sum per slot, then forms R(Phi)^T g; stores that row block's column sum
-    per slot (the bias partial) and returns it (C, N/2) fp32: this head's rows of dq_hat / dk_hat, which
-    `_m3b_side_group` sums over its head group and stores. Half 1 is not rotated: g is returned as it is (``half`` a
+    """Store one side kernel's gradient g of the rotated vector xr (C, N/2) on state half ``half``: on the rotated
+    half (0) its dPhi (C, NA) and dPhi's column sum per slot first, then R(Phi)^T g; the (T, H, N) per-head
+    partial and its column sum per slot (the bias partial). Half 1 is not rotated: g is stored as it is (``half`` a
     constexpr since session 17; until session 7 half 1 ran the rotation as the identity through masked cos / sin
     loads, a third of its instructions spent on nothing)."""
     if half == 0:
@@ -366,23 +364,23 @@ def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, 
         dx = _m3b_unrotate(g, cos_ptr, sin_ptr, tok, vmask, h, H, C, NA)
     else:
         dx = g
-    tl.store(dxb_ptr + (slot * H + h) * N + half * (N // 2) + tl.arange(0, N // 2), tl.sum(dx, axis=0))
-    return dx
+    cols = half * (N // 2) + tl.arange(0, N // 2)
+    tl.store(dx_ptr + tok[:, None] * (H * N) + h * N + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=vmask)
+    tl.store(dxb_ptr + (slot * H + h) * N + cols, tl.sum(dx, axis=0))
 
 
 @triton.jit
 def _m3b_qside(
     slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr,
-    sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
+    sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
 ):
     """Chunk body part 2 (`_m3b_sides_kernel`), the q side of one state half of one chunk and head:
     dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e K~ (the q^.k^ diagonal path written as gamma e k~: rotating it back
-    gives gamma e k^, and its dPhi parts from q and k cancel, q~.k~ being rotation-free). Stores dPhi from the q
-    side (half 0), this half's terms of dl (e^l dY S_in . q~) and of dLambda (e^Lambda S_in : dS_out); returns dQ~
-    rotated back (C, N/2) fp32, this head's dq_hat rows (`_m3b_side_out`), with the chunk's tokens and their
-    validity (C,)."""
+    gives gamma e k^, and its dPhi parts from q and k cancel, q~.k~ being rotation-free). Stores dQ~ rotated back
+    (per-head dq partial), dPhi from the q side (half 0), this half's terms of dl (e^l dY S_in . q~) and of dLambda
+    (e^Lambda S_in : dS_out)."""
     NH: tl.constexpr = N // 2
     s, eos, tok, valid, active, e_ell, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
     vmask = valid[:, None]
@@ -404,22 +402,21 @@ def _m3b_qside(
     dqt = (_m3_dot(tl.load(mg_tile), kt * sc[:, None], PREC, e_ell[:, None] * x, a_lo=tl.load(mg_tile + C * C))
            + ge[:, None] * kt)
     tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
-    return _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqbp_ptr,
-                         H, N, NA, C), tok, valid
+    _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
+                  H, N, NA, C)
 
 
 @triton.jit
 def _m3b_kside(
     slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr, sin_ptr,
-    dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
+    dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
 ):
     """Chunk body part 3 (`_m3b_sides_kernel`), the k side of one state half of one chunk and head:
     dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS_out, dk~ = s dKs + gamma e q~ (+ dfinal_k on a sequence's last token).
-    Stores dPhi from the k side (half 0), ds = dKs . k~ per token, this half's terms of dl (-e^{L-l} V dS_out . ks)
-    and of dLambda (their sum); returns dk~ rotated back (C, N/2) fp32, this head's dk_hat rows, with the chunk's
-    tokens and their validity (C,)."""
+    Stores dk~ rotated back (per-head dk partial), dPhi from the k side (half 0), ds = dKs . k~ per token, this
+    half's terms of dl (-e^{L-l} V dS_out . ks) and of dLambda (their sum)."""
     NH: tl.constexpr = N // 2
     s, eos, tok, valid, active, _, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
     vmask = valid[:, None]
@@ -445,61 +442,27 @@ def _m3b_kside(
         qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     dkt = sc[:, None] * dks + ge[:, None] * qt + tl.where((tok == eos - 1)[:, None],
                                                           tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
-    return _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dkbp_ptr,
-                         H, N, NA, C), tok, valid
+    _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dkp_ptr, dkbp_ptr,
+                  H, N, NA, C)
 
 
 @triton.jit
 def _m3b_side(
     slot, h, SIDE: tl.constexpr, HALF: tl.constexpr, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr,
-    elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dphi_ptr,
-    dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T, NSLOT, H: tl.constexpr, P: tl.constexpr,
-    N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
+    elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dqp_ptr,
+    dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T, NSLOT, H: tl.constexpr,
+    P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
 ):
-    """The q side (SIDE 0) or the k side (1) of state half HALF for head h: returns that head's dq_hat or dk_hat rows
-    of the half, (C, N/2) fp32, with the chunk's tokens and their validity (C,)."""
+    """One program of `_m3b_sides_kernel`: the q side (SIDE 0) or the k side (1) of state half HALF."""
     if SIDE == 0:
-        out = _m3b_qside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr,
-                        cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dphi_ptr, dphis_ptr,
-                        dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
+        _m3b_qside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr,
+                   cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr,
+                   dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
     else:
-        out = _m3b_kside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr,
-                        sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dphi_ptr + T * H * NA,
-                        dphis_ptr + NSLOT * H * NA, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C,
-                        SB, PREC)
-    return out
-
-
-@triton.jit
-def _m3b_side_group(
-    slot, hg, SIDE: tl.constexpr, HALF: tl.constexpr, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr,
-    scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr,
-    dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T, NSLOT,
-    H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
-    PREC: tl.constexpr, HG: tl.constexpr,
-):
-    """One program of `_m3b_sides_kernel`: `_m3b_side` for the HG heads hg * HG .. hg * HG + HG - 1 in turn, their
-    dq_hat (SIDE 0) or dk_hat (1) rows of state half HALF summed in head order in fp32 and stored once, as row hg of
-    the (T, H / HG, N) partials that the finish kernel sums over the head groups (Mamba3BwdConfig.side_head_group)."""
-    if HG == 1:
-        acc, tok, valid = _m3b_side(slot, hg, SIDE, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr,
-                        elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr,
-                        etok_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T, NSLOT, H,
-                        P, N, NA, C, SB, PREC)
-    else:
-        _, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
-        tok = bos + c * C + tl.arange(0, C)
-        valid = tok < eos
-        acc = tl.zeros((C, N // 2), dtype=tl.float32)
-        for j in tl.range(0, HG, num_stages=1):  # (not pipelined: each head's loads feed its own dots)
-            acc += _m3b_side(slot, hg * HG + j, SIDE, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr,
-                             scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr,
-                             mg_ptr, etok_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S,
-                             T, NSLOT, H, P, N, NA, C, SB, PREC)[0]
-    cols = HALF * (N // 2) + tl.arange(0, N // 2)
-    dx_ptr = dqp_ptr if SIDE == 0 else dkp_ptr
-    tl.store(dx_ptr + tok[:, None] * (H // HG * N) + hg * N + cols[None, :], acc.to(dx_ptr.dtype.element_ty),
-             mask=valid[:, None])
+        _m3b_kside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr,
+                   sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
+                   dphis_ptr + NSLOT * H * NA, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB,
+                   PREC)
 
 
 @triton.jit
@@ -508,26 +471,25 @@ def _m3b_sides_kernel(
     states_ptr, dstates_ptr,
     dfk_ptr, mg_ptr, etok_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr,
     io_ptr, S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr, HG: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr,
 ):
-    """Grid (4 x chunk slots, H / HG): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half
-    z - 2) in one launch (one host launch less than two kernels), each z a branch built for its side and half (until
+    """Grid (4 x chunk slots, H): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half z - 2)
+    in one launch (one host launch less than two kernels), each z a branch built for its side and half (until
     session 17 the half was a run-time value inside two branches: its tiles and stores merged both halves' layouts
-    through register moves and layout conversions), each program over a group of HG heads (`_m3b_side_group`).
-    z varies fastest, so the four programs of one chunk and head group run side by side and share their loads of
-    Q~, K~, dY, M o G and dS_out through L2 (with z slowest, until session 8, each plane of 1184 programs at c1 had
-    streamed ~150 MB through the L2 before the next plane re-read the same tiles). dphi / dphis hold two planes,
-    the q side's and the k side's; each side gets its own."""
+    through register moves and layout conversions). z varies fastest, so the four programs of one chunk and
+    head run side by side and share their loads of Q~, K~, dY, M o G and dS_out through L2 (with z slowest, until
+    session 8, each plane of 1184 programs at c1 had streamed ~150 MB through the L2 before the next plane re-read
+    the same tiles). dphi / dphis hold two planes, the q side's and the k side's; each side gets its own."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     z = tl.program_id(0) % 4
     slot = tl.program_id(0) // 4
-    hg = tl.program_id(1)
+    h = tl.program_id(1)
     for zz in tl.static_range(4):  # one branch per side and half, each built for its half (HALF a constexpr)
         if z == zz:
-            _m3b_side_group(slot, hg, zz // 2, zz % 2, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr,
-                            scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr,
-                            mg_ptr, etok_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr,
-                            dqbp_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC, HG)
+            _m3b_side(slot, h, zz // 2, zz % 2, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr,
+                      elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr,
+                      dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T,
+                      NSLOT, H, P, N, NA, C, SB, PREC)
 
 
 @triton.jit
@@ -613,11 +575,11 @@ def _m3b_angle(
 
 
 @triton.jit
-def _m3b_head_sum(ptrs, msk, HP: tl.constexpr, N: tl.constexpr, BT: tl.constexpr):
-    """Sum of the HP head-group rows (BT, N) at ``ptrs`` (group g at ptrs + g * N; bf16 or fp32,
-    Mamba3BwdConfig.head_partials), group after group in one per-thread fp32 accumulator (fixed order)."""
+def _m3b_head_sum(ptrs, msk, H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr):
+    """Sum over the H heads of per-head (BT, N) rows at ``ptrs`` (head h at ptrs + h * N; bf16 or fp32,
+    Mamba3BwdConfig.head_partials), head after head in one per-thread fp32 accumulator (fixed order)."""
     acc = tl.zeros([BT, N], dtype=tl.float32)
-    for hh in tl.static_range(HP):
+    for hh in tl.static_range(H):
         acc += tl.load(ptrs + hh * N, mask=msk, other=0.0).to(tl.float32)
     return acc
 
@@ -626,11 +588,10 @@ def _m3b_head_sum(ptrs, msk, HP: tl.constexpr, N: tl.constexpr, BT: tl.constexpr
 def _m3b_reduce(
     pid, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
     T, NSLOT,
-    H: tl.constexpr, HP: tl.constexpr, N: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr,
+    H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr,
 ):
-    """(`_m3b_finish_kernel`, program pid of ceil(T/BT) + H) Token blocks sum dq_hat/dk_hat over the heads (GQA): the
-    side kernel's HP head-group rows per token (H / Mamba3BwdConfig.side_head_group), group after group into a (BT, N)
-    fp32 tile that each thread keeps in registers (no cross-thread reduction: Nsight
+    """(`_m3b_finish_kernel`, program pid of ceil(T/BT) + H) Token blocks sum dq_hat/dk_hat over the H heads (GQA), head
+    after head into a (BT, N) fp32 tile that each thread keeps in registers (no cross-thread reduction: Nsight
     Compute showed the old (H, BT, N) tile sum stalled on the shared-memory queue, bench/mamba3/NOTES.md "Session
     4"); the last H programs sum one head's per-chunk-slot bias and D partials, BS slots per tile. Fixed reduction
     orders (bit-identical repeats)."""
@@ -639,10 +600,10 @@ def _m3b_reduce(
     if pid < nblocks:
         tok = pid * BT + tl.arange(0, BT)
         msk = (tok < T)[:, None]
-        off = tok[:, None] * (HP * N) + n[None, :]
+        off = tok[:, None] * (H * N) + n[None, :]
         out = tok[:, None] * N + n[None, :]
-        tl.store(dq_ptr + out, _m3b_head_sum(dqp_ptr + off, msk, HP, N, BT).to(dq_ptr.dtype.element_ty), mask=msk)
-        tl.store(dk_ptr + out, _m3b_head_sum(dkp_ptr + off, msk, HP, N, BT).to(dk_ptr.dtype.element_ty), mask=msk)
+        tl.store(dq_ptr + out, _m3b_head_sum(dqp_ptr + off, msk, H, N, BT).to(dq_ptr.dtype.element_ty), mask=msk)
+        tl.store(dk_ptr + out, _m3b_head_sum(dkp_ptr + off, msk, H, N, BT).to(dk_ptr.dtype.element_ty), mask=msk)
     else:
         h = pid - nblocks
         sl = tl.arange(0, BS)
@@ -666,16 +627,16 @@ def _m3b_finish_kernel(
     dt_ptr, trap_ptr, ang_ptr, cu_ptr, carry_ptr, dphi_ptr, dl_ptr, dlam_ptr, ds_ptr, etok_ptr, qk_ptr,
     dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
     dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
-    S, T, NSLOT, io_ptr, H: tl.constexpr, HP: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr, ANGLES_WORD: tl.constexpr, DANGLES_WORD: tl.constexpr,
-    DQ_WORD: tl.constexpr, DK_WORD: tl.constexpr, DADT_WORD: tl.constexpr, DDT_WORD: tl.constexpr,
-    DTRAP_WORD: tl.constexpr, DQ_BIAS_WORD: tl.constexpr, DK_BIAS_WORD: tl.constexpr, DD_WORD: tl.constexpr,
+    S, T, NSLOT, io_ptr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
+    BT: tl.constexpr, BS: tl.constexpr, ANGLES_WORD: tl.constexpr, DANGLES_WORD: tl.constexpr, DQ_WORD: tl.constexpr,
+    DK_WORD: tl.constexpr, DADT_WORD: tl.constexpr, DDT_WORD: tl.constexpr, DTRAP_WORD: tl.constexpr,
+    DQ_BIAS_WORD: tl.constexpr, DK_BIAS_WORD: tl.constexpr, DD_WORD: tl.constexpr,
 ):
     """Grid (ceil(T/BT) + H + NSLOT * H,): the last step in one launch (one host launch less than two kernels):
     the first ceil(T/BT) + H programs are `_m3b_reduce`'s, the others `_m3b_angle`'s (slot, head). The reduce
-    programs, each streaming HP head-group rows per token, are the longest, so they start first (until session 17
-    they came last and ran in the launch's tail). Every gradient it writes may be a posted tensor (*_WORD >= 0: a
-    graph writes them at the call's result addresses, no copy node after this kernel)."""
+    programs, each streaming 32 heads' rows, are the longest, so they start first (until session 17 they came last
+    and ran in the launch's tail). Every gradient it writes may be a posted tensor (*_WORD >= 0: a graph writes
+    them at the call's result addresses, no copy node after this kernel)."""
     ang_ptr = posted_pointer(ang_ptr, io_ptr, ANGLES_WORD)
     pid = tl.program_id(0)
     nreduce = tl.cdiv(T, BT) + H
@@ -686,7 +647,7 @@ def _m3b_finish_kernel(
         dkb_ptr = posted_pointer(dkb_ptr, io_ptr, DK_BIAS_WORD)
         dd_ptr = posted_pointer(dd_ptr, io_ptr, DD_WORD)
         _m3b_reduce(pid, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr,
-                    dd_ptr, T, NSLOT, H, HP, N, BT, BS)
+                    dd_ptr, T, NSLOT, H, N, BT, BS)
     else:
         slot_head = pid - nreduce
         dang_ptr = posted_pointer(dang_ptr, io_ptr, DANGLES_WORD)
@@ -735,9 +696,6 @@ class Mamba3BwdConfig(NamedTuple):
     row rounded once; H200, c1: sides 0.150 -> 0.140 ms, finish 0.036 -> 0.031, the public entry -16 to -19 us
     queued at c1-c7; dq / dk norm-relative error against float64 1.65e-3 -> 2.34e-3, their target 3.1e-3;
     bench/mamba3/NOTES.md "Session 25") or "fp32" (dq / dk as close to float64 as the reference).
-    side_head_group: heads per side-kernel program (a divisor of H): each program sums its group's dq_hat / dk_hat
-    rows in fp32 and stores one row per group, so the partials are (T, H / side_head_group, N) (session 36: fewer
-    bytes written by the side kernel and read back by the finish kernel, in longer programs, fewer of them).
     """
 
     num_warps: int = 4
@@ -755,7 +713,6 @@ class Mamba3BwdConfig(NamedTuple):
     finish_warps: int = 4
     reduce_tokens: int = 16
     head_partials: str = "bf16"
-    side_head_group: int = 1
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -866,9 +823,6 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     """
     if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1):
         raise ValueError(f"config.reduce_tokens: expected a power of two, got {config.reduce_tokens}")
-    if config.side_head_group < 1 or v.shape[1] % config.side_head_group:
-        raise ValueError(f"config.side_head_group: expected a divisor of the {v.shape[1]} heads, "
-                         f"got {config.side_head_group}")
     if config.head_partials not in _HEAD_PARTIAL_DTYPES:
         raise ValueError(f"config.head_partials: expected one of {sorted(_HEAD_PARTIAL_DTYPES)}, "
                          f"got {config.head_partials!r}")
@@ -902,9 +856,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     ds_parts = torch.empty((2, T, H), device=dev, dtype=f32)  # ds per k-side half
     e_tok = torch.empty((T, H), device=dev, dtype=f32)  # dY . v
     part_dtype = _HEAD_PARTIAL_DTYPES[config.head_partials]
-    hp = H // config.side_head_group  # per head group, rotated back (the GQA partials)
-    dq_part = torch.empty((T, hp, N), device=dev, dtype=part_dtype)
-    dk_part = torch.empty((T, hp, N), device=dev, dtype=part_dtype)
+    dq_part = torch.empty((T, H, N), device=dev, dtype=part_dtype)  # per head, rotated back (the GQA partials)
+    dk_part = torch.empty((T, H, N), device=dev, dtype=part_dtype)
     dphi = torch.empty((2, T, H, NA), device=dev, dtype=f32)  # q side, k side
     dphi_sums = torch.empty((2, nslot, H, NA), device=dev, dtype=f32)
     dqb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
@@ -920,12 +873,11 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, num_warps=config.num_warps,
         **maxnreg_option(config.intra_maxnreg, dev), **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
-    _m3b_sides_kernel[(4 * nslot, hp)](
+    _m3b_sides_kernel[(4 * nslot, H)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, side_scalars, exp_lam, dy, cu_seqlens, cos_phi, sin_phi, chunk_states,
         dstates, dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part,
         dkb_part,
-        S=S, T=T, NSLOT=nslot, NA=NA, **sizes, PREC=config.side_precision, HG=config.side_head_group,
-        **side_launch,
+        S=S, T=T, NSLOT=nslot, NA=NA, **sizes, PREC=config.side_precision, **side_launch,
         **posted_kwargs(posted, cu_seqlens, "v"),
     )
     angle_carry = torch.empty((nslot, H, NA), device=dev, dtype=f32)  # entering each chunk from its end
@@ -936,7 +888,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     _m3b_finish_kernel[(triton.cdiv(T, config.reduce_tokens) + H + nslot * H,)](
         dt, trap, angles, cu_seqlens, angle_carry, dphi, dl_parts, dlam_parts, ds_parts, e_tok, qk,
         dadt, ddt, dtrap, dangles, dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd,
-        S, T, nslot, H=H, HP=hp, N=N, NA=NA, C=CHUNK, SB=sb, BT=config.reduce_tokens, BS=_REDUCE_SLOTS,
+        S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, BT=config.reduce_tokens, BS=_REDUCE_SLOTS,
         num_warps=config.finish_warps,
         **posted_kwargs(posted, cu_seqlens, "angles", "dangles", "dq", "dk", "dadt", "ddt", "dtrap", "dq_bias",
                         "dk_bias", "dd"),
