@@ -7,8 +7,10 @@ Per visible case of src/ssmkit/mamba3/cases.json, at each scale (every sequence 
     results of the public entry against a float64 full VJP computed on the GPU: autograd through the quadratic
     per-sequence form of the reference (its `_sequence_forward`, fed float64), equal to the token-recurrence oracle
     in exact arithmetic and fast enough at these sizes;
-  * times: forward kernel (saving for backward), backward kernels (both launched directly), and the public full-VJP
-    entry (its default: one CUDA-graph replay per call where ssmkit.mamba3.graph applies): wall ms per call
+  * times: forward kernel (saving for backward), backward kernels (both launched directly: the autograd form's
+    path, the forward storing y for the backward's dz gate), the same split as the full-VJP call's direct path takes
+    it (``fwd_vjp``: the forward given dout writes dz itself, ``gate_grad``; ``bwd_vjp``: the backward into the
+    same gradients), and the public full-VJP entry (its default: one CUDA-graph replay per call where ssmkit.mamba3.graph applies): wall ms per call
     (host timer around call + synchronize, median over 30 calls rotating over 3 input sets) and GPU ms per call
     (sum of the CUDA kernel durations torch.profiler records, over 10 calls); the eager fp32 reference's wall ms.
 --sweep first times (forward, backward) launch configs on the first case (errors, determinism, fwd / bwd / full-call
@@ -174,11 +176,29 @@ def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG,
         inputs, cots = _split(pair[0])
         return mamba3_siso_bwd(*inputs, pair[1], *cots, config=config)
 
+    # the full-VJP call's own split (its direct path): the forward given dout writes dz (``gate_grad``, y not
+    # stored), the backward writes the other gradients into the same Mamba3BwdGrads
+    vjp_sets = []
+    for a in arg_sets:
+        inputs, cots = _split(a)
+        grads = bwd.allocate_grads(*inputs[:11])  # (cu_seqlens last)
+        vjp_sets.append((a, grads, mamba3_siso_fwd(*inputs, config=fwd_config, gate_grad=(cots[0], grads.dz))[5]))
+
+    def fwd_vjp(entry):
+        inputs, cots = _split(entry[0])
+        return mamba3_siso_fwd(*inputs, config=fwd_config, gate_grad=(cots[0], entry[1].dz))
+
+    def bwd_vjp(entry):
+        inputs, cots = _split(entry[0])
+        return mamba3_siso_bwd(*inputs, entry[2], *cots, config=config, grads=entry[1])
+
     def full(a):
         return mamba3_siso_varlen_joint_states_full_vjp(**a, fwd_config=fwd_config, bwd_config=config)
 
-    row["wall_ms"] = {"fwd": wall_ms(fwd, arg_sets), "bwd": wall_ms(bwd, indexed), "full": wall_ms(full, arg_sets)}
-    row["gpu_ms"] = {"fwd": gpu_ms(fwd, arg_sets), "bwd": gpu_ms(bwd, indexed), "full": gpu_ms(full, arg_sets)}
+    stages = {"fwd": (fwd, arg_sets), "bwd": (bwd, indexed), "fwd_vjp": (fwd_vjp, vjp_sets),
+              "bwd_vjp": (bwd_vjp, vjp_sets), "full": (full, arg_sets)}
+    row["wall_ms"] = {stage: wall_ms(fn, sets) for stage, (fn, sets) in stages.items()}
+    row["gpu_ms"] = {stage: gpu_ms(fn, sets) for stage, (fn, sets) in stages.items()}
     row["gpu_ms_by_kernel_full"] = gpu_kernel_split(full, args)
     if config == DEFAULT_BWD_CONFIG and fwd_config == DEFAULT_FWD_CONFIG:
         eager = []
@@ -219,8 +239,8 @@ def _fastest(rows):
 
 
 def _table(rows):
-    lines = [f"{'case':88s} {'T':>5s} {'fwd ms':>13s} {'bwd ms':>13s} {'full ms (wall/gpu)':>19s} {'eager':>8s}  "
-             f"worst err/target"]
+    lines = [f"{'case':88s} {'T':>5s} {'fwd ms':>13s} {'bwd ms':>13s} {'fwd_vjp ms':>13s} {'bwd_vjp ms':>13s} "
+             f"{'full ms (wall/gpu)':>19s} {'eager':>8s}  worst err/target"]
     for r in rows:
         w, g = r.get("wall_ms", {}), r.get("gpu_ms", {})
 
@@ -230,7 +250,8 @@ def _table(rows):
         ratios = {n: r["errors"][n] / TARGET_ERROR[n] for n in TARGET_ERROR}
         worst = max(ratios, key=ratios.get)
         lines.append(f"{_label(r):88s} {r['T']:5d} "
-                     f"{pair('fwd'):>13s} {pair('bwd'):>13s} {pair('full'):>19s} "
+                     f"{pair('fwd'):>13s} {pair('bwd'):>13s} {pair('fwd_vjp'):>13s} {pair('bwd_vjp'):>13s} "
+                     f"{pair('full'):>19s} "
                      f"{w.get('eager_reference', float('nan')):8.2f}  {worst} {ratios[worst]:.2f}")
     lines.append(f"targets: full call <= {TARGET_FULL_WALL_MS} ms wall, <= {TARGET_FULL_GPU_MS} ms GPU (T ~ 2100-2450);"
                  f" err/target <= 1 (target = half the official kernels' error)")
