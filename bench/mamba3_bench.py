@@ -32,7 +32,7 @@ import torch
 import triton
 
 from ssmkit.kernels.mamba3 import bwd, fwd
-from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, Mamba3BwdConfig, mamba3_siso_bwd
+from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, Mamba3BwdConfig, allocate_grads, mamba3_siso_bwd
 from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, mamba3_siso_fwd
 from ssmkit.mamba3.inputs import make_inputs
 from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp
@@ -181,7 +181,7 @@ def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG,
     vjp_sets = []
     for a in arg_sets:
         inputs, cots = _split(a)
-        grads = bwd.allocate_grads(*inputs[:11])  # (cu_seqlens last)
+        grads = allocate_grads(*inputs[:11])  # (cu_seqlens last)
         vjp_sets.append((a, grads, mamba3_siso_fwd(*inputs, config=fwd_config, gate_grad=(cots[0], grads.dz))[5]))
 
     def fwd_vjp(entry):
