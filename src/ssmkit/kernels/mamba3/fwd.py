@@ -603,15 +603,17 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     forked = walk and rotate_stream is not None  # (walking, it needs only the chunk state: beside the passing)
     if forked:
         rotate_stream.wait_stream(torch.cuda.current_stream(dev))
-    if walk:
-        with torch.cuda.stream(rotate_stream) if forked else contextlib.nullcontext():
-            launch_rotate()
+    # the passing first, then the rotate kernel (after it in stream order unless forked): forked, the thin passing
+    # (512 programs of 4 warps at c1, serial over each sequence's chunks) is dispatched first and runs from the
+    # start, the rotate kernel's programs (each half an SM's registers) filling the rest; launched the other way
+    # round, the passing waited for SMs until the rotate kernel's last wave, and the pair took 65 us at c1 against
+    # the passing's 38 and the rotate's 49 (H100, bench/mamba3/NOTES.md "Session 36")
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
         cu_seqlens, dstate, decay, csum, chunk_states, carry, final_ssm,
         **sizes, BLOCK_P=config.passing_block_p, num_warps=config.passing_warps,
         **posted_kwargs(posted, cu_seqlens, "final_ssm"),
     )
-    if not walk:
+    with torch.cuda.stream(rotate_stream) if forked else contextlib.nullcontext():
         launch_rotate()
     if forked:
         torch.cuda.current_stream(dev).wait_stream(rotate_stream)
