@@ -16,7 +16,7 @@ from ssmkit.kernels.mamba3 import bwd, fwd
 BF16 = {"q_ptr", "k_ptr", "v_ptr", "z_ptr", "trap_ptr", "ang_ptr", "dout_ptr", "dv_ptr", "dz_ptr", "dtrap_ptr",
         "dang_ptr", "dq_ptr", "dk_ptr", "dfv_ptr", "out_ptr", "fv_ptr", "angles_ptr", "mg_ptr", "dy_ptr",
         "dqp_ptr", "dkp_ptr"}  # (dqp, dkp: the per-head dq / dk rows, bf16 by default: Mamba3BwdConfig.head_partials)
-SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64, BOTH=False)  # (BOTH: Mamba3BwdConfig.dstate_both)
+SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64)
 
 
 WORDS = ("V_WORD", "Z_WORD", "OUT_WORD", "DOUT_WORD", "DZ_WORD", "DV_WORD", "ANGLES_WORD", "DANGLES_WORD",
@@ -51,10 +51,6 @@ for prec, tprec in (("tf32", "tf32"), ("tf32x3", "tf32x3"), ("tf32", "bf16x3")):
     for warps in (4, 8):
         build(bwd._m3b_dstate_kernel, dict(TPREC=tprec), warps, num_stages=1)  # (Mamba3BwdConfig.dstate_stages)
     build(bwd._m3b_dstate_kernel, dict(TPREC=tprec), 4, posted=True, num_stages=1)
-    # both state halves in one program (Mamba3BwdConfig.dstate_both), at 8 warps uncapped and capped
-    for maxnreg in (None, 128):
-        build(bwd._m3b_dstate_kernel, dict(TPREC=tprec, BOTH=True), 8, posted=True, num_stages=1,
-              **({"maxnreg": maxnreg} if maxnreg else {}))
     for warps in (4, 8):
         build(bwd._m3b_dstate_local_kernel, dict(SB=8, TPREC=tprec), warps)
 build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32x3", TPREC="bf16x3"), 4)  # (the precisions mixed)

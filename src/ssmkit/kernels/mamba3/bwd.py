@@ -152,20 +152,15 @@ def _m3b_dy_tiles(dy_ptr, tok, valid, h, H: tl.constexpr, P: tl.constexpr):
 def _m3b_dstate_kernel(
     qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr, dfs_ptr, dstates_ptr, io_ptr,
     H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, TPREC: tl.constexpr,
-    DFINAL_SSM_WORD: tl.constexpr, BOTH: tl.constexpr,
+    DFINAL_SSM_WORD: tl.constexpr,
 ):
-    """Grid (H, S, 2), or (H, S, 1) with BOTH: the reverse state-gradient chain of §7.2 on one half of the state
-    columns (one branch per half, each built for its half: `_m3b_dstate_chain`), or on both halves in one program
-    (`_m3b_dstate_chain_both`), from the gate kernel's dY; stores the gradient of the state leaving each chunk
-    (dS_acc of that chunk)."""
-    if BOTH:
-        _m3b_dstate_chain_both(tl.program_id(0), tl.program_id(1), qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr,
-                               dfs_ptr, dstates_ptr, io_ptr, H, P, N, C, TPREC, DFINAL_SSM_WORD)
-    else:
-        for half in tl.static_range(2):
-            if tl.program_id(2) == half:
-                _m3b_dstate_chain(tl.program_id(0), tl.program_id(1), half, qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr,
-                                  cu_ptr, dfs_ptr, dstates_ptr, io_ptr, H, P, N, C, TPREC, DFINAL_SSM_WORD)
+    """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns, from the gate
+    kernel's dY; stores the gradient of the state leaving each chunk (dS_acc of that chunk). One branch per half,
+    each built for its half (`_m3b_dstate_chain`)."""
+    for half in tl.static_range(2):
+        if tl.program_id(2) == half:
+            _m3b_dstate_chain(tl.program_id(0), tl.program_id(1), half, qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr,
+                              cu_ptr, dfs_ptr, dstates_ptr, io_ptr, H, P, N, C, TPREC, DFINAL_SSM_WORD)
 
 
 @triton.jit
@@ -195,44 +190,6 @@ def _m3b_dstate_chain(h, s, half: tl.constexpr, qr_ptr, q_ptr, qb_ptr, adt_ptr, 
         # dY^T (diag(e^l) Q~): dY's halves as the gate kernel split them, e^l on the other operand
         ds = tl.exp(lam) * ds + _m3_dot(tl.trans(dy_hi), qt * tl.exp(ell)[:, None], TPREC, a_lo=tl.trans(dy_lo))
         adt, dy_hi, dy_lo, qt = adt_n, dy_hi_n, dy_lo_n, qt_n
-
-
-@triton.jit
-def _m3b_dstate_chain_both(h, s, qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr, dfs_ptr, dstates_ptr, io_ptr,
-                           H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, TPREC: tl.constexpr,
-                           DFINAL_SSM_WORD: tl.constexpr):
-    """`_m3b_dstate_chain` on both state halves of head h and sequence s in one program: each chunk's adt and dY
-    loaded once for both halves' dots, each half's dot and update as `_m3b_dstate_chain` forms it (the same bits).
-    Half the programs, each holding both halves' states (Mamba3BwdConfig.dstate_both)."""
-    NH: tl.constexpr = N // 2
-    bos = tl.load(cu_ptr + s)
-    eos = tl.load(cu_ptr + s + 1)
-    nchunks = tl.cdiv(eos - bos, C)
-    base = bos // C + s
-    tile = tl.arange(0, P)[:, None] * N + tl.arange(0, NH)[None, :]
-    dfs = posted_pointer(dfs_ptr, io_ptr, DFINAL_SSM_WORD) + (s * H + h) * P * N
-    ds0 = tl.load(dfs + tile)
-    ds1 = tl.load(dfs + NH + tile)
-    adt, dy_hi, dy_lo, q0 = _m3b_dstate_chunk_loads(qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, bos, eos, nchunks - 1,
-                                                    h, 0, H, P, N, C)
-    q1 = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, bos + (nchunks - 1) * C + tl.arange(0, C), h,
-                         bos + (nchunks - 1) * C + tl.arange(0, C) < eos, 1, H, N)
-    for ci in range(0, nchunks):
-        c = nchunks - 1 - ci
-        out = dstates_ptr + ((base + c) * H + h) * P * N + tile
-        tl.store(out, ds0)
-        tl.store(out + NH, ds1)
-        # (the chunk before's loads issued here, as in `_m3b_dstate_chain`)
-        adt_n, dy_hi_n, dy_lo_n, q0_n = _m3b_dstate_chunk_loads(qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, bos, eos,
-                                                                c - 1, h, 0, H, P, N, C)
-        tok_n = bos + (c - 1) * C + tl.arange(0, C)
-        q1_n = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok_n, h, (tok_n < eos) & (c >= 1), 1, H, N)
-        ell = tl.cumsum(adt, axis=0)
-        decay = tl.exp(tl.sum(adt, axis=0))
-        w = tl.exp(ell)[:, None]
-        ds0 = decay * ds0 + _m3_dot(tl.trans(dy_hi), q0 * w, TPREC, a_lo=tl.trans(dy_lo))
-        ds1 = decay * ds1 + _m3_dot(tl.trans(dy_hi), q1 * w, TPREC, a_lo=tl.trans(dy_lo))
-        adt, dy_hi, dy_lo, q0, q1 = adt_n, dy_hi_n, dy_lo_n, q0_n, q1_n
 
 
 @triton.jit
@@ -729,9 +686,7 @@ class Mamba3BwdConfig(NamedTuple):
     software-pipelining stages (H200 c1: 1 stage 0.060 ms, 2 0.069, 3 0.070; same bits); dstate_maxnreg: the chain
     kernel's register cap (0: none, 218 registers at 4 warps; applied on CUDA only): beside the forward's chunk scan
     in a graph, two uncapped chain programs leave an SM no room for a scan program (bench/mamba3/NOTES.md "Session
-    36"); dstate_both: one chain program per head and sequence for both state halves (half the programs, each
-    holding both halves' states), instead of one per half; scan_block: state elements (of 64 x 128) per scan
-    program, a power of two;
+    36"); scan_block: state elements (of 64 x 128) per scan program, a power of two;
     finish_warps, reduce_tokens: warps of the finish kernel and tokens per GQA-reduce program, a power of two (each
     program keeps a (reduce_tokens, 128) fp32 accumulator per tensor: 16 registers a thread at 4 warps). Module
     constants until session 22, when 16 tokens replaced 8: H200, direct launches, the finish kernel at c1 0.042 ->
@@ -757,7 +712,6 @@ class Mamba3BwdConfig(NamedTuple):
     dstate_warps: int = 4  # H200, q~ loaded (3665772): c1 0.120 ms vs 0.121 at 8 warps, c3 0.113 vs 0.131, same bits
     dstate_stages: int = 1  # H200 (5cd0d97): c1 0.060 ms vs 0.070 at 3 stages, c3 0.059 vs 0.068, same bits
     dstate_maxnreg: int = 0
-    dstate_both: bool = False
     scan_block: int = 1024
     finish_warps: int = 4
     reduce_tokens: int = 16
@@ -837,10 +791,9 @@ def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, 
             **posted_kwargs(posted, cu_seqlens, "dfinal_ssm"),
         )
     else:
-        _m3b_dstate_kernel[(H, S, 1 if config.dstate_both else 2)](
+        _m3b_dstate_kernel[(H, S, 2)](
             q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates,
-            H=H, P=P, N=N, C=CHUNK, TPREC=config.transposed_precision, BOTH=config.dstate_both,
-            num_warps=config.dstate_warps,
+            H=H, P=P, N=N, C=CHUNK, TPREC=config.transposed_precision, num_warps=config.dstate_warps,
             num_stages=config.dstate_stages, **maxnreg_option(config.dstate_maxnreg, q_rot.device),
             **posted_kwargs(posted, cu_seqlens, "dfinal_ssm"),
         )
