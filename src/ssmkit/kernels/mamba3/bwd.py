@@ -683,10 +683,8 @@ class Mamba3BwdConfig(NamedTuple):
     dstate_scan: False runs the state-gradient chain as one serial kernel (measured), True as a chunk-parallel
     local-term kernel plus an elementwise reverse scan (measured slower: NOTES "Session 5", "Session 6");
     dstate_warps, dstate_stages: warps of the chain kernel (or of the local-term kernel) and the chain loop's
-    software-pipelining stages (H200 c1: 1 stage 0.060 ms, 2 0.069, 3 0.070; same bits); dstate_maxnreg: the chain
-    kernel's register cap (0: none, 218 registers at 4 warps; applied on CUDA only): beside the forward's chunk scan
-    in a graph, two uncapped chain programs leave an SM no room for a scan program (bench/mamba3/NOTES.md "Session
-    36"); scan_block: state elements (of 64 x 128) per scan program, a power of two;
+    software-pipelining stages (H200 c1: 1 stage 0.060 ms, 2 0.069, 3 0.070; same bits); scan_block: state
+    elements (of 64 x 128) per scan program, a power of two;
     finish_warps, reduce_tokens: warps of the finish kernel and tokens per GQA-reduce program, a power of two (each
     program keeps a (reduce_tokens, 128) fp32 accumulator per tensor: 16 registers a thread at 4 warps). Module
     constants until session 22, when 16 tokens replaced 8: H200, direct launches, the finish kernel at c1 0.042 ->
@@ -711,7 +709,6 @@ class Mamba3BwdConfig(NamedTuple):
     dstate_scan: bool = False
     dstate_warps: int = 4  # H200, q~ loaded (3665772): c1 0.120 ms vs 0.121 at 8 warps, c3 0.113 vs 0.131, same bits
     dstate_stages: int = 1  # H200 (5cd0d97): c1 0.060 ms vs 0.070 at 3 stages, c3 0.059 vs 0.068, same bits
-    dstate_maxnreg: int = 0
     scan_block: int = 1024
     finish_warps: int = 4
     reduce_tokens: int = 16
@@ -794,8 +791,7 @@ def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, 
         _m3b_dstate_kernel[(H, S, 2)](
             q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates,
             H=H, P=P, N=N, C=CHUNK, TPREC=config.transposed_precision, num_warps=config.dstate_warps,
-            num_stages=config.dstate_stages, **maxnreg_option(config.dstate_maxnreg, q_rot.device),
-            **posted_kwargs(posted, cu_seqlens, "dfinal_ssm"),
+            num_stages=config.dstate_stages, **posted_kwargs(posted, cu_seqlens, "dfinal_ssm"),
         )
 
 
