@@ -21,7 +21,8 @@ SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64)
 
 WORDS = ("V_WORD", "Z_WORD", "OUT_WORD", "DOUT_WORD", "DZ_WORD", "DV_WORD", "ANGLES_WORD", "DANGLES_WORD",
          "FINAL_SSM_WORD", "DFINAL_SSM_WORD", "DQ_WORD", "DK_WORD", "DADT_WORD", "DDT_WORD", "DTRAP_WORD",
-         "DQ_BIAS_WORD", "DK_BIAS_WORD", "DD_WORD")
+         "DQ_BIAS_WORD", "DK_BIAS_WORD", "DD_WORD", "K_WORD", "ADT_WORD", "DT_WORD", "TRAP_WORD", "K_BIAS_WORD",
+         "CU_SEQLENS_WORD")
 
 
 def build(fn, consts, num_warps=4, posted=False, bf16=(), fp32=(), **options):

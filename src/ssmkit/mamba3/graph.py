@@ -4,7 +4,8 @@ Why: a direct call is 10 Triton launches and ~40 allocations, 0.6-1.5 ms of host
 0.23-0.75 ms of GPU work at the visible panels (bench/mamba3/NOTES.md "Session 6", host time), so the call was host-
 bound. The graph holds static copies of the 17 arguments and the 16 results, and the kernels' workspace in its
 private memory pool. Its nodes: the ``MappedIO`` table fetch (which acknowledges the replay: the table is then free
-for the next call's post) and one copy of the small posted arguments into the static ones (``SlotCopy``), the
+for the next call's post) and one copy of the small posted arguments into the static ones (``SlotCopy``; on a side
+stream beside the forward's chunk-state kernel, which reads its own at their posted addresses, session 36), the
 forward and backward kernels as the direct call launches them, and one copy of the forward's three small results
 (final_angle, final_k, final_v) to the posted new tensors, on a side stream beside the chunk kernels (until session
 25 a copy of eleven results after the finish kernel, on the call's critical path). Eighteen tensors are not copied
@@ -58,6 +59,10 @@ _N_ARGS, _N_RESULTS = 17, 16
 _POSTED_ARGS = {"v": 2, "angles": 8, "z": 10, "dout": 12, "dfinal_ssm": 14}
 _POSTED_RESULTS = {"out": 0, "final_ssm": 2, "dq": 5, "dk": 6, "dv": 7, "dadt": 8, "ddt": 9, "dtrap": 10,
                    "dq_bias": 11, "dk_bias": 12, "dangles": 13, "dd": 14, "dz": 15}
+#: Arguments the slot copy moves that the forward's chunk-state kernel, the first after the table fetch, reads at
+#: their posted addresses all the same, so that it need not wait for the copy (which runs beside it on the first side
+#: stream, ahead of the rotate kernel there; the main stream joins it after the chunk-state launch): name -> position.
+_READ_POSTED_FIRST = {"k": 1, "adt": 3, "dt": 4, "trap": 5, "k_bias": 7, "cu_seqlens": 11}
 
 
 def copied_bytes(tokens: int, sequences: int) -> int:
@@ -112,7 +117,9 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, after
     second (the lowest priority, STREAM_PRIORITIES) the dY half of the gate beside the forward's chunk-state kernel
     (the forward's chunk scan writes dz: ``gate_grad``); the current stream waits for both before it returns. (Off
     CUDA, (None, None): the same launches in that order on one stream, for the interpreter tests.)
-    ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses; ``after_forward``:
+    ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses; the current stream
+    joins the first side stream right after the chunk-state launch (``FullVjpGraph`` queues the slot copy of the
+    small arguments there, beside that kernel); ``after_forward``:
     launches (a graph's copy-out of the forward's small results) queued on the second side stream after the forward,
     beside the chunk kernels. The kernels and their inputs are those of the direct call, so are the bits."""
     inputs, cotangents = args[:12], args[12:]
@@ -135,7 +142,8 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, after
                             posted=posted)
 
     *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5], before_scan=fork_chain,
-                                rotate_stream=side[0], gate_grad=(dout, grads.dz), posted=posted)
+                                rotate_stream=side[0], gate_grad=(dout, grads.dz), posted=posted,
+                                after_chunk_state=lambda: _join(main, side[0]))  # (the slot copy: FullVjpGraph)
     if after_forward is not None:
         with _forked(side[1], main):
             after_forward()
@@ -181,7 +189,8 @@ class FullVjpGraph:
             for tensors, skip in ((self.static_args, set(_POSTED_ARGS.values())),
                                   (self.static_results, set(_POSTED_RESULTS.values()))))
         self.io = MappedIO(self.device, n_out=_N_RESULTS, n_in=_N_ARGS)
-        words = {n: 1 + i for n, i in _POSTED_ARGS.items()}  # the table: [seq, 17 sources, 16 destinations]
+        words = {n: 1 + i for n, i in {**_POSTED_ARGS, **_READ_POSTED_FIRST}.items()}  # the table: [seq, 17 sources,
+        # 16 destinations]
         words.update({n: 1 + _N_ARGS + i for n, i in _POSTED_RESULTS.items()})
         self.posted = Posted(self.io.stash, words)
         self.settings = _settings(fwd_config, bwd_config)
@@ -198,7 +207,10 @@ class FullVjpGraph:
         self.layout = tuple((type(x), x.shape, x.dtype) for x in layout_of)
 
     def _body(self) -> None:
-        self.io.copy_in_slots(self.copy_in, ack=True)
+        self.io.fetch(ack=True)
+        main = torch.cuda.current_stream(self.device) if self._side[0] is not None else None
+        with _forked(self._side[0], main):  # (beside the chunk-state kernel: _READ_POSTED_FIRST)
+            self.io.copy_in_slots(self.copy_in, fetch=False)
         _launch_into(self.static_args, self.static_results, self.fwd_config, self.bwd_config, self._side,
                      self.posted, lambda: self.io.copy_out_slots(self.copy_out, ack=False))
 

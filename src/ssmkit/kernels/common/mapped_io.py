@@ -237,10 +237,12 @@ class MappedIO:
         _mapped_gather_kernel[(triton.cdiv(rows, _GATHER_ROWS),)](
             self.stash, index, static_rows, rows, WIDTH=width, BLOCK_R=_GATHER_ROWS, BLOCK_D=block_d)
 
-    def copy_in_slots(self, static: SlotCopy, ack: bool = False) -> None:
+    def copy_in_slots(self, static: SlotCopy, ack: bool = False, fetch: bool = True) -> None:
         """Launch the table fetch, then every static tensor of ``static`` <- the posted source of its position, in
-        one launch. ``ack``: the fetch acknowledges the replay (no copy-out does then)."""
-        self._fetch(ack)
+        one launch. ``ack``: the fetch acknowledges the replay (no copy-out does then). ``fetch`` False: the copy
+        alone, after a ``fetch`` the caller launched before it (in stream order, or waited for: another stream)."""
+        if fetch:
+            self._fetch(ack)
         self._copy_slots(static, out=False, ack=False)
 
     def dst_word(self, slot: int) -> int:

@@ -275,9 +275,20 @@ def _mamba3_fwd_chunk_state_kernel(
     csum_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
     BLOCK_S: tl.constexpr, TPREC: tl.constexpr, V_WORD: tl.constexpr, ANGLES_WORD: tl.constexpr,
+    K_WORD: tl.constexpr, ADT_WORD: tl.constexpr, DT_WORD: tl.constexpr, TRAP_WORD: tl.constexpr,
+    K_BIAS_WORD: tl.constexpr, CU_SEQLENS_WORD: tl.constexpr,
 ):
+    """Grid (chunk slots, H): launch 1 of the forward (the module header). Every input may be read at its posted
+    address (*_WORD >= 0): in a graph this kernel, the first after the table fetch, then does not wait for the copy
+    of the small arguments into their static buffers, which runs beside it (ssmkit.mamba3.graph)."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     ang_ptr = posted_pointer(ang_ptr, io_ptr, ANGLES_WORD)
+    k_ptr = posted_pointer(k_ptr, io_ptr, K_WORD)
+    adt_ptr = posted_pointer(adt_ptr, io_ptr, ADT_WORD)
+    dt_ptr = posted_pointer(dt_ptr, io_ptr, DT_WORD)
+    trap_ptr = posted_pointer(trap_ptr, io_ptr, TRAP_WORD)
+    kb_ptr = posted_pointer(kb_ptr, io_ptr, K_BIAS_WORD)
+    cu_ptr = posted_pointer(cu_ptr, io_ptr, CU_SEQLENS_WORD)
     slot = tl.program_id(0)
     h = tl.program_id(1)
     seq, start, end, c = _fwd_locate_chunk(cu_ptr, slot, S, BLOCK_S, CHUNK_)
@@ -516,7 +527,7 @@ def allocate_fwd_outputs(T: int, S: int, device) -> tuple:
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None,
                     before_scan=None, rotate_stream: torch.cuda.Stream | None = None, walk_carry: bool | None = None,
-                    gate_grad: tuple | None = None, posted: Posted | None = None):
+                    gate_grad: tuple | None = None, posted: Posted | None = None, after_chunk_state=None):
     """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -544,7 +555,9 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     neither written nor allocated (saved.y is None: the backward's gate then computes dY alone, ``mamba3_siso_bwd``;
     2 x 13 MB less written and read than y saved and read back, and one pass over dout and z less, at T = 2184).
     ``posted``: None, or a Posted whose "v", "z", "angles" and "dout" the kernels read and whose "out", "final_ssm"
-    and "dz" they write instead of those tensors (a graph).
+    and "dz" they write instead of those tensors (a graph); the chunk-state kernel also reads "k", "adt", "dt",
+    "trap", "k_bias" and "cu_seqlens" there when the Posted names them. ``after_chunk_state``: None, or a function
+    called once the chunk-state kernel is launched (a graph joins the copy of its small arguments there).
     """
     if validate:
         validate_inputs(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens,
@@ -569,8 +582,11 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     _mamba3_fwd_chunk_state_kernel[(slots, NHEADS)](
         k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, chunk_scalars, csum,
         **sizes, BLOCK_S=block_s, TPREC=config.transposed_precision, num_warps=config.chunk_warps,
-        **posted_kwargs(posted, cu_seqlens, "v", "angles"), **maxnreg_option(config.chunk_maxnreg, dev),
+        **posted_kwargs(posted, cu_seqlens, "v", "angles", "k", "adt", "dt", "trap", "k_bias", "cu_seqlens"),
+        **maxnreg_option(config.chunk_maxnreg, dev),
     )
+    if after_chunk_state is not None:
+        after_chunk_state()
     out, final_angle, final_ssm, final_k, final_v = allocate_fwd_outputs(T, S, dev) if out is None else out
     chunk_states = torch.empty((slots, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev)
     q_rot = torch.empty((T, NHEADS, DSTATE // 2), dtype=f32, device=dev)  # (kept for the backward when saving)
