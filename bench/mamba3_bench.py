@@ -10,9 +10,10 @@ Per visible case of src/ssmkit/mamba3/cases.json, at each scale (every sequence 
   * times: forward kernel (saving for backward), backward kernels (both launched directly: the autograd form's
     path, the forward storing y for the backward's dz gate), the same split as the full-VJP call's direct path takes
     it (``fwd_vjp``: the forward given dout writes dz itself, ``gate_grad``; ``bwd_vjp``: the backward into the
-    same gradients), and the public full-VJP entry (its default: one CUDA-graph replay per call where ssmkit.mamba3.graph applies): wall ms per call
-    (host timer around call + synchronize, median over 30 calls rotating over 3 input sets) and GPU ms per call
-    (sum of the CUDA kernel durations torch.profiler records, over 10 calls); the eager fp32 reference's wall ms.
+    same gradients), and the public full-VJP entry (its default: one CUDA-graph replay per call where
+    ssmkit.mamba3.graph applies): wall ms per call (host timer around call + synchronize, median over 30 calls
+    rotating over 3 input sets) and GPU ms per call (sum of the CUDA kernel durations torch.profiler records, over 10
+    calls); the eager fp32 reference's wall ms.
 --sweep first times (forward, backward) launch configs on the first case (errors, determinism, fwd / bwd / full-call
 times each) and prints the fastest correct one per stage (bench/mamba3/NOTES.md `## Speed pass`).
 --cases-bwd-config: Mamba3BwdConfig fields (JSON) for the per-case rows instead of the defaults (the eager baseline
@@ -184,9 +185,9 @@ def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG,
         grads = allocate_grads(*inputs[:11])  # (cu_seqlens last)
         vjp_sets.append((a, grads, mamba3_siso_fwd(*inputs, config=fwd_config, gate_grad=(cots[0], grads.dz))[5]))
 
-    def fwd_vjp(entry):
+    def fwd_vjp(entry):  # (unvalidated, as the entry's direct path launches it, ssmkit.mamba3.op)
         inputs, cots = _split(entry[0])
-        return mamba3_siso_fwd(*inputs, config=fwd_config, gate_grad=(cots[0], entry[1].dz))
+        return mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, gate_grad=(cots[0], entry[1].dz))
 
     def bwd_vjp(entry):
         inputs, cots = _split(entry[0])

@@ -34,7 +34,8 @@ def kernels_of_trace(path: Path) -> list[dict]:
 
 def split_calls(kernels: list[dict], calls: int) -> list[list[dict]]:
     """Kernels of ``calls`` calls made one after another with an idle GPU between them, grouped per call (a gap
-    longer than any gap inside a call separates two calls: the ``calls - 1`` longest gaps)."""
+    longer than any gap inside a call separates two calls: the ``calls - 1`` longest gaps). Raises SystemExit when
+    the groups do not all hold the same kernels (a kernel between the calls, or calls that did not split)."""
     ends = [max(k["ts"] + k["dur"] for k in kernels[:i]) for i in range(1, len(kernels))]
     gaps = sorted(range(1, len(kernels)), key=lambda i: kernels[i]["ts"] - ends[i - 1])
     cuts = sorted(gaps[-(calls - 1):]) if calls > 1 else []
@@ -42,6 +43,10 @@ def split_calls(kernels: list[dict], calls: int) -> list[list[dict]]:
     for cut in cuts + [len(kernels)]:
         groups.append(kernels[start:cut])
         start = cut
+    names = {tuple(sorted(k["name"] for k in g)) for g in groups}
+    if len(groups) != calls or len(names) != 1:
+        raise SystemExit(f"mamba3_timeline: the trace did not split into {calls} calls of the same kernels "
+                         f"(kernels per group: {[len(g) for g in groups]})")
     return groups
 
 

@@ -622,8 +622,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     # the passing first, then the rotate kernel (after it in stream order unless forked): forked, the thin passing
     # (512 programs of 4 warps at c1, serial over each sequence's chunks) is dispatched first and runs from the
     # start, the rotate kernel's programs (each half an SM's registers) filling the rest; launched the other way
-    # round, the passing waited for SMs until the rotate kernel's last wave, and the pair took 65 us at c1 against
-    # the passing's 38 and the rotate's 49 (H100, bench/mamba3/NOTES.md "Session 36")
+    # round, the passing waited for SMs until the rotate kernel's last waves: the pair spanned 65 us at c1, the
+    # passing starting 27 us into the rotate kernel's 49 (H100, bench/mamba3/NOTES.md "Session 36")
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
         cu_seqlens, dstate, decay, csum, chunk_states, carry, final_ssm,
         **sizes, BLOCK_P=config.passing_block_p, num_warps=config.passing_warps,
