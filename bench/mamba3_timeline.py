@@ -9,6 +9,7 @@ Usage (CUDA): PYTHONPATH=src python bench/mamba3_timeline.py --out DIR [--cases 
 JSON (command, commit, GPU, versions; per case every profiled call's kernels) goes to DIR/mamba3_timeline.json.
 """
 import argparse
+import itertools
 import json
 import statistics
 import tempfile
@@ -36,7 +37,7 @@ def split_calls(kernels: list[dict], calls: int) -> list[list[dict]]:
     """Kernels of ``calls`` calls made one after another with an idle GPU between them, grouped per call (a gap
     longer than any gap inside a call separates two calls: the ``calls - 1`` longest gaps). Raises SystemExit when
     the groups do not all hold the same kernels (a kernel between the calls, or calls that did not split)."""
-    ends = [max(k["ts"] + k["dur"] for k in kernels[:i]) for i in range(1, len(kernels))]
+    ends = list(itertools.accumulate((k["ts"] + k["dur"] for k in kernels), max))  # (the latest end so far)
     gaps = sorted(range(1, len(kernels)), key=lambda i: kernels[i]["ts"] - ends[i - 1])
     cuts = sorted(gaps[-(calls - 1):]) if calls > 1 else []
     groups, start = [], 0

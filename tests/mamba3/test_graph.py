@@ -30,11 +30,14 @@ def _at_posted(posted, name, like):
     return torch.frombuffer(raw, dtype=like.dtype).view(like.shape)
 
 
-def _stand_in_kernels(args, results, fwd_config, bwd_config, side, posted=None, after_forward=None):
+def _stand_in_kernels(args, results, fwd_config, bwd_config, side, posted=None, copy_in=None, after_forward=None):
     """results[j] = h_j + position, h_j a sum of every element of every argument weighted by argument and position:
-    a missed or misplaced argument word changes every result, a missed result word stays poisoned. With a Posted,
-    its tensors are read and written at their posted addresses, as the kernels do; ``after_forward`` (the graph's
-    copy-out of the static results) runs once every result is written."""
+    a missed or misplaced argument word changes every result, a missed result word stays poisoned. ``copy_in`` (the
+    graph's slot copy of the small arguments) runs first. With a Posted, its tensors are read and written at their
+    posted addresses, as the kernels do; ``after_forward`` (the graph's copy-out of the static results) runs once
+    every result is written."""
+    if copy_in is not None:
+        copy_in()
     if posted is not None:
         args, results = list(args), list(results)
         for name, i in graph_module._POSTED_ARGS.items():

@@ -110,16 +110,17 @@ def _allocate_results(args) -> tuple:
     return (*allocate_fwd_outputs(q.shape[0], args[11].numel() - 1, q.device), *allocate_grads(*args[:11]))
 
 
-def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, after_forward=None) -> None:
+def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, copy_in=None, after_forward=None) -> None:
     """The direct call's kernels on ``args`` (17 contiguous tensors), writing ``results`` (16 tensors), on three
     streams: ``side`` holds two more CUDA streams of the device; on the first, the forward's rotate kernel (beside
     the state passing) and the state-gradient chain (beside the chunk scan: it needs q~ but no scan result); on the
     second (the lowest priority, STREAM_PRIORITIES) the dY half of the gate beside the forward's chunk-state kernel
     (the forward's chunk scan writes dz: ``gate_grad``); the current stream waits for both before it returns. (Off
     CUDA, (None, None): the same launches in that order on one stream, for the interpreter tests.)
-    ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses; the current stream
-    joins the first side stream right after the chunk-state launch (``FullVjpGraph`` queues the slot copy of the
-    small arguments there, beside that kernel); ``after_forward``:
+    ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses; ``copy_in``:
+    launches (a graph's slot copy of the small arguments into ``args``) queued first on the first side stream, beside
+    the chunk-state kernel, which reads its own inputs at their posted addresses (``_READ_POSTED_FIRST``); the
+    current stream joins them right after the chunk-state launch; ``after_forward``:
     launches (a graph's copy-out of the forward's small results) queued on the second side stream after the forward,
     beside the chunk kernels. The kernels and their inputs are those of the direct call, so are the bits."""
     inputs, cotangents = args[:12], args[12:]
@@ -127,6 +128,9 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, after
     v, adt, z, cu_seqlens = inputs[2], inputs[3], inputs[10], inputs[11]
     grads = Mamba3BwdGrads(*results[5:])
     main = torch.cuda.current_stream(v.device) if side[0] is not None else None
+    if copy_in is not None:
+        with _forked(side[0], main):
+            copy_in()
     # (allocated on the current stream, which outlives their use on the side streams by the joins below)
     dy, dstates = allocate_state_grads(v, inputs[0], cu_seqlens)
 
@@ -143,7 +147,7 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, after
 
     *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5], before_scan=fork_chain,
                                 rotate_stream=side[0], gate_grad=(dout, grads.dz), posted=posted,
-                                after_chunk_state=lambda: _join(main, side[0]))  # (the slot copy: FullVjpGraph)
+                                after_chunk_state=lambda: _join(main, side[0]))  # (``copy_in``)
     if after_forward is not None:
         with _forked(side[1], main):
             after_forward()
@@ -208,11 +212,9 @@ class FullVjpGraph:
 
     def _body(self) -> None:
         self.io.fetch(ack=True)
-        main = torch.cuda.current_stream(self.device) if self._side[0] is not None else None
-        with _forked(self._side[0], main):  # (beside the chunk-state kernel: _READ_POSTED_FIRST)
-            self.io.copy_in_slots(self.copy_in, fetch=False)
         _launch_into(self.static_args, self.static_results, self.fwd_config, self.bwd_config, self._side,
-                     self.posted, lambda: self.io.copy_out_slots(self.copy_out, ack=False))
+                     self.posted, lambda: self.io.copy_in_slots(self.copy_in, fetch=False),
+                     lambda: self.io.copy_out_slots(self.copy_out, ack=False))  # (copy_in, after_forward)
 
     def run(self, args, addresses=None) -> tuple:
         """Post ``args`` (or their ``data_ptr()`` addresses, when given) and 16 new result tensors, run the graph
