@@ -6,21 +6,27 @@ of the public entry (its default: one graph replay per call), each alone on an i
 after), and prints, for the call whose span is the median, every kernel's stream, start and end (us from the
 call's first kernel), duration, and the SMs' idle gaps: intervals inside the span where no kernel runs at all.
 Usage (CUDA): PYTHONPATH=src python bench/mamba3_timeline.py --out DIR [--cases c1_four_mixed,...] [--calls 7]
+       [--config JSON] (launch config fields as bench/mamba3_ab.py --configs takes one of them, e.g.
+       '{"intra_in_scan": true}')
 JSON (command, commit, GPU, versions; per case every profiled call's kernels) goes to DIR/mamba3_timeline.json.
 """
 import argparse
 import itertools
 import json
 import statistics
+import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
 
 import torch
 
-from ssmkit.harness.report import run_metadata, write_json
-from ssmkit.mamba3.inputs import make_inputs
-from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mamba3_ab import launch_configs  # noqa: E402
+
+from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
+from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
+from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp  # noqa: E402
 
 WARMUP = 4
 
@@ -68,15 +74,15 @@ def idle_gaps(call: list[dict], at_least: float = 0.5) -> list[tuple[float, floa
     return gaps
 
 
-def profile_case(args: dict, calls: int) -> list[list[dict]]:
+def profile_case(args: dict, calls: int, configs: dict) -> list[list[dict]]:
     from torch.profiler import ProfilerActivity, profile
 
     for _ in range(WARMUP):
-        mamba3_siso_varlen_joint_states_full_vjp(**args)
+        mamba3_siso_varlen_joint_states_full_vjp(**args, **configs)
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
-            mamba3_siso_varlen_joint_states_full_vjp(**args)
+            mamba3_siso_varlen_joint_states_full_vjp(**args, **configs)
             torch.cuda.synchronize()
             torch.cuda._sleep(2_000_000)  # (an idle stretch between calls, so that the calls split cleanly)
             torch.cuda.synchronize()
@@ -105,15 +111,16 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--cases", default="c1_four_mixed,c5_three_even,c8_small_three")
     ap.add_argument("--calls", type=int, default=7)
+    ap.add_argument("--config", type=json.loads, default={})
     opts = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("mamba3_timeline.py needs CUDA")
     cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
     wanted = opts.cases.split(",")
-    report = dict(run_metadata(None, "cuda"), cases={})
+    report = dict(run_metadata(None, "cuda"), config=opts.config, cases={})
     for case in [c for c in cases if c["name"] in wanted]:
         args = make_inputs(case["seqlens"], case["seed"], device="cuda")
-        calls = profile_case(args, opts.calls)
+        calls = profile_case(args, opts.calls, launch_configs(opts.config))
         spans = [max(k["end"] for k in c) for c in calls]
         median = calls[spans.index(sorted(spans)[len(spans) // 2])]
         report["cases"][case["name"]] = {"spans_us": spans, "median_span_us": statistics.median(spans),

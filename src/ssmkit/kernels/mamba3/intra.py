@@ -116,7 +116,7 @@ def _m3b_intra_body(ma_src, MA_IN_REGS: tl.constexpr, active, dy_hi, dy_lo, v, e
     e_tok = tl.sum(tl.where(diag, g, 0.0), axis=1)
     tl.store(etok_ptr + th_, e_tok, mask=valid)
     tl.store(ddp_ptr + slot * H + h, tl.sum(e_tok, axis=0))
-    decay = tl.where(i[:, None] > i[None, :], tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
+    decay = tl.where(i[:, None] > i[None, :], tl.exp(-tl.maximum(ell[None, :] - ell[:, None], 0.0)), 0.0)
     mg_hi, mg_lo = _m3_split_bf16(decay * g)  # stored split for the side kernel's dots (`_m3_dot`)
     mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
     tl.store(mg_tile, mg_hi)
