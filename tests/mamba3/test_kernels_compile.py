@@ -43,9 +43,9 @@ def build(fn, consts, num_warps=4, posted=False, bf16=(), fp32=(), **options):
 # and split into bf16 (Mamba3BwdConfig.transposed_precision)
 for prec, tprec in (("tf32", "tf32"), ("tf32x3", "tf32x3"), ("tf32", "bf16x3")):
     for warps in (4, 8):
-        build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, TPREC=tprec, FROM_SCAN=False), warps)
+        build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, TPREC=tprec), warps)
         build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), warps)
-    build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, TPREC=tprec, FROM_SCAN=False), 4, posted=True)
+    build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, TPREC=tprec), 4, posted=True)
     build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), 4, posted=True)
     for maxnreg in (168, 128):  # (168: the default cap, Mamba3BwdConfig.side_maxnreg)
         build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), 4, maxnreg=maxnreg)
@@ -54,13 +54,10 @@ for prec, tprec in (("tf32", "tf32"), ("tf32x3", "tf32x3"), ("tf32", "bf16x3")):
     build(bwd._m3b_dstate_kernel, dict(TPREC=tprec), 4, posted=True, num_stages=1)
     for warps in (4, 8):
         build(bwd._m3b_dstate_local_kernel, dict(SB=8, TPREC=tprec), warps)
-build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32x3", TPREC="bf16x3", FROM_SCAN=False), 4)  # (precisions mixed)
-# the intra kernel under a register cap (Mamba3BwdConfig.intra_maxnreg): three 4-warp or two 8-warp programs per SM;
-# and the full-VJP call's with Mamba3BwdConfig.intra_in_scan (dv's state term alone), direct and a graph's
-for from_scan, warps, maxnreg, posted in ((False, 4, 168, True), (False, 8, 128, True), (True, 4, 168, False),
-                                          (True, 4, 168, True)):
-    build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32", TPREC="bf16x3", FROM_SCAN=from_scan), warps, posted=posted,
-          maxnreg=maxnreg)
+build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32x3", TPREC="bf16x3"), 4)  # (the precisions mixed)
+# the intra kernel under a register cap (Mamba3BwdConfig.intra_maxnreg): three 4-warp or two 8-warp programs per SM
+for warps, maxnreg in ((4, 168), (8, 128)):
+    build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32", TPREC="bf16x3"), warps, posted=True, maxnreg=maxnreg)
 # the per-head dq / dk rows in fp32 (Mamba3BwdConfig.head_partials "fp32")
 build(bwd._m3b_sides_kernel, dict(SB=4, PREC="bf16x3"), 4, posted=True, fp32=("dqp_ptr", "dkp_ptr"), maxnreg=168)
 build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS),
@@ -84,19 +81,15 @@ for prec, tprec in (("tf32", "bf16x3"), ("tf32", "tf32"), ("tf32x3", "tf32x3")):
     for save in (False, True):
         for warps in (4, 8):
             build(fwd._mamba3_fwd_chunk_scan_kernel,
-                  dict(BLOCK_S=8, SAVE=save, GATE_GRAD=False, INTRA=False, PRECISION=prec, TPREC=tprec,
-                       BTPREC=tprec), warps)
+                  dict(BLOCK_S=8, SAVE=save, GATE_GRAD=False, PRECISION=prec, TPREC=tprec), warps)
     # under the register cap as launched (Mamba3FwdConfig.scan_maxnreg, scan_warps): the full-VJP call's, writing dz
     # (direct and a graph's, posted; y_ptr the bf16 output, never written), mamba3_siso's saving y for its backward,
-    # and mamba3_siso's without a gradient (nothing saved: y_ptr is the bf16 output); the full-VJP call's with the
-    # backward's intra-chunk part (Mamba3BwdConfig.intra_in_scan: ms_ptr the bf16 output, never written)
-    for save, gate_grad, intra, posted in ((True, True, False, False), (True, True, False, True),
-                                           (True, False, False, False), (False, False, False, False),
-                                           (True, True, True, False), (True, True, True, True)):
+    # and mamba3_siso's without a gradient (nothing saved: y_ptr is the bf16 output)
+    for save, gate_grad, posted in ((True, True, False), (True, True, True), (True, False, False),
+                                    (False, False, False)):
         build(fwd._mamba3_fwd_chunk_scan_kernel,
-              dict(BLOCK_S=8, SAVE=save, GATE_GRAD=gate_grad, INTRA=intra, PRECISION=prec, TPREC=tprec,
-                   BTPREC="bf16x3"), 4, posted=posted, maxnreg=168,
-              bf16=("y_ptr",) * (gate_grad or not save) + ("ms_ptr",) * intra)
+              dict(BLOCK_S=8, SAVE=save, GATE_GRAD=gate_grad, PRECISION=prec, TPREC=tprec), 4, posted=posted,
+              maxnreg=168, bf16=("y_ptr",) if gate_grad or not save else ())
 for walk in (False, True):
     for save in (False, True):
         for warps in (4, 8):

@@ -43,7 +43,6 @@ from ssmkit.kernels.dispatch import kernels_apply
 from ssmkit.kernels.mamba3.bwd import (
     Mamba3BwdGrads,
     allocate_grads,
-    allocate_scan_intra,
     allocate_state_grads,
     bwd_gate,
     bwd_state_grads,
@@ -146,17 +145,15 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, copy_
             bwd_state_grads(q_rot, inputs[0], inputs[6], adt, dy, cu_seqlens, dfinal_ssm, dstates, config=bwd_config,
                             posted=posted)
 
-    intra = allocate_scan_intra(v, cu_seqlens, bwd_config)
     *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5], before_scan=fork_chain,
-                                rotate_stream=side[0], gate_grad=(dout, grads.dz), chunk_intra=intra,
-                                intra_precision=bwd_config.transposed_precision, posted=posted,
+                                rotate_stream=side[0], gate_grad=(dout, grads.dz), posted=posted,
                                 after_chunk_state=lambda: _join(main, side[0]))  # (``copy_in``)
     if after_forward is not None:
         with _forked(side[1], main):
             after_forward()
     _join(main, side[0])
     mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads, state_grads=(dy, dstates),
-                    chunk_intra=intra, posted=posted)
+                    posted=posted)
     _join(main, side[1])
 
 

@@ -19,7 +19,7 @@ which it would pass (unless the cu_seqlens values are to be checked).
 import torch
 
 from ssmkit.kernels.dispatch import kernels_apply
-from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, allocate_grads, allocate_scan_intra, mamba3_siso_bwd
+from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, allocate_grads, mamba3_siso_bwd
 from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG, Mamba3FwdSaved, contiguous_each, mamba3_siso_fwd
 from ssmkit.mamba3.graph import full_vjp_graphed, graph_applies, replay_recent
 from ssmkit.mamba3.reference import mamba3_siso_reference, mamba3_siso_varlen_joint_states_full_vjp_reference
@@ -85,12 +85,9 @@ def mamba3_siso_varlen_joint_states_full_vjp(
             return results
     inputs, cotangents = contiguous_each(inputs), contiguous_each(cotangents)
     grads = allocate_grads(*inputs[:11])  # (dz written by the forward's chunk scan: dout is known already)
-    intra = allocate_scan_intra(inputs[2], inputs[11], bwd_config)
     *outputs, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False,  # (checked above)
-                                      gate_grad=(cotangents[0], grads.dz), chunk_intra=intra,
-                                      intra_precision=bwd_config.transposed_precision)
-    return (*outputs, *mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads,
-                                       chunk_intra=intra))
+                                      gate_grad=(cotangents[0], grads.dz))
+    return (*outputs, *mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads))
 
 
 class _Mamba3Siso(torch.autograd.Function):

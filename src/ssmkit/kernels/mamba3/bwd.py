@@ -47,13 +47,6 @@ from ssmkit.kernels.mamba3.fwd import (
     maxnreg_option,
     posted_kwargs,
 )
-from ssmkit.kernels.mamba3.intra import (
-    ChunkIntra,
-    _m3b_intra_body,
-    _m3b_mg_tile,
-    _m3b_store_side_scalars,
-    allocate_chunk_intra,
-)
 from ssmkit.mamba3.shapes import CHUNK
 
 _REDUCE_SLOTS = 64
@@ -69,6 +62,19 @@ def _m3b_tanh(x):
     e = tl.exp(-2.0 * tl.abs(x))
     t = (1.0 - e) / (1.0 + e)
     return tl.where(x < 0, -t, t)
+
+
+@triton.jit
+def _m3b_mg_tile(mg_ptr, slot, h, H: tl.constexpr, C: tl.constexpr, TRANSPOSED: tl.constexpr):
+    """Pointers (C, C) to the hi plane of chunk slot ``slot``, head h in the stored M o G, (nslot, H, 2, C, C) bf16
+    (hi, then lo at + C * C: `_m3_split_bf16`); TRANSPOSED: to (M o G)^T."""
+    i = tl.arange(0, C)
+    base = mg_ptr + (slot * H + h) * 2 * C * C
+    if TRANSPOSED:
+        tile = base + i[None, :] * C + i[:, None]
+    else:
+        tile = base + i[:, None] * C + i[None, :]
+    return tile
 
 
 @triton.jit
@@ -273,24 +279,22 @@ def _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H: tl.constexpr, C: tl.constex
 @triton.jit
 def _m3b_intra_kernel(
     kr_ptr, k_ptr, kb_ptr, v_ptr, fscal_ptr, ms_ptr, qk_ptr, d_ptr, dy_ptr, cu_ptr,
-    dstates_ptr, dfv_ptr, dvp_ptr,
+    dstates_ptr, dfv_ptr,
     mg_ptr, dv_ptr, dl_ptr, etok_ptr, ddp_ptr, scal_ptr, elam_ptr, io_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
-    TPREC: tl.constexpr, FROM_SCAN: tl.constexpr, V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
+    TPREC: tl.constexpr, V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
 ):
-    """Grid (chunk slots, H), chunk body part 1: what needs the (C, C) matrices of one chunk (`_m3b_intra_body`,
-    intra.py), then dv. The scores A = Q~ Ks^T (Ks = diag(s) K~) are used only as M o A = decay o A, which the
-    forward's chunk scan stored (``Mamba3FwdSaved.masked_scores``), and q^.k^ (F7) as the rotate kernel stored it
-    (``Mamba3FwdSaved.qk``): both are loaded, not formed again (bench/mamba3/NOTES.md "Session 27"). G = dY V^T, M o
-    G (stored for the side kernels split into bf16 hi and lo, (2, C, C) per slot and head: their four programs per
-    chunk and head read it split instead of each splitting it, sides 0.187 -> 0.171 ms at c1, NOTES.md "Session
-    19"), the intra-chunk part of dl (row minus column sums of (M o A) o G), and all of dv: (M o A)^T dY + (D + gamma
-    q^.k^) dY + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
+    """Grid (chunk slots, H), chunk body part 1: what needs the (C, C) matrices of one chunk. The scores
+    A = Q~ Ks^T (Ks = diag(s) K~) are used only as M o A = decay o A, which the forward's chunk scan stored
+    (``Mamba3FwdSaved.masked_scores``), and q^.k^ (F7) as the rotate kernel stored it (``Mamba3FwdSaved.qk``):
+    both are loaded, not formed again (bench/mamba3/NOTES.md "Session 27"). G = dY V^T, M o G (stored for the
+    side kernels split into bf16 hi and lo, (2, C, C) per slot and head: their four programs per chunk and head
+    read it split instead of each splitting it, sides 0.187 -> 0.171 ms at c1, NOTES.md "Session 19"), the
+    intra-chunk part of dl (row minus column sums of (M o A) o G), and all of dv: (M o A)^T dY + (D + gamma q^.k^) dY
+    + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
     Per token it stores e = dY.v; per slot sum(e) (the D partial); per slot and head the chunk scalars
     the side kernels read instead of recomputing them (`_m3b_side_setup`): rows e^l, e^{L-l}, gamma, s of
-    ``scal`` (nslot, H, 4, C) and e^L in ``elam`` (nslot, H).
-    FROM_SCAN (a full-VJP call): the forward's chunk scan wrote all of that and dv's intra-chunk part (fp32 at
-    ``dvp_ptr``, ``ChunkIntra.dv_part``); this kernel adds dv's state term and dfinal_v to it and stores dv."""
+    ``scal`` (nslot, H, 4, C) and e^L in ``elam`` (nslot, H)."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     dv_ptr = posted_pointer(dv_ptr, io_ptr, DV_WORD)
     slot = tl.program_id(0)
@@ -300,16 +304,38 @@ def _m3b_intra_kernel(
     vmask = valid[:, None]
     i = tl.arange(0, C)
     pv = tl.arange(0, P)
+    # what is final early is stored early, so that nothing of it stays live through the dots (session 26: under a
+    # 168 cap, offline, 355 -> 105 spill instructions with the two changes below; uncapped 22 -> 0)
+    row = scal_ptr + (slot * H + h) * 4 * C + i
+    tl.store(row, tl.exp(ell))
+    tl.store(row + C, tl.exp(lam - ell))
+    tl.store(row + 2 * C, gam)
+    tl.store(row + 3 * C, sc)
+    tl.store(elam_ptr + slot * H + h, tl.exp(lam))
+    th_ = tok * H + h
     st_row = (slot * H + h) * P * N + pv[:, None] * N
     hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-    if FROM_SCAN:
-        dvv = tl.load(dvp_ptr + hp, mask=vmask, other=0.0)
-    else:
-        _m3b_store_side_scalars(scal_ptr, elam_ptr, slot, h, ell, lam, gam, sc, H, C)
-        dy_hi, dy_lo = _m3b_dy_tiles(dy_ptr, tok, valid, h, H, P)  # dY (dout * silu(z), split by the gate kernel)
-        dvv = _m3b_intra_body(ms_ptr, False, active, dy_hi, dy_lo, tl.load(v_ptr + hp, mask=vmask, other=0.0), ell,
-                              gam, qk_ptr, tl.load(d_ptr + h), tok, valid, slot, h, mg_ptr, etok_ptr, ddp_ptr, dl_ptr,
-                              H, C, TPREC)
+    # dY (dout * silu(z), split by the gate kernel) only as the halves of dot operands: its elementwise uses are
+    # folded into the dots (e = dY.v is G's diagonal, (D + gamma q^.k^) dY a diagonal of dv's matrix), so that its
+    # halves are neither added back nor converted between layouts
+    dy_hi, dy_lo = _m3b_dy_tiles(dy_ptr, tok, valid, h, H, P)
+    diag = i[:, None] == i[None, :]
+    g = _m3_dot(dy_hi, tl.trans(tl.load(v_ptr + hp, mask=vmask, other=0.0)), TPREC, a_lo=dy_lo)  # (v exact)
+    e_tok = tl.sum(tl.where(diag, g, 0.0), axis=1)
+    tl.store(etok_ptr + th_, e_tok, mask=valid)
+    tl.store(ddp_ptr + slot * H + h, tl.sum(e_tok, axis=0))
+    decay = tl.where(i[:, None] > i[None, :], tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
+    mg = decay * g
+    mg_hi, mg_lo = _m3_split_bf16(mg)  # stored split for the side kernel's dots (`_m3_dot`)
+    mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
+    tl.store(mg_tile, mg_hi)
+    tl.store(mg_tile + C * C, mg_lo)
+    ma = tl.load(ms_ptr + ((slot * H + h) * C + i[:, None]) * C + i[None, :], mask=active, other=0.0)  # M o A
+    mm = ma * g  # (M o A) o G
+    tl.store(dl_ptr + th_, tl.sum(mm, axis=1) - tl.sum(mm, axis=0), mask=valid)
+    qk = tl.load(qk_ptr + th_, mask=valid, other=0.0)
+    w = tl.trans(ma) + tl.where(diag, (tl.load(d_ptr + h) + gam * qk)[:, None], 0.0)  # (M o A: 0 on i = j)
+    dvv = _m3_dot(w, dy_hi, TPREC, b_lo=dy_lo)
     # diag(e^{L-l}) Ks dS_out^T last, onto dv's accumulator, K~ loaded again (L1 / L2) and the chunk's scalars too,
     # rather than the (C, P) product (until session 26 formed beside the scores since session 17) or the scalars
     # kept live through the kernel
@@ -321,7 +347,6 @@ def _m3b_intra_kernel(
         dvv = tl.dot(kt * kscale[:, None], tl.trans(ds_out), dvv, input_precision=PREC)
     dvv += tl.where((tok == eos - 1)[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0)
     tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
-
 
 @triton.jit
 def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dx_ptr, dxb_ptr,
@@ -671,9 +696,6 @@ class Mamba3BwdConfig(NamedTuple):
     row rounded once; H200, c1: sides 0.150 -> 0.140 ms, finish 0.036 -> 0.031, the public entry -16 to -19 us
     queued at c1-c7; dq / dk norm-relative error against float64 1.65e-3 -> 2.34e-3, their target 3.1e-3;
     bench/mamba3/NOTES.md "Session 25") or "fp32" (dq / dk as close to float64 as the reference).
-    intra_in_scan: in a full-VJP call (whose cotangent the forward knows), the forward's chunk scan writes the intra-
-    chunk part of the chunk body (``ChunkIntra``, intra.py) and the intra kernel only dv's state term; the autograd
-    form's backward always runs the whole intra kernel.
     """
 
     num_warps: int = 4
@@ -691,7 +713,6 @@ class Mamba3BwdConfig(NamedTuple):
     finish_warps: int = 4
     reduce_tokens: int = 16
     head_partials: str = "bf16"
-    intra_in_scan: bool = False
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -730,15 +751,6 @@ def bwd_gate(dout, z, y, dz=None, dy=None, posted: Posted | None = None) -> None
         P=dout.shape[-1], BLOCK=_GATE_BLOCK, DZ=dz is not None, DY=dy is not None, num_warps=4,
         **posted_kwargs(posted, dout, "dout", "z", "dz"),
     )
-
-
-def allocate_scan_intra(v, cu_seqlens, config=DEFAULT_BWD_CONFIG) -> ChunkIntra | None:
-    """For a full-VJP call on v (T, 32, 64) and cu_seqlens (S + 1,): the ``ChunkIntra`` (with its dv_part) that the
-    forward's chunk scan writes and the backward reads when ``config.intra_in_scan``, else None (pass it to
-    ``mamba3_siso_fwd`` and ``mamba3_siso_bwd`` as chunk_intra)."""
-    if not config.intra_in_scan:
-        return None
-    return allocate_chunk_intra(v, v.shape[0] // CHUNK + cu_seqlens.shape[0] - 1, dv_part=True)
 
 
 def allocate_state_grads(v, q, cu_seqlens) -> tuple:
@@ -785,7 +797,7 @@ def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, 
 
 def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, saved,
                     dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v, *, config=DEFAULT_BWD_CONFIG, grads=None,
-                    state_grads=None, chunk_intra: ChunkIntra | None = None, posted: Posted | None = None):
+                    state_grads=None, posted: Posted | None = None):
     """Full VJP of the Mamba-3 SISO varlen operator (spec §7.1) from the forward's saved tensors.
 
     Inputs in the project layout (spec "Decisions"): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -803,9 +815,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     `config`: a Mamba3BwdConfig (warps, dot precision). `grads`: None (new tensors) or a `Mamba3BwdGrads` of
     tensors to write, as `allocate_grads` makes them (not checked), which is then returned. `state_grads`: None, or
     (dY, dstates) already computed by `bwd_gate` and `bwd_state_grads` (a graph runs those beside the forward, whose
-    chunk scan writes dz): then only the chunk kernels are launched. `chunk_intra`: None, or the ``ChunkIntra``
-    (intra.py) the forward's chunk scan wrote (``mamba3_siso_fwd(chunk_intra=...)``, saved.masked_scores then None):
-    the intra kernel then adds only dv's state term to its dv_part. `posted`: a Posted whose "v" (read)
+    chunk scan writes dz): then only the chunk kernels are launched. `posted`: a Posted whose "v" (read)
     and "dv" (written) the chunk kernels use instead of those tensors, "angles" (read) and the gradients it writes
     (dangles, dq, dk, dadt, ddt, dtrap, dq_bias, dk_bias, dd) the finish kernel, "dfinal_ssm" the state-gradient
     chain and "dout", "z" (and "dz" when saved.y is given) the gate (a graph).
@@ -840,11 +850,11 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         dy, dstates = state_grads
     # the chunk body in two launches (intra-chunk part; q side and k side per state half); their per-token and
     # per-slot partial results are combined in a fixed order by the finish kernel
-    if chunk_intra is None:
-        chunk_intra = allocate_chunk_intra(v, nslot, dv_part=False)
-    mg, dl_parts, e_tok, dd_part, side_scalars, exp_lam, dv_part = chunk_intra
+    mg = torch.empty((nslot, H, 2, CHUNK, CHUNK), device=dev, dtype=torch.bfloat16)  # M o G split: hi, lo
+    dl_parts = torch.empty((5, T, H), device=dev, dtype=f32)  # dl: intra, q side halves, k side halves
     dlam_parts = torch.empty((4, nslot, H), device=dev, dtype=f32)  # dLambda: q side halves, k side halves
     ds_parts = torch.empty((2, T, H), device=dev, dtype=f32)  # ds per k-side half
+    e_tok = torch.empty((T, H), device=dev, dtype=f32)  # dY . v
     part_dtype = _HEAD_PARTIAL_DTYPES[config.head_partials]
     dq_part = torch.empty((T, H, N), device=dev, dtype=part_dtype)  # per head, rotated back (the GQA partials)
     dk_part = torch.empty((T, H, N), device=dev, dtype=part_dtype)
@@ -852,13 +862,15 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dphi_sums = torch.empty((2, nslot, H, NA), device=dev, dtype=f32)
     dqb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
     dkb_part = torch.empty((nslot, H, N), device=dev, dtype=f32)
+    dd_part = torch.empty((nslot, H), device=dev, dtype=f32)
+    side_scalars = torch.empty((nslot, H, 4, CHUNK), device=dev, dtype=f32)  # e^l, e^{L-l}, gamma, s
+    exp_lam = torch.empty((nslot, H), device=dev, dtype=f32)  # e^L
     sizes = dict(H=H, P=P, N=N, C=CHUNK, SB=sb)
     side_launch = dict(num_warps=config.side_warps, **maxnreg_option(config.side_maxnreg, dev))
     _m3b_intra_kernel[(nslot, H)](
-        k_rot, k, k_bias, v, chunk_scalars, dv if masked_scores is None else masked_scores, qk, d, dy, cu_seqlens,
-        dstates, dfinal_v, dv if dv_part is None else dv_part, mg, dv, dl_parts, e_tok, dd_part, side_scalars, exp_lam,
-        S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, FROM_SCAN=dv_part is not None,
-        num_warps=config.num_warps,
+        k_rot, k, k_bias, v, chunk_scalars, masked_scores, qk, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
+        e_tok, dd_part, side_scalars, exp_lam,
+        S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, num_warps=config.num_warps,
         **maxnreg_option(config.intra_maxnreg, dev), **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
     _m3b_sides_kernel[(4 * nslot, H)](

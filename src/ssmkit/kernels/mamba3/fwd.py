@@ -32,13 +32,7 @@ import triton
 import triton.language as tl
 
 from ssmkit.kernels.common.mapped_io import posted_pointer
-from ssmkit.kernels.mamba3.dots import _m3_dot, _m3_split_bf16
-from ssmkit.kernels.mamba3.intra import (
-    ChunkIntra,
-    _m3b_intra_body,
-    _m3b_store_empty_slot,
-    _m3b_store_side_scalars,
-)
+from ssmkit.kernels.mamba3.dots import _m3_dot
 from ssmkit.mamba3.shapes import CHUNK, DSTATE, HEADDIM, INPUT_NAMES, NANGLES, NHEADS
 from ssmkit.mamba3.validate import validate_inputs
 
@@ -443,12 +437,10 @@ def _fwd_gate_grad(dout, y, sig, gated):
 def _mamba3_fwd_chunk_scan_kernel(
     qrot_ptr, krot_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, d_ptr, z_ptr, cu_ptr, S,
     states_ptr, qk_ptr,
-    out_ptr, fv_ptr, y_ptr, ms_ptr, dout_ptr, dz_ptr,
-    mg_ptr, dl_ptr, etok_ptr, ddp_ptr, sscal_ptr, elam_ptr, dvp_ptr, io_ptr,
+    out_ptr, fv_ptr, y_ptr, ms_ptr, dout_ptr, dz_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
-    SAVE: tl.constexpr, GATE_GRAD: tl.constexpr, INTRA: tl.constexpr, PRECISION: tl.constexpr, TPREC: tl.constexpr,
-    BTPREC: tl.constexpr, V_WORD: tl.constexpr, Z_WORD: tl.constexpr, OUT_WORD: tl.constexpr, DOUT_WORD: tl.constexpr,
-    DZ_WORD: tl.constexpr,
+    SAVE: tl.constexpr, GATE_GRAD: tl.constexpr, PRECISION: tl.constexpr, TPREC: tl.constexpr, V_WORD: tl.constexpr,
+    Z_WORD: tl.constexpr, OUT_WORD: tl.constexpr, DOUT_WORD: tl.constexpr, DZ_WORD: tl.constexpr,
 ):
     """Grid (chunk slots, H): the dot half of the chunk scan (§4), from the rotate kernel's q~, k~ (their rotated
     dims; the others formed from q, k and the biases, ``_fwd_tilde_half``) and q^.k^:
@@ -457,10 +449,7 @@ def _mamba3_fwd_chunk_scan_kernel(
     per slot and head, when SAVE: ``Mamba3FwdSaved.masked_scores``) and the final v. GATE_GRAD (a full-VJP call,
     whose cotangent dout is known before the forward): the gate's gradient (``_fwd_gate_grad``) from the y in
     registers, stored instead of y (sm_90 build, offline: 2376 SASS instructions against 2296 storing y, 2 spill
-    instructions). INTRA (with GATE_GRAD): also the backward's intra-chunk part (`_m3b_intra_body`, intra.py) from
-    the masked scores, V and dY = dout * silu(z) in registers, at the backward's dot precision BTPREC, into the
-    ``ChunkIntra`` buffers (mg_ptr .. dvp_ptr; a slot no chunk maps to gets the empty slot's rows), instead of
-    storing the masked scores for the backward's intra kernel."""
+    instructions)."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     z_ptr = posted_pointer(z_ptr, io_ptr, Z_WORD)
     out_ptr = posted_pointer(out_ptr, io_ptr, OUT_WORD)
@@ -481,9 +470,6 @@ def _mamba3_fwd_chunk_scan_kernel(
         ell = tl.load(srow)
         gamma = tl.load(srow + CHUNK_)
         scale = tl.load(srow + 2 * CHUNK_)
-        if INTRA:  # (stored at once, so that nothing of them stays live)
-            lam = tl.load(scal_ptr + (slot * H + h) * 3 * CHUNK_ + CHUNK_ - 1)  # Lambda: ell's last element
-            _m3b_store_side_scalars(sscal_ptr, elam_ptr, slot, h, ell, lam, gamma, scale, H, CHUNK_)
         state = states_ptr + (slot * H + h) * (P * N) + pcols[:, None] * N + cols[None, :]
         scores = tl.zeros((CHUNK_, CHUNK_), dtype=tl.float32)
         readout = tl.zeros((CHUNK_, P), dtype=tl.float32)
@@ -494,15 +480,14 @@ def _mamba3_fwd_chunk_scan_kernel(
             readout = tl.dot(qt, tl.trans(tl.load(state + half * HALF)), readout, input_precision=PRECISION)
         decay = tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0))
         scores = tl.where(rows[:, None] > rows[None, :], scores * decay, 0.0)
-        if SAVE and not INTRA:  # (stored at once: stored after y, 44 spill instructions under the 168 cap, offline; here 6)
+        if SAVE:  # (stored at once: stored after y, 44 spill instructions under the 168 cap, offline; here 6)
             tl.store(ms_ptr + ((slot * H + h) * CHUNK_ + rows[:, None]) * CHUNK_ + rows[None, :], scores)
         tv_off = t[:, None] * (H * P) + h * P + pcols[None, :]
         vals = tl.load(v_ptr + tv_off, mask=vmask, other=0.0)
         v = vals.to(tl.float32)
         qk = tl.load(qk_ptr + t * H + h, mask=valid, other=0.0)
         y = _m3_dot(scores, vals, TPREC) + tl.exp(ell)[:, None] * readout  # (v exact in bf16: no lo term)
-        dval = tl.load(d_ptr + h)
-        y += (dval + gamma * qk)[:, None] * v
+        y += (tl.load(d_ptr + h) + gamma * qk)[:, None] * v
         zg = tl.load(z_ptr + tv_off, mask=vmask, other=0.0).to(tl.float32)
         sig = tl.sigmoid(zg)
         gated = y * zg * sig
@@ -510,20 +495,10 @@ def _mamba3_fwd_chunk_scan_kernel(
         if GATE_GRAD:
             dout = tl.load(dout_ptr + tv_off, mask=vmask, other=0.0).to(tl.float32)
             tl.store(dz_ptr + tv_off, _fwd_gate_grad(dout, y, sig, gated).to(dz_ptr.dtype.element_ty), mask=vmask)
-            if INTRA:  # dY as the gate kernel forms it (`_m3b_gate_kernel`), split at once (dout, z dead); + 0 y
-                # ties it to y's layout (the accumulator's: else the compiler builds the sigmoid once more in each
-                # layout the dots take dY in)
-                dy_hi, dy_lo = _m3_split_bf16(dout * zg * sig + 0.0 * y)
         elif SAVE:
             tl.store(y_ptr + tv_off, y, mask=vmask)
         last = (t == end - 1)[:, None]
         tl.store(fv_ptr + (seq * H + h) * P + pcols[None, :] + rows[:, None] * 0, vals, mask=last)
-        if INTRA:
-            dvv = _m3b_intra_body(scores, True, True, dy_hi, dy_lo, vals, ell, gamma, qk_ptr, dval, t, valid, slot, h,
-                                  mg_ptr, etok_ptr, ddp_ptr, dl_ptr, H, CHUNK_, BTPREC)
-            tl.store(dvp_ptr + tv_off, dvv, mask=vmask)
-    elif INTRA:
-        _m3b_store_empty_slot(mg_ptr, sscal_ptr, elam_ptr, ddp_ptr, slot, h, H, CHUNK_)
 
 
 def maxnreg_option(cap: int, device: torch.device) -> dict:
@@ -552,8 +527,7 @@ def allocate_fwd_outputs(T: int, S: int, device) -> tuple:
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None,
                     before_scan=None, rotate_stream: torch.cuda.Stream | None = None, walk_carry: bool | None = None,
-                    gate_grad: tuple | None = None, chunk_intra: ChunkIntra | None = None,
-                    intra_precision: str = "bf16x3", posted: Posted | None = None, after_chunk_state=None):
+                    gate_grad: tuple | None = None, posted: Posted | None = None, after_chunk_state=None):
     """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -580,10 +554,6 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (dout bf16 and dz contiguous and on the inputs' device; neither is checked, ``validate`` included), and y is
     neither written nor allocated (saved.y is None: the backward's gate then computes dY alone, ``mamba3_siso_bwd``;
     2 x 13 MB less written and read than y saved and read back, and one pass over dout and z less, at T = 2184).
-    ``chunk_intra``: None, or (with ``gate_grad``) a ``ChunkIntra`` (intra.py, allocated with its dv_part) into which
-    the chunk scan writes the backward's intra-chunk part from the registers it holds (its dots at
-    ``intra_precision``, the backward config's transposed_precision), instead of saving the masked scores
-    (saved.masked_scores is then None; pass the same ChunkIntra to ``mamba3_siso_bwd``).
     ``posted``: None, or a Posted whose "v", "z", "angles" and "dout" the kernels read and whose "out", "final_ssm"
     and "dz" they write instead of those tensors (a graph); the chunk-state kernel also reads "k", "adt", "dt",
     "trap", "k_bias" and "cu_seqlens" there when the Posted names them. ``after_chunk_state``: None, or a function
@@ -595,9 +565,6 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         for name, x in zip(INPUT_NAMES, (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens)):
             if not x.is_contiguous():
                 raise ValueError(f"{name}: expected a contiguous tensor (the kernel assumes the packed layout)")
-    if chunk_intra is not None and (gate_grad is None or not save_for_backward or chunk_intra.dv_part is None):
-        raise ValueError("chunk_intra: the chunk scan writes the backward's intra part only in a full-VJP call "
-                         "(gate_grad given, save_for_backward, a ChunkIntra with its dv_part)")
     if HEADDIM % config.passing_block_p != 0:
         raise ValueError(f"config.passing_block_p: expected a divisor of {HEADDIM}, got {config.passing_block_p}")
     T, S, dev = q.shape[0], cu_seqlens.numel() - 1, q.device
@@ -630,12 +597,10 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
             cos_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
             sin_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
             chunk_states=chunk_states, q_rot=q_rot, k_rot=k_rot, chunk_scalars=chunk_scalars,
-            masked_scores=None if chunk_intra is not None else torch.empty((slots, NHEADS, CHUNK, CHUNK), dtype=f32,
-                                                                            device=dev),
+            masked_scores=torch.empty((slots, NHEADS, CHUNK, CHUNK), dtype=f32, device=dev),
             qk=torch.empty((T, NHEADS), dtype=f32, device=dev),
         )
-        save_bufs = (out if saved.y is None else saved.y, saved.cos_phi, saved.sin_phi,
-                     out if saved.masked_scores is None else saved.masked_scores)
+        save_bufs = (out if saved.y is None else saved.y, saved.cos_phi, saved.sin_phi, saved.masked_scores)
         qk = saved.qk
     else:
         saved = None
@@ -673,10 +638,9 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, chunk_scalars, d, z, cu_seqlens, S, chunk_states, qk, out, final_v,
         save_bufs[0], save_bufs[3], *(gate_grad or (out, out)),
-        *((out,) * 7 if chunk_intra is None else chunk_intra),
         H=NHEADS, N=DSTATE, P=HEADDIM, CHUNK_=CHUNK, BLOCK_S=block_s, SAVE=save_for_backward,
-        GATE_GRAD=gate_grad is not None, INTRA=chunk_intra is not None, PRECISION=config.input_precision,
-        TPREC=config.transposed_precision, BTPREC=intra_precision, num_warps=config.scan_warps, **posted_kwargs(posted, cu_seqlens, "v", "z", "out", "dout", "dz"),
+        GATE_GRAD=gate_grad is not None, PRECISION=config.input_precision, TPREC=config.transposed_precision,
+        num_warps=config.scan_warps, **posted_kwargs(posted, cu_seqlens, "v", "z", "out", "dout", "dz"),
         **maxnreg_option(config.scan_maxnreg, dev),
     )
     return out, final_angle, final_ssm, final_k, final_v, saved
