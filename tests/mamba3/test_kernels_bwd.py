@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import pytest
 import torch
 
-from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG, Mamba3BwdConfig, mamba3_siso_bwd
+from ssmkit.kernels.mamba3.bwd import Mamba3BwdConfig, mamba3_siso_bwd
 from ssmkit.kernels.mamba3.fwd import mamba3_siso_fwd
 from ssmkit.mamba3.inputs import make_inputs
 from ssmkit.mamba3.oracle import mamba3_siso_varlen_joint_states_full_vjp_oracle
@@ -153,20 +153,6 @@ def test_bwd_keeps_sequences_apart(panel):
     for name in TOKEN_GRADS:
         assert torch.count_nonzero(cut[name][middle]) == 0, f"{name}: middle sequences got gradient"
         assert torch.equal(cut[name][outer], base[name][outer]), f"{name}: outer sequences changed"
-
-
-@pytest.mark.parametrize("split", [2, 4])
-def test_bwd_reduce_split_gives_the_same_bits(panel, split):
-    """The GQA reduce over 2 or 4 programs per token block (one tensor, or one tensor's column half, each) sums the
-    same rows in the same order: every gradient bit-identical to the default's, every element written."""
-    with poisoned_allocations():
-        grads = mamba3_siso_bwd(*panel["inputs"], panel["saved"], *panel["cotangents"],
-                                config=DEFAULT_BWD_CONFIG._replace(reduce_split=split))
-    for name, got, want in zip(GRAD_NAMES, grads, panel["grads"]):
-        assert torch.equal(got, want), name
-    with pytest.raises(ValueError, match="reduce_split"):
-        mamba3_siso_bwd(*panel["inputs"], panel["saved"], *panel["cotangents"],
-                        config=DEFAULT_BWD_CONFIG._replace(reduce_split=3))
 
 
 @pytest.mark.parametrize("config", [

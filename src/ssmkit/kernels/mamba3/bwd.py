@@ -575,48 +575,37 @@ def _m3b_angle(
 
 
 @triton.jit
-def _m3b_head_sum_store(part_ptr, dst_ptr, off, out, msk, H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr,
-                        NC: tl.constexpr):
-    """Sum over the H heads of per-head (BT, NC) rows at ``part_ptr + off`` (head h at + h * N; bf16 or fp32,
-    Mamba3BwdConfig.head_partials), head after head in one per-thread fp32 accumulator (fixed order), stored at
-    ``dst_ptr + out`` in its dtype."""
-    acc = tl.zeros([BT, NC], dtype=tl.float32)
+def _m3b_head_sum(ptrs, msk, H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr):
+    """Sum over the H heads of per-head (BT, N) rows at ``ptrs`` (head h at ptrs + h * N; bf16 or fp32,
+    Mamba3BwdConfig.head_partials), head after head in one per-thread fp32 accumulator (fixed order)."""
+    acc = tl.zeros([BT, N], dtype=tl.float32)
     for hh in tl.static_range(H):
-        acc += tl.load(part_ptr + off + hh * N, mask=msk, other=0.0).to(tl.float32)
-    tl.store(dst_ptr + out, acc.to(dst_ptr.dtype.element_ty), mask=msk)
+        acc += tl.load(ptrs + hh * N, mask=msk, other=0.0).to(tl.float32)
+    return acc
 
 
 @triton.jit
 def _m3b_reduce(
     pid, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
     T, NSLOT,
-    H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr, SPLIT: tl.constexpr,
+    H: tl.constexpr, N: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr,
 ):
-    """(`_m3b_finish_kernel`, program pid of ceil(T/BT) * SPLIT + H) Token blocks sum dq_hat/dk_hat over the H heads
-    (GQA), head after head into a (BT, N) fp32 tile that each thread keeps in registers (no cross-thread reduction:
-    Nsight Compute showed the old (H, BT, N) tile sum stalled on the shared-memory queue, bench/mamba3/NOTES.md
-    "Session 4"); SPLIT programs per token block: 1 both tensors, 2 one tensor each, 4 one tensor's column half each
-    (the same sums in the same order); the last H programs sum one head's per-chunk-slot bias and D partials, BS
-    slots per tile. Fixed reduction orders (bit-identical repeats)."""
-    NC: tl.constexpr = N // 2 if SPLIT == 4 else N  # columns per program
-    nblocks = tl.cdiv(T, BT) * SPLIT
+    """(`_m3b_finish_kernel`, program pid of ceil(T/BT) + H) Token blocks sum dq_hat/dk_hat over the H heads (GQA), head
+    after head into a (BT, N) fp32 tile that each thread keeps in registers (no cross-thread reduction: Nsight
+    Compute showed the old (H, BT, N) tile sum stalled on the shared-memory queue, bench/mamba3/NOTES.md "Session
+    4"); the last H programs sum one head's per-chunk-slot bias and D partials, BS slots per tile. Fixed reduction
+    orders (bit-identical repeats)."""
+    n = tl.arange(0, N)
+    nblocks = tl.cdiv(T, BT)
     if pid < nblocks:
-        part = pid % SPLIT
-        tok = (pid // SPLIT) * BT + tl.arange(0, BT)
-        n = (part // 2) * NC + tl.arange(0, NC)
+        tok = pid * BT + tl.arange(0, BT)
         msk = (tok < T)[:, None]
         off = tok[:, None] * (H * N) + n[None, :]
         out = tok[:, None] * N + n[None, :]
-        if SPLIT == 1:
-            _m3b_head_sum_store(dqp_ptr, dq_ptr, off, out, msk, H, N, BT, NC)
-            _m3b_head_sum_store(dkp_ptr, dk_ptr, off, out, msk, H, N, BT, NC)
-        elif part % 2 == 0:
-            _m3b_head_sum_store(dqp_ptr, dq_ptr, off, out, msk, H, N, BT, NC)
-        else:
-            _m3b_head_sum_store(dkp_ptr, dk_ptr, off, out, msk, H, N, BT, NC)
+        tl.store(dq_ptr + out, _m3b_head_sum(dqp_ptr + off, msk, H, N, BT).to(dq_ptr.dtype.element_ty), mask=msk)
+        tl.store(dk_ptr + out, _m3b_head_sum(dkp_ptr + off, msk, H, N, BT).to(dk_ptr.dtype.element_ty), mask=msk)
     else:
         h = pid - nblocks
-        cols = tl.arange(0, N)
         sl = tl.arange(0, BS)
         acc_qb = tl.zeros([N], dtype=tl.float32)
         acc_kb = tl.zeros([N], dtype=tl.float32)
@@ -624,12 +613,12 @@ def _m3b_reduce(
         for s0 in range(0, NSLOT, BS):
             si = s0 + sl
             smask = si < NSLOT
-            off = si[:, None] * (H * N) + h * N + cols[None, :]
+            off = si[:, None] * (H * N) + h * N + n[None, :]
             acc_qb += tl.sum(tl.load(dqbp_ptr + off, mask=smask[:, None], other=0.0), axis=0)
             acc_kb += tl.sum(tl.load(dkbp_ptr + off, mask=smask[:, None], other=0.0), axis=0)
             acc_d += tl.sum(tl.load(ddp_ptr + si * H + h, mask=smask, other=0.0), axis=0)
-        tl.store(dqb_ptr + h * N + cols, acc_qb)
-        tl.store(dkb_ptr + h * N + cols, acc_kb)
+        tl.store(dqb_ptr + h * N + n, acc_qb)
+        tl.store(dkb_ptr + h * N + n, acc_kb)
         tl.store(dd_ptr + h, acc_d)
 
 
@@ -639,18 +628,18 @@ def _m3b_finish_kernel(
     dadt_ptr, ddt_ptr, dtrap_ptr, dang_ptr,
     dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr, dd_ptr,
     S, T, NSLOT, io_ptr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
-    BT: tl.constexpr, BS: tl.constexpr, SPLIT: tl.constexpr, ANGLES_WORD: tl.constexpr, DANGLES_WORD: tl.constexpr, DQ_WORD: tl.constexpr,
+    BT: tl.constexpr, BS: tl.constexpr, ANGLES_WORD: tl.constexpr, DANGLES_WORD: tl.constexpr, DQ_WORD: tl.constexpr,
     DK_WORD: tl.constexpr, DADT_WORD: tl.constexpr, DDT_WORD: tl.constexpr, DTRAP_WORD: tl.constexpr,
     DQ_BIAS_WORD: tl.constexpr, DK_BIAS_WORD: tl.constexpr, DD_WORD: tl.constexpr,
 ):
-    """Grid (ceil(T/BT) * SPLIT + H + NSLOT * H,): the last step in one launch (one host launch less than two
-    kernels): the first ceil(T/BT) * SPLIT + H programs are `_m3b_reduce`'s, the others `_m3b_angle`'s (slot, head). The reduce
+    """Grid (ceil(T/BT) + H + NSLOT * H,): the last step in one launch (one host launch less than two kernels):
+    the first ceil(T/BT) + H programs are `_m3b_reduce`'s, the others `_m3b_angle`'s (slot, head). The reduce
     programs, each streaming 32 heads' rows, are the longest, so they start first (until session 17 they came last
     and ran in the launch's tail). Every gradient it writes may be a posted tensor (*_WORD >= 0: a graph writes
     them at the call's result addresses, no copy node after this kernel)."""
     ang_ptr = posted_pointer(ang_ptr, io_ptr, ANGLES_WORD)
     pid = tl.program_id(0)
-    nreduce = tl.cdiv(T, BT) * SPLIT + H
+    nreduce = tl.cdiv(T, BT) + H
     if pid < nreduce:
         dq_ptr = posted_pointer(dq_ptr, io_ptr, DQ_WORD)
         dk_ptr = posted_pointer(dk_ptr, io_ptr, DK_WORD)
@@ -658,7 +647,7 @@ def _m3b_finish_kernel(
         dkb_ptr = posted_pointer(dkb_ptr, io_ptr, DK_BIAS_WORD)
         dd_ptr = posted_pointer(dd_ptr, io_ptr, DD_WORD)
         _m3b_reduce(pid, dqp_ptr, dkp_ptr, dq_ptr, dk_ptr, dqbp_ptr, dkbp_ptr, ddp_ptr, dqb_ptr, dkb_ptr,
-                    dd_ptr, T, NSLOT, H, N, BT, BS, SPLIT)
+                    dd_ptr, T, NSLOT, H, N, BT, BS)
     else:
         slot_head = pid - nreduce
         dang_ptr = posted_pointer(dang_ptr, io_ptr, DANGLES_WORD)
@@ -707,8 +696,6 @@ class Mamba3BwdConfig(NamedTuple):
     row rounded once; H200, c1: sides 0.150 -> 0.140 ms, finish 0.036 -> 0.031, the public entry -16 to -19 us
     queued at c1-c7; dq / dk norm-relative error against float64 1.65e-3 -> 2.34e-3, their target 3.1e-3;
     bench/mamba3/NOTES.md "Session 25") or "fp32" (dq / dk as close to float64 as the reference).
-    reduce_split: programs per token block of the GQA reduce (`_m3b_reduce`): 1 (dq and dk), 2 (one each), 4 (one
-    tensor's column half each); the same sums in the same order, so the same bits.
     """
 
     num_warps: int = 4
@@ -726,7 +713,6 @@ class Mamba3BwdConfig(NamedTuple):
     finish_warps: int = 4
     reduce_tokens: int = 16
     head_partials: str = "bf16"
-    reduce_split: int = 1
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -837,8 +823,6 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     """
     if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1):
         raise ValueError(f"config.reduce_tokens: expected a power of two, got {config.reduce_tokens}")
-    if config.reduce_split not in (1, 2, 4):
-        raise ValueError(f"config.reduce_split: expected 1, 2 or 4, got {config.reduce_split}")
     if config.head_partials not in _HEAD_PARTIAL_DTYPES:
         raise ValueError(f"config.head_partials: expected one of {sorted(_HEAD_PARTIAL_DTYPES)}, "
                          f"got {config.head_partials!r}")
@@ -901,11 +885,10 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         cu_seqlens, dfinal_angle, dphi_sums, angle_carry, nslot, H=H, NA=NA, C=CHUNK, CB=_ANGLE_SLOTS, num_warps=1,
     )
     dq, dk, _, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, _ = grads
-    _m3b_finish_kernel[(triton.cdiv(T, config.reduce_tokens) * config.reduce_split + H + nslot * H,)](
+    _m3b_finish_kernel[(triton.cdiv(T, config.reduce_tokens) + H + nslot * H,)](
         dt, trap, angles, cu_seqlens, angle_carry, dphi, dl_parts, dlam_parts, ds_parts, e_tok, qk,
         dadt, ddt, dtrap, dangles, dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd,
         S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, BT=config.reduce_tokens, BS=_REDUCE_SLOTS,
-        SPLIT=config.reduce_split,
         num_warps=config.finish_warps,
         **posted_kwargs(posted, cu_seqlens, "angles", "dangles", "dq", "dk", "dadt", "ddt", "dtrap", "dq_bias",
                         "dk_bias", "dd"),
