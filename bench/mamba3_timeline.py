@@ -7,7 +7,7 @@ after), and prints, for the call whose span is the median, every kernel's stream
 call's first kernel), duration, and the SMs' idle gaps: intervals inside the span where no kernel runs at all.
 Usage (CUDA): PYTHONPATH=src python bench/mamba3_timeline.py --out DIR [--cases c1_four_mixed,...] [--calls 7]
        [--config JSON] (launch config fields as bench/mamba3_ab.py --configs takes one of them, e.g.
-       '{"intra_in_scan": true}')
+       '{"side_maxnreg": 0}')
 JSON (command, commit, GPU, versions; per case every profiled call's kernels) goes to DIR/mamba3_timeline.json.
 """
 import argparse
