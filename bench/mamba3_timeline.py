@@ -4,7 +4,8 @@ The kernel sums of ``mamba3_ab.py`` / ``mamba3_bench.py`` count a kernel's whole
 with kernels on the graph's side streams, so they do not say which kernels the call waits for. This profiles calls
 of the public entry (its default: one graph replay per call), each alone on an idle GPU (synchronised before and
 after), and prints, for the call whose span is the median, every kernel's stream, start and end (us from the
-call's first kernel), duration, and the SMs' idle gaps: intervals inside the span where no kernel runs at all.
+call's first kernel), duration, and the SMs' idle gaps: intervals inside the span where no kernel runs at all; and
+each kernel's median duration over all the calls ("med": a kernel launched twice per call counted per launch).
 Usage (CUDA): PYTHONPATH=src python bench/mamba3_timeline.py --out DIR [--cases c1_four_mixed,...] [--calls 7]
        [--config JSON] (launch config fields as bench/mamba3_ab.py --configs takes one of them, e.g.
        '{"side_maxnreg": 0}')
@@ -16,6 +17,7 @@ import json
 import statistics
 import sys
 import tempfile
+from collections import Counter
 from importlib import resources
 from pathlib import Path
 
@@ -93,12 +95,31 @@ def profile_case(args: dict, calls: int, configs: dict) -> list[list[dict]]:
     return [relative(c) for c in split_calls(kernels, calls)]
 
 
-def table(call: list[dict]) -> str:
-    short = {s: i for i, s in enumerate(sorted({k["stream"] for k in call}, key=str))}
-    lines = [f"{'kernel':40s} {'stream':>6s} {'start':>8s} {'end':>8s} {'dur':>7s}"]
+def launches(call: list[dict]) -> list[str]:
+    """A key per kernel of the call: its name, and "#n" for the n-th (from 0) later launch of the same name."""
+    seen = Counter()
+    keys = []
     for k in call:
+        keys.append(k["name"] + (f"#{seen[k['name']]}" if seen[k["name"]] else ""))
+        seen[k["name"]] += 1
+    return keys
+
+
+def kernel_medians(calls: list[list[dict]]) -> dict[str, float]:
+    """Each launch's median duration (us) over the calls, by ``launches`` key."""
+    durations = {}
+    for call in calls:
+        for key, k in zip(launches(call), call):
+            durations.setdefault(key, []).append(k["dur"])
+    return {key: statistics.median(d) for key, d in durations.items()}
+
+
+def table(call: list[dict], medians: dict[str, float]) -> str:
+    short = {s: i for i, s in enumerate(sorted({k["stream"] for k in call}, key=str))}
+    lines = [f"{'kernel':40s} {'stream':>6s} {'start':>8s} {'end':>8s} {'dur':>7s} {'med':>7s}"]
+    for key, k in zip(launches(call), call):
         lines.append(f"{k['name'][:40]:40s} {short[k['stream']]:>6d} {k['start']:8.1f} {k['end']:8.1f} "
-                     f"{k['dur']:7.1f}")
+                     f"{k['dur']:7.1f} {medians[key]:7.1f}")
     span = max(k["end"] for k in call)
     gaps = idle_gaps(call)
     lines.append(f"span {span:.1f} us; no kernel running: {sum(b - a for a, b in gaps):.1f} us in {len(gaps)} gaps "
@@ -123,10 +144,11 @@ def main():
         calls = profile_case(args, opts.calls, launch_configs(opts.config))
         spans = [max(k["end"] for k in c) for c in calls]
         median = calls[spans.index(sorted(spans)[len(spans) // 2])]
+        medians = kernel_medians(calls)
         report["cases"][case["name"]] = {"spans_us": spans, "median_span_us": statistics.median(spans),
-                                         "calls": calls}
+                                         "kernel_median_us": medians, "calls": calls}
         print(f"== {case['name']} (T {sum(case['seqlens'])}): spans {', '.join(f'{s:.1f}' for s in spans)} us")
-        print(table(median), flush=True)
+        print(table(median, medians), flush=True)
         write_json(Path(opts.out) / "mamba3_timeline.json", report)
 
 
