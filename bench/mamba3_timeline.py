@@ -139,9 +139,10 @@ def main():
     cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
     wanted = opts.cases.split(",")
     report = dict(run_metadata(None, "cuda"), config=opts.config, cases={})
+    configs = launch_configs(opts.config)
     for case in [c for c in cases if c["name"] in wanted]:
         args = make_inputs(case["seqlens"], case["seed"], device="cuda")
-        calls = profile_case(args, opts.calls, launch_configs(opts.config))
+        calls = profile_case(args, opts.calls, configs)
         spans = [max(k["end"] for k in c) for c in calls]
         median = calls[spans.index(sorted(spans)[len(spans) // 2])]
         medians = kernel_medians(calls)
