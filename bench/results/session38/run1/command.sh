@@ -22,4 +22,15 @@ timeout $(cap 270) python -m ssmkit.cli mamba3 judge --solver experiments/mamba3
 echo "== 3. mamba3 selfcheck ($SECONDS s)"
 timeout $(cap 180) python -m ssmkit.cli mamba3 selfcheck --json $W/mamba3_selfcheck.json > $W/mamba3_selfcheck.log 2>&1
 echo "rc=$?"; grep -v "Warn\|warn(" $W/mamba3_selfcheck.log | tail -12; pack
+if grep -q H200 $W/gpu.txt; then  # added in session 38: the issues' targets were set on an H200, and no figure of
+  # main's current code on one exists (sessions 28-37 ran on H100s). Predictions: queued 0.40-0.47 ms at c1-c7;
+  # granite bench as session 33's H200 run (0.385 / 1.231 / 1.169 ms, decode 0.055 / 0.073 / 0.141 in its A/B).
+  echo "== 4. H200: graph queued time of main's public entry ($SECONDS s)"
+  timeout $(cap 150) python bench/mamba3_ab.py --graph --scales 1 --out $W/ab_graph 2>&1 | grep -v "Warn\|warn(" \
+    | grep -E "^c[0-9]|json|rror" | cut -c1-300; pack
+  echo "== 5. H200: granite bench ($SECONDS s)"
+  timeout $(cap 200) python -m ssmkit.cli granite bench --candidate candidates/granite_fast.py \
+    --json $W/granite_bench.json > $W/granite_bench.log 2>&1
+  echo "rc=$?"; grep -v "Warn\|warn(" $W/granite_bench.log | tail -14; pack
+fi
 echo "== done ($SECONDS s)"
