@@ -13,6 +13,25 @@ nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | t
 echo "${SSMKIT_GIT_COMMIT:-unknown}" > $W/commit.txt
 pack() { tar czf "$OUT/run1.tgz" -C $W .; }
 cap() { local left=$((${BUDGET:-585} - SECONDS)); [ $left -lt 1 ] && left=1; [ $left -lt $1 ] && echo $left || echo $1; }
+CASES=c1_four_mixed,c4_short_and_longest,c5_three_even,c8_small_three
+# Step 0 (added in session 38, first because it is short): dv's state term diag(e^{L-l}) Ks dS_out^T formed by the
+# state-gradient chain, which holds dS_out at each step (Mamba3BwdConfig.dv_state_in_chain: one tf32 (64, 64) x
+# (64, 64) dot per step and half, added into a zeroed fp32 (T, 32, 64) buffer), instead of by the intra kernel from
+# dstates (session 37: that term took 38.7 of the intra kernel's 61.8 us at c1). Offline (sm_90, 4 warps): the chain
+# 218 -> 255 registers, 0 -> 18 spill instructions, loop bodies 598 / 687 -> 1096 / 1301 SASS.
+# Predictions: every result but dv bit-identical, dv within ~1e-3 norm-relative (another summation order);
+# timeline at c1: intra 62 -> 25-30 us, chain 59 -> 75-110 us (its steps latency-bound, so the added independent
+# work should cost less than the instruction count says); queued at c1 / c4 / c5 / c8: -15 to +15 us (not known
+# which way).
+echo "== 0a. graph A/B: dv_state_in_chain ($SECONDS s)"
+timeout $(cap 150) python bench/mamba3_ab.py --cases $CASES --out $W/ab_dvs --configs '[{"dv_state_in_chain": true}]' \
+  2>&1 | grep -v "Warn\|warn(" | grep -E "^c[0-9]|^   |json|rror" | cut -c1-300; pack
+echo "== 0b. timelines ($SECONDS s)"
+for cfg in '{}' '{"dv_state_in_chain": true}'; do
+  echo "-- $cfg"
+  timeout $(cap 60) python bench/mamba3_timeline.py --out $W/timeline_$(echo "$cfg" | tr -dc 'a-z') --cases c1_four_mixed \
+    --calls 5 --config "$cfg" 2>&1 | grep -v "Warn\|warn(" | cut -c1-200; pack
+done
 echo "== 1. graph CUDA tests ($SECONDS s)"
 timeout $(cap 90) python -m pytest -q -p no:cacheprovider tests/mamba3/test_graph_cuda.py > $W/pytest_cuda.log 2>&1
 echo "rc=$?"; tail -1 $W/pytest_cuda.log; grep -E "FAILED|Error" $W/pytest_cuda.log | head -8; pack
