@@ -17,8 +17,9 @@ CASES=c1_four_mixed,c4_short_and_longest,c5_three_even,c8_small_three
 # Step 0 (added in session 38, first because it is short): dv's state term diag(e^{L-l}) Ks dS_out^T formed by the
 # state-gradient chain, which holds dS_out at each step (Mamba3BwdConfig.dv_state_in_chain: one tf32 (64, 64) x
 # (64, 64) dot per step and half, added into a zeroed fp32 (T, 32, 64) buffer), instead of by the intra kernel from
-# dstates (session 37: that term took 38.7 of the intra kernel's 61.8 us at c1). Offline (sm_90, 4 warps): the chain
-# 218 -> 255 registers, 0 -> 18 spill instructions, loop bodies 598 / 687 -> 1096 / 1301 SASS.
+# dstates (session 37: that term took 38.7 of the intra kernel's 61.8 us at c1). Offline (sm_90, 4 warps, 1
+# stage): the chain 218 -> 253 registers, no spills, loop bodies 598 / 687 -> 954 / 1157 SASS (plain stores of each half instead of
+# the atomic add: 250 registers, 935 / 1142).
 # Predictions: every result but dv bit-identical, dv within ~1e-3 norm-relative (another summation order);
 # timeline at c1: intra 62 -> 25-30 us, chain 59 -> 75-110 us (its steps latency-bound, so the added independent
 # work should cost less than the instruction count says); queued at c1 / c4 / c5 / c8: -15 to +15 us (not known
