@@ -172,31 +172,6 @@ def test_bwd_config_variant_matches_float64_oracle_and_writes_all(panel, config)
         assert_close_to_oracle(name, got, got.double() - ref, ref)
 
 
-def test_bwd_dv_state_term_in_the_chain_changes_dv_alone(panel):
-    """dv's state term formed by the state-gradient chain (Mamba3BwdConfig.dv_state_in_chain; its buffer is zeroed
-    by the wrapper, so NaN-poisoned allocations show a missed zeroing): every other gradient bit-identical to the
-    default's; dv within the oracle bounds, all written, and within one bf16 rounding of the default's element-wise
-    (the same terms summed in another order)."""
-    with poisoned_allocations():
-        grads = dict(zip(GRAD_NAMES, mamba3_siso_bwd(*panel["inputs"], panel["saved"], *panel["cotangents"],
-                                                     config=Mamba3BwdConfig(dv_state_in_chain=True))))
-    base = dict(zip(GRAD_NAMES, panel["grads"]))
-    for name in GRAD_NAMES:
-        if name != "dv":
-            assert torch.equal(grads[name], base[name]), name
-    dv, ref = grads["dv"], panel["oracle"]["dv"]
-    assert not torch.isnan(dv).any(), "dv: elements left unwritten"
-    assert_close_to_oracle("dv", dv, dv.double() - ref, ref)
-    a, b = dv.double(), base["dv"].double()
-    assert ((a - b).abs() - BF16_STEP * torch.maximum(a.abs(), b.abs())).max() <= 0, "dv: beyond one bf16 rounding"
-
-
-def test_dv_state_term_in_the_chain_needs_the_chain(panel):
-    with pytest.raises(ValueError, match="dv_state_in_chain"):
-        mamba3_siso_bwd(*panel["inputs"], panel["saved"], *panel["cotangents"],
-                        config=Mamba3BwdConfig(dv_state_in_chain=True, dstate_scan=True))
-
-
 def test_dphi_carry_kernel_sums_every_later_chunk_across_tiles():
     """The angle-gradient carry entering each chunk (dfinal_angle + both planes' dPhi sums of the sequence's later
     chunks) against a float64 reverse cumsum, on sequences of 40, 16, 17, 1 and 3 chunks (several CB = 16 tiles,

@@ -43,25 +43,21 @@ def build(fn, consts, num_warps=4, posted=False, bf16=(), fp32=(), **options):
 # and split into bf16 (Mamba3BwdConfig.transposed_precision)
 for prec, tprec in (("tf32", "tf32"), ("tf32x3", "tf32x3"), ("tf32", "bf16x3")):
     for warps in (4, 8):
-        build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, TPREC=tprec, DVS=False), warps)
+        build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, TPREC=tprec), warps)
         build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), warps)
-    build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, TPREC=tprec, DVS=False), 4, posted=True)
+    build(bwd._m3b_intra_kernel, dict(SB=4, PREC=prec, TPREC=tprec), 4, posted=True)
     build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), 4, posted=True)
     for maxnreg in (168, 128):  # (168: the default cap, Mamba3BwdConfig.side_maxnreg)
         build(bwd._m3b_sides_kernel, dict(SB=4, PREC=tprec), 4, maxnreg=maxnreg)
-    for warps in (4, 8):  # (num_stages: Mamba3BwdConfig.dstate_stages)
-        build(bwd._m3b_dstate_kernel, dict(TPREC=tprec, DVS=False, PREC=prec), warps, num_stages=1)
-    build(bwd._m3b_dstate_kernel, dict(TPREC=tprec, DVS=False, PREC=prec), 4, posted=True, num_stages=1)
+    for warps in (4, 8):
+        build(bwd._m3b_dstate_kernel, dict(TPREC=tprec), warps, num_stages=1)  # (Mamba3BwdConfig.dstate_stages)
+    build(bwd._m3b_dstate_kernel, dict(TPREC=tprec), 4, posted=True, num_stages=1)
     for warps in (4, 8):
         build(bwd._m3b_dstate_local_kernel, dict(SB=8, TPREC=tprec), warps)
-build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32x3", TPREC="bf16x3", DVS=False), 4)  # (the precisions mixed)
+build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32x3", TPREC="bf16x3"), 4)  # (the precisions mixed)
 # the intra kernel under a register cap (Mamba3BwdConfig.intra_maxnreg): three 4-warp or two 8-warp programs per SM
 for warps, maxnreg in ((4, 168), (8, 128)):
-    build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32", TPREC="bf16x3", DVS=False), warps, posted=True,
-          maxnreg=maxnreg)
-# dv's state term formed by the chain (Mamba3BwdConfig.dv_state_in_chain): the chain and the intra kernel as launched
-build(bwd._m3b_dstate_kernel, dict(TPREC="bf16x3", DVS=True, PREC="tf32"), 4, posted=True, num_stages=1)
-build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32", TPREC="bf16x3", DVS=True), 4, posted=True, maxnreg=168)
+    build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32", TPREC="bf16x3"), warps, posted=True, maxnreg=maxnreg)
 # the per-head dq / dk rows in fp32 (Mamba3BwdConfig.head_partials "fp32")
 build(bwd._m3b_sides_kernel, dict(SB=4, PREC="bf16x3"), 4, posted=True, fp32=("dqp_ptr", "dkp_ptr"), maxnreg=168)
 build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS),

@@ -47,7 +47,6 @@ from ssmkit.kernels.mamba3.bwd import (
     bwd_gate,
     bwd_state_grads,
     mamba3_siso_bwd,
-    zero_dv_state,
 )
 from ssmkit.kernels.mamba3.fwd import Posted, allocate_fwd_outputs, mamba3_siso_fwd
 from ssmkit.mamba3.shapes import DSTATE, HEADDIM, NANGLES, NHEADS, NHEADS_QK
@@ -133,20 +132,18 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, copy_
         with _forked(side[0], main):
             copy_in()
     # (allocated on the current stream, which outlives their use on the side streams by the joins below)
-    dy, dstates, dvs = allocate_state_grads(v, inputs[0], cu_seqlens, bwd_config)
+    dy, dstates = allocate_state_grads(v, inputs[0], cu_seqlens)
 
     # dY needs only dout and z: beside the chunk-state kernel, on the low-priority stream (its result is not waited
-    # for until the chain, after the rotate kernel), as does the zeroing of the chain's dv state-term buffer
+    # for until the chain, after the rotate kernel)
     with _forked(side[1], main):
-        zero_dv_state(dvs)
         bwd_gate(dout, z, None, dy=dy, posted=posted)
 
-    def fork_chain(q_rot, k_rot, chunk_scalars):
+    def fork_chain(q_rot):
         with _forked(side[0], main):
             _join(side[0], side[1])  # (the dY gate)
-            bwd_state_grads(q_rot, inputs[0], inputs[6], adt, dy, cu_seqlens, dfinal_ssm, dstates, dvs=dvs,
-                            k_rot=k_rot, k=inputs[1], k_bias=inputs[7], chunk_scalars=chunk_scalars,
-                            config=bwd_config, posted=posted)
+            bwd_state_grads(q_rot, inputs[0], inputs[6], adt, dy, cu_seqlens, dfinal_ssm, dstates, config=bwd_config,
+                            posted=posted)
 
     *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5], before_scan=fork_chain,
                                 rotate_stream=side[0], gate_grad=(dout, grads.dz), posted=posted,
@@ -155,7 +152,7 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, copy_
         with _forked(side[1], main):
             after_forward()
     _join(main, side[0])
-    mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads, state_grads=(dy, dstates, dvs),
+    mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads, state_grads=(dy, dstates),
                     posted=posted)
     _join(main, side[1])
 

@@ -150,46 +150,23 @@ def _m3b_dy_tiles(dy_ptr, tok, valid, h, H: tl.constexpr, P: tl.constexpr):
 
 @triton.jit
 def _m3b_dstate_kernel(
-    qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr, dfs_ptr, dstates_ptr, kr_ptr, k_ptr, kb_ptr, fscal_ptr, dvs_ptr,
-    io_ptr, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, TPREC: tl.constexpr,
-    DVS: tl.constexpr, PREC: tl.constexpr, DFINAL_SSM_WORD: tl.constexpr,
+    qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr, dfs_ptr, dstates_ptr, io_ptr,
+    H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, TPREC: tl.constexpr,
+    DFINAL_SSM_WORD: tl.constexpr,
 ):
     """Grid (H, S, 2): the reverse state-gradient chain of §7.2 on one half of the state columns, from the gate
     kernel's dY; stores the gradient of the state leaving each chunk (dS_acc of that chunk). One branch per half,
-    each built for its half (`_m3b_dstate_chain`). DVS: each step also adds its half of dv's state term
-    (`_m3b_dv_state_half`) into dvs (T, H, P) fp32, which must hold zeros (two addends per element onto zero: the
-    same sum in either order)."""
+    each built for its half (`_m3b_dstate_chain`)."""
     for half in tl.static_range(2):
         if tl.program_id(2) == half:
             _m3b_dstate_chain(tl.program_id(0), tl.program_id(1), half, qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr,
-                              cu_ptr, dfs_ptr, dstates_ptr, kr_ptr, k_ptr, kb_ptr, fscal_ptr, dvs_ptr, io_ptr,
-                              H, P, N, C, TPREC, DVS, PREC, DFINAL_SSM_WORD)
-
-
-@triton.jit
-def _m3b_kscale(fscal_ptr, slot, h, active, H: tl.constexpr, C: tl.constexpr):
-    """e^{L-l} s (C,) of one chunk slot and head, from the forward's chunk scalars (``Mamba3FwdSaved.chunk_scalars``:
-    rows ell, gamma, s); zeros where the slot holds no chunk (``active`` False)."""
-    srow = fscal_ptr + (slot * H + h) * 3 * C + tl.arange(0, C)
-    lam = tl.load(fscal_ptr + (slot * H + h) * 3 * C + C - 1, mask=active, other=0.0)
-    return tl.load(srow + 2 * C, mask=active, other=0.0) * tl.exp(lam - tl.load(srow, mask=active, other=0.0))
-
-
-@triton.jit
-def _m3b_dv_state_half(ds_out, kscale, kr_ptr, k_ptr, kb_ptr, tok, valid, h, half: tl.constexpr, H: tl.constexpr,
-                       N: tl.constexpr, PREC: tl.constexpr, acc=None):
-    """One state half's part of dv's state term for one chunk and head, diag(e^{L-l}) Ks dS_out^T (C, P) fp32 (+ acc):
-    dS_out (P, N/2) the gradient of the state leaving the chunk on that half, Ks = diag(s) K~, kscale = e^{L-l} s
-    (`_m3b_kscale`); zero rows where not valid."""
-    kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
-    return tl.dot(kt * kscale[:, None], tl.trans(ds_out), acc, input_precision=PREC)
+                              cu_ptr, dfs_ptr, dstates_ptr, io_ptr, H, P, N, C, TPREC, DFINAL_SSM_WORD)
 
 
 @triton.jit
 def _m3b_dstate_chain(h, s, half: tl.constexpr, qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, cu_ptr, dfs_ptr,
-                      dstates_ptr, kr_ptr, k_ptr, kb_ptr, fscal_ptr, dvs_ptr, io_ptr, H: tl.constexpr,
-                      P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, TPREC: tl.constexpr, DVS: tl.constexpr,
-                      PREC: tl.constexpr, DFINAL_SSM_WORD: tl.constexpr):
+                      dstates_ptr, io_ptr, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr,
+                      TPREC: tl.constexpr, DFINAL_SSM_WORD: tl.constexpr):
     """`_m3b_dstate_kernel`'s chain for head h, sequence s and state half ``half``."""
     NH: tl.constexpr = N // 2
     bos = tl.load(cu_ptr + s)
@@ -204,13 +181,6 @@ def _m3b_dstate_chain(h, s, half: tl.constexpr, qr_ptr, q_ptr, qb_ptr, adt_ptr, 
     for ci in range(0, nchunks):
         c = nchunks - 1 - ci
         tl.store(dstates_ptr + ((base + c) * H + h) * P * N + tile, ds)
-        if DVS:
-            tok = bos + c * C + tl.arange(0, C)
-            valid = tok < eos
-            part = _m3b_dv_state_half(ds, _m3b_kscale(fscal_ptr, base + c, h, True, H, C), kr_ptr, k_ptr, kb_ptr,
-                                      tok, valid, h, half, H, N, PREC)
-            tl.atomic_add(dvs_ptr + tok[:, None] * (H * P) + h * P + tl.arange(0, P)[None, :], part,
-                          mask=valid[:, None], sem="relaxed")
         # the chunk before's loads issued here, so that their latency hides behind this chunk's dot (a hand-made
         # one-stage pipeline: Triton's own, num_stages 2-3, measured slower, Mamba3BwdConfig.dstate_stages)
         adt_n, dy_hi_n, dy_lo_n, qt_n = _m3b_dstate_chunk_loads(qr_ptr, q_ptr, qb_ptr, adt_ptr, dy_ptr, bos, eos,
@@ -309,10 +279,10 @@ def _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H: tl.constexpr, C: tl.constex
 @triton.jit
 def _m3b_intra_kernel(
     kr_ptr, k_ptr, kb_ptr, v_ptr, fscal_ptr, ms_ptr, qk_ptr, d_ptr, dy_ptr, cu_ptr,
-    dstates_ptr, dvs_ptr, dfv_ptr,
+    dstates_ptr, dfv_ptr,
     mg_ptr, dv_ptr, dl_ptr, etok_ptr, ddp_ptr, scal_ptr, elam_ptr, io_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
-    TPREC: tl.constexpr, DVS: tl.constexpr, V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
+    TPREC: tl.constexpr, V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
 ):
     """Grid (chunk slots, H), chunk body part 1: what needs the (C, C) matrices of one chunk. The scores
     A = Q~ Ks^T (Ks = diag(s) K~) are used only as M o A = decay o A, which the forward's chunk scan stored
@@ -321,8 +291,7 @@ def _m3b_intra_kernel(
     side kernels split into bf16 hi and lo, (2, C, C) per slot and head: their four programs per chunk and head
     read it split instead of each splitting it, sides 0.187 -> 0.171 ms at c1, NOTES.md "Session 19"), the
     intra-chunk part of dl (row minus column sums of (M o A) o G), and all of dv: (M o A)^T dY + (D + gamma q^.k^) dY
-    + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token); with DVS the chain added the last term
-    into dvs (T, H, P) fp32 (`_m3b_dstate_kernel`), which is loaded instead (dstates then not read).
+    + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
     Per token it stores e = dY.v; per slot sum(e) (the D partial); per slot and head the chunk scalars
     the side kernels read instead of recomputing them (`_m3b_side_setup`): rows e^l, e^{L-l}, gamma, s of
     ``scal`` (nslot, H, 4, C) and e^L in ``elam`` (nslot, H)."""
@@ -367,16 +336,15 @@ def _m3b_intra_kernel(
     qk = tl.load(qk_ptr + th_, mask=valid, other=0.0)
     w = tl.trans(ma) + tl.where(diag, (tl.load(d_ptr + h) + gam * qk)[:, None], 0.0)  # (M o A: 0 on i = j)
     dvv = _m3_dot(w, dy_hi, TPREC, b_lo=dy_lo)
-    if DVS:  # the chain added diag(e^{L-l}) Ks dS_out^T into dvs (Mamba3BwdConfig.dv_state_in_chain)
-        dvv += tl.load(dvs_ptr + hp, mask=vmask, other=0.0)
-    else:
-        # diag(e^{L-l}) Ks dS_out^T last, onto dv's accumulator, K~ loaded again (L1 / L2) and the chunk's scalars
-        # too, rather than the (C, P) product (until session 26 formed beside the scores since session 17) or the
-        # scalars kept live through the kernel
-        kscale = _m3b_kscale(fscal_ptr, slot, h, active, H, C)
-        for half in tl.static_range(2):
-            ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
-            dvv = _m3b_dv_state_half(ds_out, kscale, kr_ptr, k_ptr, kb_ptr, tok, valid, h, half, H, N, PREC, dvv)
+    # diag(e^{L-l}) Ks dS_out^T last, onto dv's accumulator, K~ loaded again (L1 / L2) and the chunk's scalars too,
+    # rather than the (C, P) product (until session 26 formed beside the scores since session 17) or the scalars
+    # kept live through the kernel
+    srow = fscal_ptr + (slot * H + h) * 3 * C + i
+    kscale = tl.load(srow + 2 * C, mask=active, other=0.0) * tl.exp(lam - tl.load(srow, mask=active, other=0.0))
+    for half in tl.static_range(2):
+        kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
+        ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
+        dvv = tl.dot(kt * kscale[:, None], tl.trans(ds_out), dvv, input_precision=PREC)
     dvv += tl.where((tok == eos - 1)[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0)
     tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
 
@@ -728,11 +696,6 @@ class Mamba3BwdConfig(NamedTuple):
     row rounded once; H200, c1: sides 0.150 -> 0.140 ms, finish 0.036 -> 0.031, the public entry -16 to -19 us
     queued at c1-c7; dq / dk norm-relative error against float64 1.65e-3 -> 2.34e-3, their target 3.1e-3;
     bench/mamba3/NOTES.md "Session 25") or "fp32" (dq / dk as close to float64 as the reference).
-    dv_state_in_chain: dv's state term diag(e^{L-l}) Ks dS_out^T formed by the state-gradient chain, which holds
-    dS_out at each step (one (C, 64) x (64, P) dot per step and half, added into a zeroed fp32 (T, 32, P) buffer:
-    two addends per element, the same bits in either order), instead of by the intra kernel from dstates (~39 MB
-    read at c1 for it: session 37, that term took 38.7 us of the intra kernel's 61.8 on an H100). Needs the chain
-    (dstate_scan False).
     """
 
     num_warps: int = 4
@@ -750,7 +713,6 @@ class Mamba3BwdConfig(NamedTuple):
     finish_warps: int = 4
     reduce_tokens: int = 16
     head_partials: str = "bf16"
-    dv_state_in_chain: bool = False
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -791,35 +753,23 @@ def bwd_gate(dout, z, y, dz=None, dy=None, posted: Posted | None = None) -> None
     )
 
 
-def allocate_state_grads(v, q, cu_seqlens, config=DEFAULT_BWD_CONFIG) -> tuple:
+def allocate_state_grads(v, q, cu_seqlens) -> tuple:
     """Uninitialised (dY (T, 32, 2, 64) bf16 (hi and lo halves, `_m3b_gate_kernel`), dstates (T // 64 + S, 32,
-    64, 128) fp32, dvs) for v (T, 32, 64), q (T, 1, 128) and cu_seqlens (S + 1,): what ``bwd_gate`` and
-    ``bwd_state_grads`` write for the chunk kernels. dvs: with ``config.dv_state_in_chain`` a (T, 32, 64) fp32
-    buffer for dv's state term, which must be zeroed before the chain runs (``zero_dv_state``); else None."""
+    64, 128) fp32) for v (T, 32, 64), q (T, 1, 128) and cu_seqlens (S + 1,): what ``bwd_gate`` and
+    ``bwd_state_grads`` write for the chunk kernels."""
     T, H, P = v.shape
     f32 = torch.float32
-    if config.dv_state_in_chain and config.dstate_scan:
-        raise ValueError("config.dv_state_in_chain needs the state-gradient chain (dstate_scan False)")
     return (torch.empty((T, H, 2, P), device=v.device, dtype=torch.bfloat16),
-            torch.empty((T // CHUNK + cu_seqlens.shape[0] - 1, H, P, q.shape[-1]), device=v.device, dtype=f32),
-            torch.empty((T, H, P), device=v.device, dtype=f32) if config.dv_state_in_chain else None)
+            torch.empty((T // CHUNK + cu_seqlens.shape[0] - 1, H, P, q.shape[-1]), device=v.device, dtype=f32))
 
 
-def zero_dv_state(dvs) -> None:
-    """Zero the chain's dv state-term buffer (``allocate_state_grads``), if there is one."""
-    if dvs is not None:
-        dvs.zero_()
-
-
-def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, *, dvs=None, k_rot=None, k=None,
-                    k_bias=None, chunk_scalars=None, config=DEFAULT_BWD_CONFIG, posted: Posted | None = None) -> None:
+def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, *,
+                    config=DEFAULT_BWD_CONFIG, posted: Posted | None = None) -> None:
     """Launch the state-gradient chain (spec §7.2): the gradient of the state leaving every chunk, (T // 64 + S, 32,
     64, 128) fp32 in the forward's chunk-state layout, into ``dstates`` (``allocate_state_grads``), from the
     forward's rotated half of q~ (T, 32, 64) fp32 with q (T, 1, 128) bf16 and q_bias (32, 128) fp32 (the other
     half), adt (T, 32) fp32, dY (T, 32, 2, 64) bf16 halves (``bwd_gate``) and dfinal_ssm (S, 32, 64, 128) fp32
-    (or, with ``posted``, the Posted's "dfinal_ssm": a graph). With ``dvs`` (config.dv_state_in_chain: the zeroed
-    buffer of ``allocate_state_grads``) the chain also adds dv's state term into it, from k~ (k_rot (T, 32, 64)
-    fp32, k (T, 1, 128) bf16, k_bias (32, 128) fp32) and the forward's chunk_scalars."""
+    (or, with ``posted``, the Posted's "dfinal_ssm": a graph)."""
     T, H = q_rot.shape[:2]
     N = q.shape[-1]
     P = dy.shape[-1]
@@ -838,14 +788,10 @@ def bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, 
             **posted_kwargs(posted, cu_seqlens, "dfinal_ssm"),
         )
     else:
-        if (dvs is None) == config.dv_state_in_chain:
-            raise ValueError("dvs: a zeroed buffer exactly when config.dv_state_in_chain (allocate_state_grads)")
-        dv_args = (k_rot, k, k_bias, chunk_scalars, dvs) if dvs is not None else (dstates,) * 5
         _m3b_dstate_kernel[(H, S, 2)](
-            q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, *dv_args,
-            H=H, P=P, N=N, C=CHUNK, TPREC=config.transposed_precision, DVS=dvs is not None,
-            PREC=config.input_precision, num_warps=config.dstate_warps, num_stages=config.dstate_stages,
-            **posted_kwargs(posted, cu_seqlens, "dfinal_ssm"),
+            q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates,
+            H=H, P=P, N=N, C=CHUNK, TPREC=config.transposed_precision, num_warps=config.dstate_warps,
+            num_stages=config.dstate_stages, **posted_kwargs(posted, cu_seqlens, "dfinal_ssm"),
         )
 
 
@@ -868,8 +814,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (S, 32, 64).
     `config`: a Mamba3BwdConfig (warps, dot precision). `grads`: None (new tensors) or a `Mamba3BwdGrads` of
     tensors to write, as `allocate_grads` makes them (not checked), which is then returned. `state_grads`: None, or
-    (dY, dstates, dvs) already computed by `bwd_gate` and `bwd_state_grads` (a graph runs those beside the forward,
-    whose chunk scan writes dz): then only the chunk kernels are launched. `posted`: a Posted whose "v" (read)
+    (dY, dstates) already computed by `bwd_gate` and `bwd_state_grads` (a graph runs those beside the forward, whose
+    chunk scan writes dz): then only the chunk kernels are launched. `posted`: a Posted whose "v" (read)
     and "dv" (written) the chunk kernels use instead of those tensors, "angles" (read) and the gradients it writes
     (dangles, dq, dk, dadt, ddt, dtrap, dq_bias, dk_bias, dd) the finish kernel, "dfinal_ssm" the state-gradient
     chain and "dout", "z" (and "dz" when saved.y is given) the gate (a graph).
@@ -897,13 +843,11 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     dv = grads.dv
     sb = triton.next_power_of_2(S + 1)  # (>= S + 1: _fwd_locate_chunk reads cu_seqlens[0..S])
     if state_grads is None:
-        dy, dstates, dvs = allocate_state_grads(v, q, cu_seqlens, config)  # dY = dout * silu(z)
-        zero_dv_state(dvs)
+        dy, dstates = allocate_state_grads(v, q, cu_seqlens)  # dY = dout * silu(z)
         bwd_gate(dout, z, y, None if y is None else grads.dz, dy, posted=posted)
-        bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, dvs=dvs, k_rot=k_rot, k=k,
-                        k_bias=k_bias, chunk_scalars=chunk_scalars, config=config, posted=posted)
+        bwd_state_grads(q_rot, q, q_bias, adt, dy, cu_seqlens, dfinal_ssm, dstates, config=config, posted=posted)
     else:
-        dy, dstates, dvs = state_grads
+        dy, dstates = state_grads
     # the chunk body in two launches (intra-chunk part; q side and k side per state half); their per-token and
     # per-slot partial results are combined in a fixed order by the finish kernel
     mg = torch.empty((nslot, H, 2, CHUNK, CHUNK), device=dev, dtype=torch.bfloat16)  # M o G split: hi, lo
@@ -924,10 +868,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     sizes = dict(H=H, P=P, N=N, C=CHUNK, SB=sb)
     side_launch = dict(num_warps=config.side_warps, **maxnreg_option(config.side_maxnreg, dev))
     _m3b_intra_kernel[(nslot, H)](
-        k_rot, k, k_bias, v, chunk_scalars, masked_scores, qk, d, dy, cu_seqlens, dstates,
-        dstates if dvs is None else dvs, dfinal_v, mg, dv, dl_parts, e_tok, dd_part, side_scalars, exp_lam,
-        S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, DVS=dvs is not None,
-        num_warps=config.num_warps,
+        k_rot, k, k_bias, v, chunk_scalars, masked_scores, qk, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
+        e_tok, dd_part, side_scalars, exp_lam,
+        S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, num_warps=config.num_warps,
         **maxnreg_option(config.intra_maxnreg, dev), **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
     _m3b_sides_kernel[(4 * nslot, H)](

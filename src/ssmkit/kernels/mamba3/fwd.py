@@ -543,10 +543,9 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     every call: the scan kernel reads the rotated dims of q~ and k~ from the rotate kernel either way).
     ``out``: None (new tensors) or the five output tensors to write, as ``allocate_fwd_outputs`` makes them
     (contiguous; not checked), which are then returned (a graph-backed call writes its static buffers so).
-    ``before_scan``: None, or a function called with q_rot, k_rot (T, 32, 64) fp32 and chunk_scalars (as saved)
-    once the rotate kernel is launched and before the chunk-scan launch (a graph forks the backward's
-    state-gradient chain there, which needs q~ (and, forming dv's state term, k~ and the scalars) but not the
-    scan's results). ``rotate_stream``: None (every launch on the current stream), or a CUDA stream of the
+    ``before_scan``: None, or a function called with q_rot (T, 32, 64) fp32 once the rotate kernel is launched and
+    before the chunk-scan launch (a graph forks the backward's state-gradient chain there, which needs q~ but not
+    the scan's results). ``rotate_stream``: None (every launch on the current stream), or a CUDA stream of the
     device on which the rotate kernel runs beside the state passing, walking the carry itself (it then needs only
     the chunk-state kernel's results), for T <= ROTATE_WALK_MAX_TOKENS; the current stream waits for it before the
     scan. ``walk_carry``: None (walk exactly then), or True / False to force the form (tests; same bits either
@@ -635,7 +634,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     if forked:
         torch.cuda.current_stream(dev).wait_stream(rotate_stream)
     if before_scan is not None:
-        before_scan(q_rot, k_rot, chunk_scalars)
+        before_scan(q_rot)
     _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, chunk_scalars, d, z, cu_seqlens, S, chunk_states, qk, out, final_v,
         save_bufs[0], save_bufs[3], *(gate_grad or (out, out)),
