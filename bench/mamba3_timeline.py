@@ -8,7 +8,8 @@ call's first kernel), duration, and the SMs' idle gaps: intervals inside the spa
 each kernel's median duration over all the calls ("med": a kernel launched twice per call counted per launch).
 Usage (CUDA): PYTHONPATH=src python bench/mamba3_timeline.py --out DIR [--cases c1_four_mixed,...] [--calls 7]
        [--config JSON] (launch config fields as bench/mamba3_ab.py --configs takes one of them, e.g.
-       '{"side_maxnreg": 0}')
+       '{"side_maxnreg": 0}') [--one-stream] (every launch of the graph on one stream,
+       ssmkit.mamba3.graph.CONCURRENT_STREAMS False: each kernel's duration with nothing beside it)
 JSON (command, commit, GPU, versions; per case every profiled call's kernels) goes to DIR/mamba3_timeline.json.
 """
 import argparse
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mamba3_ab import launch_configs  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
+from ssmkit.mamba3 import graph as graph_module  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
 from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp  # noqa: E402
 
@@ -133,12 +135,14 @@ def main():
     ap.add_argument("--cases", default="c1_four_mixed,c5_three_even,c8_small_three")
     ap.add_argument("--calls", type=int, default=7)
     ap.add_argument("--config", type=json.loads, default={})
+    ap.add_argument("--one-stream", action="store_true")
     opts = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("mamba3_timeline.py needs CUDA")
+    graph_module.CONCURRENT_STREAMS = not opts.one_stream  # (part of a graph's key: a capture of its own)
     cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
     wanted = opts.cases.split(",")
-    report = dict(run_metadata(None, "cuda"), config=opts.config, cases={})
+    report = dict(run_metadata(None, "cuda"), config=opts.config, one_stream=opts.one_stream, cases={})
     configs = launch_configs(opts.config)
     for case in [c for c in cases if c["name"] in wanted]:
         args = make_inputs(case["seqlens"], case["seed"], device="cuda")
