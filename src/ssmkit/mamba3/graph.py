@@ -113,9 +113,9 @@ def _allocate_results(args) -> tuple:
 def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, copy_in=None, after_forward=None) -> None:
     """The direct call's kernels on ``args`` (17 contiguous tensors), writing ``results`` (16 tensors), on three
     streams: ``side`` holds two more CUDA streams of the device; on the first, the forward's rotate kernel (beside
-    the state passing), then the dY half of the gate (the forward's chunk scan writes dz: ``gate_grad``) and the
-    state-gradient chain (both beside the chunk scan: the chain needs q~ and dY but no scan result); on the second
-    (the lowest priority, STREAM_PRIORITIES) the copy-out below; the current stream waits for both before it returns. (Off
+    the state passing) and the state-gradient chain (beside the chunk scan: it needs q~ but no scan result); on the
+    second (the lowest priority, STREAM_PRIORITIES) the dY half of the gate beside the forward's chunk-state kernel
+    (the forward's chunk scan writes dz: ``gate_grad``); the current stream waits for both before it returns. (Off
     CUDA, (None, None): the same launches in that order on one stream, for the interpreter tests.)
     ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses; ``copy_in``:
     launches (a graph's slot copy of the small arguments into ``args``) queued first on the first side stream, beside
@@ -134,11 +134,14 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, copy_
     # (allocated on the current stream, which outlives their use on the side streams by the joins below)
     dy, dstates = allocate_state_grads(v, inputs[0], cu_seqlens)
 
-    # dY needs only dout and z, but nothing waits for it until the chain, which ends well before the chunk scan beside
-    # it: so the gate runs right before the chain, beside the scan, leaving the chunk-state kernel alone
+    # dY needs only dout and z: beside the chunk-state kernel, on the low-priority stream (its result is not waited
+    # for until the chain, after the rotate kernel)
+    with _forked(side[1], main):
+        bwd_gate(dout, z, None, dy=dy, posted=posted)
+
     def fork_chain(q_rot):
         with _forked(side[0], main):
-            bwd_gate(dout, z, None, dy=dy, posted=posted)
+            _join(side[0], side[1])  # (the dY gate)
             bwd_state_grads(q_rot, inputs[0], inputs[6], adt, dy, cu_seqlens, dfinal_ssm, dstates, config=bwd_config,
                             posted=posted)
 
