@@ -30,11 +30,12 @@ python - "$W/ncu_metrics.csv" <<'PY' | tee $W/idle_table.txt
 import csv, sys
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
 head, rows = rows[0], rows[1:]
-ix = {k: head.index(k) for k in ("ID", "Kernel Name", "Metric Name", "Metric Value")}
+ix = {k: head.index(k) for k in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value")}
+scale = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6}  # durations to ns
 by = {}
 for r in rows:
     by.setdefault((int(r[ix["ID"]]), r[ix["Kernel Name"]][:34]), {})[r[ix["Metric Name"]]] = float(
-        r[ix["Metric Value"]].replace(",", ""))
+        r[ix["Metric Value"]].replace(",", "")) * scale.get(r[ix["Metric Unit"]], 1.0)
 print(f"{'kernel':36s} {'us':>7s} {'avg/el':>7s} {'min/el':>7s} {'idle us':>8s} {'waves':>6s} {'grid':>6s} {'occ%':>5s}")
 for (i, name), m in sorted(by.items()):
     el = m["gpc__cycles_elapsed.max"]; us = m["gpu__time_duration.sum"] / 1e3
