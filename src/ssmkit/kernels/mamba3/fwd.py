@@ -32,7 +32,7 @@ import triton
 import triton.language as tl
 
 from ssmkit.kernels.common.mapped_io import posted_pointer
-from ssmkit.kernels.mamba3.dots import _m3_dot
+from ssmkit.kernels.mamba3.dots import _m3_dot, _m3_split_bf16
 from ssmkit.mamba3.shapes import CHUNK, DSTATE, HEADDIM, INPUT_NAMES, NANGLES, NHEADS
 from ssmkit.mamba3.validate import validate_inputs
 
@@ -66,10 +66,12 @@ class Mamba3FwdConfig(NamedTuple):
     uncapped, c4 0.029 vs 0.031); scan_maxnreg: the chunk scan's (168: three 4-warp programs per SM, where the build
     without a cap takes 172 registers since it reads the chunk scalars, session 15; with the split-bf16 scores V, 20
     spill instructions at 168, and still 0.048 ms at c1 against 0.055-0.056 uncapped or at 184, session 23);
-    chunk_maxnreg: the chunk-state kernel's (0 since session 22, when at 4 warps the build took 146 registers, three
-    programs per SM, and capped at 128 spilled 58 instructions and ran c1 0.043 ms against 0.037 uncapped. With the
-    split-bf16 dots of session 23 the build takes 128 registers uncapped (four programs per SM): c1 0.032 ms, against
-    0.031 at a 96 cap (37 spill instructions) and 0.047 at 8 warps, c4 level at 96, bench/mamba3/NOTES.md "Session 23").
+    chunk_maxnreg: the chunk-state kernel's (128 since session 39: a graph's build, which reads its inputs at posted
+    addresses, takes 140 registers uncapped (three programs per SM; the direct build 127), 127 capped with no spills;
+    H100, graph, same process: queued -0.6 to -7 us per call at c1 / c2 / c4 / c5 / c8, the same bits; 96 (68 spill
+    instructions) level or slower, bench/mamba3/NOTES.md "Session 39". History: 0 from session 22, when at 4 warps
+    the build took 146 registers and capped at 128 spilled 58 instructions (c1 0.043 ms against 0.037 uncapped);
+    session 23's split-bf16 dots brought the build to 128 registers uncapped).
     """
 
     chunk_warps: int = 4
@@ -82,7 +84,7 @@ class Mamba3FwdConfig(NamedTuple):
     transposed_precision: str = "bf16x3"
     rotate_maxnreg: int = 128
     scan_maxnreg: int = 168
-    chunk_maxnreg: int = 0
+    chunk_maxnreg: int = 128
 
 
 DEFAULT_FWD_CONFIG = Mamba3FwdConfig()
@@ -272,15 +274,18 @@ def _fwd_tilde_half(xr_ptr, x_ptr, bias_ptr, t, h, valid, half, H: tl.constexpr,
 @triton.jit
 def _mamba3_fwd_chunk_state_kernel(
     k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, kb_ptr, ang_ptr, cu_ptr, S, dstate_ptr, decay_ptr, scal_ptr,
-    csum_ptr, io_ptr,
+    csum_ptr, dout_ptr, z_ptr, dy_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
-    BLOCK_S: tl.constexpr, TPREC: tl.constexpr, V_WORD: tl.constexpr, ANGLES_WORD: tl.constexpr,
+    BLOCK_S: tl.constexpr, TPREC: tl.constexpr, DY: tl.constexpr, V_WORD: tl.constexpr, ANGLES_WORD: tl.constexpr,
     K_WORD: tl.constexpr, ADT_WORD: tl.constexpr, DT_WORD: tl.constexpr, TRAP_WORD: tl.constexpr,
-    K_BIAS_WORD: tl.constexpr, CU_SEQLENS_WORD: tl.constexpr,
+    K_BIAS_WORD: tl.constexpr, CU_SEQLENS_WORD: tl.constexpr, DOUT_WORD: tl.constexpr, Z_WORD: tl.constexpr,
 ):
     """Grid (chunk slots, H): launch 1 of the forward (the module header). Every input may be read at its posted
     address (*_WORD >= 0): in a graph this kernel, the first after the table fetch, then does not wait for the copy
-    of the small arguments into their static buffers, which runs beside it (ssmkit.mamba3.graph)."""
+    of the small arguments into their static buffers, which runs beside it (ssmkit.mamba3.graph). DY (a full-VJP
+    call, ``mamba3_siso_fwd(gate_dy=...)``): also the backward's dY = dout * silu(z) of the chunk's tokens and head,
+    split into bf16 hi and lo (`_fwd_gate_dy`, the gate kernel's form and bits), (T, H, 2, P), instead of a launch of
+    the backward's gate kernel."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     ang_ptr = posted_pointer(ang_ptr, io_ptr, ANGLES_WORD)
     k_ptr = posted_pointer(k_ptr, io_ptr, K_WORD)
@@ -318,6 +323,15 @@ def _mamba3_fwd_chunk_state_kernel(
         tl.store(out, _m3_dot(vt, _fwd_rotate_pairs(k_r, cos_c, sin_c, CHUNK_, NA) * sw, TPREC))
         tl.store(out + N // 2, _m3_dot(vt, k_p * sw, TPREC))
         tl.store(decay_ptr + slot * H + h, ell_end)
+        if DY:
+            dout_ptr = posted_pointer(dout_ptr, io_ptr, DOUT_WORD)
+            z_ptr = posted_pointer(z_ptr, io_ptr, Z_WORD)
+            tv_off = t[:, None] * (H * P) + h * P + pcols[None, :]
+            hi, lo = _fwd_gate_dy(tl.load(dout_ptr + tv_off, mask=valid[:, None], other=0.0).to(tl.float32),
+                                  tl.load(z_ptr + tv_off, mask=valid[:, None], other=0.0).to(tl.float32))
+            row = dy_ptr + t[:, None] * (H * 2 * P) + h * (2 * P) + pcols[None, :]
+            tl.store(row, hi, mask=valid[:, None])
+            tl.store(row + P, lo, mask=valid[:, None])
 
 
 @triton.jit
@@ -424,6 +438,14 @@ def _mamba3_fwd_rotate_kernel(
 
 
 @triton.jit
+def _fwd_gate_dy(dout, z):
+    """The backward's dY = dout * silu(z) (F8's output gradient before the gate), fp32 dout and z, split into bf16
+    (hi, lo) (`_m3_split_bf16`): the one form of both kernels that write dY (the backward's gate kernel, the
+    chunk-state kernel's DY), so both give the same bits."""
+    return _m3_split_bf16(dout * z * tl.sigmoid(z))
+
+
+@triton.jit
 def _fwd_gate_grad(dout, y, sig, gated):
     """The gate's gradient dz = dout * y * silu'(z) (F8), silu'(z) = sig (1 + z (1 - sig)), sig = sigmoid(z), from
     gated = y * z * sig (the gate's output), all fp32: written y sig + gated - gated sig, with no term in z alone,
@@ -527,7 +549,8 @@ def allocate_fwd_outputs(T: int, S: int, device) -> tuple:
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None,
                     before_scan=None, rotate_stream: torch.cuda.Stream | None = None, walk_carry: bool | None = None,
-                    gate_grad: tuple | None = None, posted: Posted | None = None, after_chunk_state=None):
+                    gate_grad: tuple | None = None, gate_dy: tuple | None = None, posted: Posted | None = None,
+                    after_chunk_state=None):
     """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -554,6 +577,9 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (dout bf16 and dz contiguous and on the inputs' device; neither is checked, ``validate`` included), and y is
     neither written nor allocated (saved.y is None: the backward's gate then computes dY alone, ``mamba3_siso_bwd``;
     2 x 13 MB less written and read than y saved and read back, and one pass over dout and z less, at T = 2184).
+    ``gate_dy``: None, or (dout, dy) for a full-VJP call: the chunk-state kernel also writes the backward's dY
+    (dout * silu(z), split into bf16 hi and lo: dy (T, 32, 2, 64) bf16 as ``allocate_state_grads`` makes it; not
+    checked) instead of a launch of the backward's gate kernel (``Mamba3BwdConfig.gate_in_chunk_state``).
     ``posted``: None, or a Posted whose "v", "z", "angles" and "dout" the kernels read and whose "out", "final_ssm"
     and "dz" they write instead of those tensors (a graph); the chunk-state kernel also reads "k", "adt", "dt",
     "trap", "k_bias" and "cu_seqlens" there when the Posted names them. ``after_chunk_state``: None, or a function
@@ -579,10 +605,12 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     block_s = triton.next_power_of_2(S + 1)
     chunk_scalars = torch.empty((slots, NHEADS, 3, CHUNK), dtype=f32, device=dev)  # ell, gamma, s
     csum = torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev)  # in-chunk angle cumsum (rotate, passing)
+    gate_dout, dy = gate_dy or (v, v)  # (never read or written without gate_dy)
     _mamba3_fwd_chunk_state_kernel[(slots, NHEADS)](
-        k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, chunk_scalars, csum,
-        **sizes, BLOCK_S=block_s, TPREC=config.transposed_precision, num_warps=config.chunk_warps,
-        **posted_kwargs(posted, cu_seqlens, "v", "angles", "k", "adt", "dt", "trap", "k_bias", "cu_seqlens"),
+        k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, chunk_scalars, csum, gate_dout, z, dy,
+        **sizes, BLOCK_S=block_s, TPREC=config.transposed_precision, DY=gate_dy is not None,
+        num_warps=config.chunk_warps, **posted_kwargs(posted, cu_seqlens, "v", "angles", "k", "adt", "dt", "trap",
+                                                      "k_bias", "cu_seqlens", "dout", "z"),
         **maxnreg_option(config.chunk_maxnreg, dev),
     )
     if after_chunk_state is not None:
