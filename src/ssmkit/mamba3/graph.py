@@ -143,7 +143,8 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, copy_
 
     def fork_chain(q_rot):
         with _forked(side[0], main):
-            _join(side[0], side[1])  # (the dY gate)
+            if not fused_gate:  # (in a capture, a join on a stream with nothing captured yet would fail)
+                _join(side[0], side[1])  # (the dY gate)
             bwd_state_grads(q_rot, inputs[0], inputs[6], adt, dy, cu_seqlens, dfinal_ssm, dstates, config=bwd_config,
                             posted=posted)
 
@@ -157,7 +158,8 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, copy_
     _join(main, side[0])
     mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads, state_grads=(dy, dstates),
                     posted=posted)
-    _join(main, side[1])
+    if not fused_gate or after_forward is not None:  # (what side[1] ran; see fork_chain)
+        _join(main, side[1])
 
 
 @contextlib.contextmanager
