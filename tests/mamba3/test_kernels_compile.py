@@ -75,14 +75,11 @@ build(bwd._m3b_dphi_carry_kernel, dict(CB=bwd._ANGLE_SLOTS), 1)
 # default) or at the input precision
 for prec, tprec in (("tf32", "bf16x3"), ("tf32", "tf32"), ("tf32x3", "tf32x3")):
     for posted in (False, True):
-        # as launched (Mamba3FwdConfig.chunk_warps 4, chunk_maxnreg 128; with dY, Mamba3BwdConfig.gate_in_chunk_state,
-        # as a full-VJP call launches it), uncapped, and as until session 22 (8 warps, 128)
-        for dy in (False, True):
-            build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec, DY=dy), 4, posted=posted,
-                  maxnreg=128)
-        build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec, DY=False), 4, posted=posted)
-        build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec, DY=False), 8, posted=posted,
-              maxnreg=128)
+        # as launched (Mamba3FwdConfig.chunk_warps 4, chunk_maxnreg 128), uncapped, and as until session 22 (8
+        # warps, 128)
+        build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec), 4, posted=posted, maxnreg=128)
+        build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec), 4, posted=posted)
+        build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec), 8, posted=posted, maxnreg=128)
     for save in (False, True):
         for warps in (4, 8):
             build(fwd._mamba3_fwd_chunk_scan_kernel,
@@ -106,7 +103,8 @@ for save, walk in ((True, False), (False, False), (True, True)):
     build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save, WALK=walk), 8, maxnreg=128,
           bf16=() if save else ("cos_ptr", "sin_ptr"))
 for posted in (False, True):
-    build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=16), posted=posted)
+    for block_p in (8, 16):  # (8: Mamba3FwdConfig.passing_block_p as launched)
+        build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=block_p), posted=posted)
 """
 
 

@@ -321,30 +321,6 @@ def test_gate_grad_writes_dz_instead_of_y(panel_run, monkeypatch):
     assert (err <= BF16_ULP_REL * want.abs() + 1e-6 * want.abs().max()).all(), err.max().item()
 
 
-def test_gate_dy_is_written_by_the_chunk_state_kernel(panel_run, monkeypatch):
-    """``gate_dy=(dout, dy)`` (a full-VJP call, Mamba3BwdConfig.gate_in_chunk_state): the chunk-state kernel writes
-    the backward's dY, every element (NaN-poisoned), with the gate kernel's bits, and hi + lo within 2^-16 (plus fp32
-    noise) of float64 dout * silu(z); every other result as without it."""
-    args, (out, final_angle, final_ssm, final_k, final_v, saved), _ = panel_run
-    g = torch.Generator().manual_seed(6)
-    dout = torch.randn(out.shape, generator=g).to(torch.bfloat16)
-    T, H, P = out.shape
-    dy = torch.full((T, H, 2, P), float("nan"), dtype=torch.bfloat16)
-    fused = _run_poisoned(monkeypatch, args, gate_dy=(dout, dy))
-    for got, want in zip(fused[:5], (out, final_angle, final_ssm, final_k, final_v)):
-        assert torch.equal(got, want)
-    for name in ("y", "cos_phi", "sin_phi", "q_rot", "k_rot", "chunk_scalars", "masked_scores", "qk"):
-        assert torch.equal(getattr(fused[5], name), getattr(saved, name)), name
-    assert not torch.isnan(dy).any(), "a dY element was left unwritten"
-    dy_gate = torch.empty_like(dy)
-    bwd_gate(dout, args["z"], None, dy=dy_gate)
-    assert torch.equal(dy, dy_gate)
-    z = args["z"].double()
-    want = dout.double() * z * torch.sigmoid(z)
-    err = (dy[:, :, 0].double() + dy[:, :, 1].double() - want).abs()
-    assert (err <= 2.0**-16 * want.abs() + 1e-6 * want.abs().max()).all(), err.max().item()
-
-
 def test_without_saving_outputs_are_identical_and_nothing_saved():
     args = _inputs(SHORT_PANEL, seed=6)
     with_save = mamba3_siso_fwd(**args)

@@ -52,16 +52,6 @@ def test_graph_path_gives_the_direct_calls_bits(args, first_run):
         assert torch.equal(got, want), name
 
 
-def test_dy_from_the_chunk_state_kernel_gives_the_same_bits(args, first_run):
-    """Mamba3BwdConfig.gate_in_chunk_state (dY written by the forward's chunk-state kernel instead of a gate launch;
-    the graph path's body, here run eagerly): the direct call's 16 results bit for bit, NaN-poisoned allocations."""
-    with poisoned_allocations():
-        results = mamba3_siso_varlen_joint_states_full_vjp(
-            **args, graph=True, bwd_config=FP32_ROWS._replace(gate_in_chunk_state=True))
-    for name, got, want in zip(RESULT_NAMES, results, first_run[1]):
-        assert torch.equal(got, want), name
-
-
 def _circular(x):
     """Angle difference folded into [-pi, pi)."""
     return torch.remainder(x + math.pi, 2 * math.pi) - math.pi

@@ -135,22 +135,18 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, copy_
     dy, dstates = allocate_state_grads(v, inputs[0], cu_seqlens)
 
     # dY needs only dout and z: beside the chunk-state kernel, on the low-priority stream (its result is not waited
-    # for until the chain, after the rotate kernel), or by that kernel itself (``gate_in_chunk_state``)
-    fused_gate = bwd_config.gate_in_chunk_state
-    if not fused_gate:
-        with _forked(side[1], main):
-            bwd_gate(dout, z, None, dy=dy, posted=posted)
+    # for until the chain, after the rotate kernel)
+    with _forked(side[1], main):
+        bwd_gate(dout, z, None, dy=dy, posted=posted)
 
     def fork_chain(q_rot):
         with _forked(side[0], main):
-            if not fused_gate:  # (in a capture, a join on a stream with nothing captured yet would fail)
-                _join(side[0], side[1])  # (the dY gate)
+            _join(side[0], side[1])  # (the dY gate)
             bwd_state_grads(q_rot, inputs[0], inputs[6], adt, dy, cu_seqlens, dfinal_ssm, dstates, config=bwd_config,
                             posted=posted)
 
     *_, saved = mamba3_siso_fwd(*inputs, config=fwd_config, validate=False, out=results[:5], before_scan=fork_chain,
-                                rotate_stream=side[0], gate_grad=(dout, grads.dz),
-                                gate_dy=(dout, dy) if fused_gate else None, posted=posted,
+                                rotate_stream=side[0], gate_grad=(dout, grads.dz), posted=posted,
                                 after_chunk_state=lambda: _join(main, side[0]))  # (``copy_in``)
     if after_forward is not None:
         with _forked(side[1], main):
@@ -158,8 +154,7 @@ def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, copy_
     _join(main, side[0])
     mamba3_siso_bwd(*inputs, saved, *cotangents, config=bwd_config, grads=grads, state_grads=(dy, dstates),
                     posted=posted)
-    if not fused_gate or after_forward is not None:  # (what side[1] ran; see fork_chain)
-        _join(main, side[1])
+    _join(main, side[1])
 
 
 @contextlib.contextmanager

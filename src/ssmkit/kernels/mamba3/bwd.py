@@ -40,7 +40,6 @@ from ssmkit.kernels.common.mapped_io import posted_pointer
 from ssmkit.kernels.mamba3.dots import _m3_dot, _m3_split_bf16
 from ssmkit.kernels.mamba3.fwd import (
     Posted,
-    _fwd_gate_dy,
     _fwd_gate_grad,
     _fwd_locate_chunk,
     _fwd_tilde_half,
@@ -105,7 +104,7 @@ def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, io_ptr, NUMEL, P: t
                      DZ_WORD: tl.constexpr):
     """Grid (cdiv(T * H * P, BLOCK),): the gate (F8), elementwise over (T, H, P): with DZ, dz = dout * y * silu'(z)
     (the input's dtype); with DY, dY = dout * silu(z), computed in fp32 and stored split into bf16 hi and lo
-    (`_fwd_gate_dy`), (T, H, 2, P): the dots of the state-gradient and chunk-body kernels take the halves as
+    (`_m3_split_bf16`), (T, H, 2, P): the dots of the state-gradient and chunk-body kernels take the halves as
     they are instead of each splitting dY for itself (hi + lo is within 2^-16 of the fp32 value; the intra kernel
     folds dY's elementwise uses into its dots, `_m3b_intra_kernel`). dY needs no forward result, so a graph can
     compute it beside the forward (ssmkit.mamba3.graph). *_WORD: posted pointers (``posted_pointer``,
@@ -117,13 +116,13 @@ def _m3b_gate_kernel(dout_ptr, z_ptr, y_ptr, dz_ptr, dy_ptr, io_ptr, NUMEL, P: t
     m = e < NUMEL
     dout = tl.load(dout_ptr + e, mask=m, other=0.0).to(tl.float32)
     zz = tl.load(z_ptr + e, mask=m, other=0.0).to(tl.float32)
+    sig = tl.sigmoid(zz)
     if DZ:
         yy = tl.load(y_ptr + e, mask=m, other=0.0)
-        sig = tl.sigmoid(zz)
         dz = _fwd_gate_grad(dout, yy, sig, yy * zz * sig)
         tl.store(dz_ptr + e, dz.to(dz_ptr.dtype.element_ty), mask=m)
     if DY:
-        hi, lo = _fwd_gate_dy(dout, zz)
+        hi, lo = _m3_split_bf16(dout * zz * sig)
         row = dy_ptr + (e // P) * (2 * P) + e % P
         tl.store(row, hi, mask=m)
         tl.store(row + P, lo, mask=m)
@@ -697,9 +696,6 @@ class Mamba3BwdConfig(NamedTuple):
     row rounded once; H200, c1: sides 0.150 -> 0.140 ms, finish 0.036 -> 0.031, the public entry -16 to -19 us
     queued at c1-c7; dq / dk norm-relative error against float64 1.65e-3 -> 2.34e-3, their target 3.1e-3;
     bench/mamba3/NOTES.md "Session 25") or "fp32" (dq / dk as close to float64 as the reference).
-    gate_in_chunk_state: in a full-VJP call through ``ssmkit.mamba3.graph._launch_into`` (graph or direct), dY is
-    written by the forward's chunk-state kernel (``mamba3_siso_fwd(gate_dy=...)``, the same bits) instead of by a
-    gate launch on a side stream beside it.
     """
 
     num_warps: int = 4
@@ -717,7 +713,6 @@ class Mamba3BwdConfig(NamedTuple):
     finish_warps: int = 4
     reduce_tokens: int = 16
     head_partials: str = "bf16"
-    gate_in_chunk_state: bool = False
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()

@@ -32,7 +32,7 @@ import triton
 import triton.language as tl
 
 from ssmkit.kernels.common.mapped_io import posted_pointer
-from ssmkit.kernels.mamba3.dots import _m3_dot, _m3_split_bf16
+from ssmkit.kernels.mamba3.dots import _m3_dot
 from ssmkit.mamba3.shapes import CHUNK, DSTATE, HEADDIM, INPUT_NAMES, NANGLES, NHEADS
 from ssmkit.mamba3.validate import validate_inputs
 
@@ -55,11 +55,15 @@ class Mamba3FwdConfig(NamedTuple):
     (H200, c1, NOTES "Session 6": rotate 0.062 ms at 8 warps vs 0.090 at 4; scan 0.071 at 4 vs 0.101 at 8; chunk
     state at 4 since session 22: c1 0.043 ms vs 0.048 at 8, c4 0.045 vs 0.051, under the 128 cap then, the same bits
     (in session 6, at more registers: c1 0.049 vs 0.055, c4 0.061 vs 0.055); the results do not depend on them);
-    passing_block_p / passing_warps: value rows per program and warps of the state-passing kernel; input_precision:
-    tl.dot precision of the scan's scores and readout dots ("tf32", "tf32x3" or "ieee"); transposed_precision: the same,
-    or "bf16x3" (`_m3_dot`: the fp32 operand split into bf16 halves), for the dots whose B operand is N-contiguous,
-    which wgmma would read transposed (the chunk state's V^T (decay o Ks), the scan's scores V; H200, session 23: chunk
-    state c1 0.032 ms vs 0.041 at tf32, scan 0.048 vs 0.050; final_ssm's error vs float64 7.1e-4 -> 4.9e-6);
+    passing_block_p / passing_warps: value rows per program and warps of the state-passing kernel (8 rows since
+    session 39: 1024 programs at c1 instead of 512; H100, graph, same process, 4 warps: queued -3 to -6 us per call at
+    c1 / c2 / c4 / c5 / c8, the same bits; per-kernel medians at c1: the rotate kernel beside it 60 -> 43 us, the
+    passing 38 -> 34; at 2 warps level with 8 rows at 4 and not the same bits; bench/mamba3/NOTES.md "Session 39");
+    input_precision: tl.dot precision of the scan's scores and readout dots ("tf32", "tf32x3" or "ieee");
+    transposed_precision: the same, or "bf16x3" (`_m3_dot`: the fp32 operand split into bf16 halves), for the dots
+    whose B operand is N-contiguous, which wgmma would read transposed (the chunk state's V^T (decay o Ks), the scan's
+    scores V; H200, session 23: chunk state c1 0.032 ms vs 0.041 at tf32, scan 0.048 vs 0.050; final_ssm's error vs
+    float64 7.1e-4 -> 4.9e-6);
     rotate_maxnreg: register cap of the rotate kernel (0: none; CUDA only): 128 keeps two 8-warp programs per SM, which
     the build without a cap (147 registers reading the carry, 150 walking it, since ``_fwd_sincos``; at most 2 spill
     instructions with the cap: bench/sass_stats.py) would not; H200, NOTES "Session 18": c1 0.028 ms capped vs 0.029
@@ -77,7 +81,7 @@ class Mamba3FwdConfig(NamedTuple):
     chunk_warps: int = 4
     rotate_warps: int = 8
     scan_warps: int = 4
-    passing_block_p: int = 16
+    passing_block_p: int = 8
     passing_warps: int = 4
     # H200, v1 kernel (every dot tf32): out 1.84e-3, final_ssm 7.1e-4 vs fp64 (tf32x3: 2.3x slower)
     input_precision: str = "tf32"
@@ -274,18 +278,15 @@ def _fwd_tilde_half(xr_ptr, x_ptr, bias_ptr, t, h, valid, half, H: tl.constexpr,
 @triton.jit
 def _mamba3_fwd_chunk_state_kernel(
     k_ptr, v_ptr, adt_ptr, dt_ptr, trap_ptr, kb_ptr, ang_ptr, cu_ptr, S, dstate_ptr, decay_ptr, scal_ptr,
-    csum_ptr, dout_ptr, z_ptr, dy_ptr, io_ptr,
+    csum_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
-    BLOCK_S: tl.constexpr, TPREC: tl.constexpr, DY: tl.constexpr, V_WORD: tl.constexpr, ANGLES_WORD: tl.constexpr,
+    BLOCK_S: tl.constexpr, TPREC: tl.constexpr, V_WORD: tl.constexpr, ANGLES_WORD: tl.constexpr,
     K_WORD: tl.constexpr, ADT_WORD: tl.constexpr, DT_WORD: tl.constexpr, TRAP_WORD: tl.constexpr,
-    K_BIAS_WORD: tl.constexpr, CU_SEQLENS_WORD: tl.constexpr, DOUT_WORD: tl.constexpr, Z_WORD: tl.constexpr,
+    K_BIAS_WORD: tl.constexpr, CU_SEQLENS_WORD: tl.constexpr,
 ):
     """Grid (chunk slots, H): launch 1 of the forward (the module header). Every input may be read at its posted
     address (*_WORD >= 0): in a graph this kernel, the first after the table fetch, then does not wait for the copy
-    of the small arguments into their static buffers, which runs beside it (ssmkit.mamba3.graph). DY (a full-VJP
-    call, ``mamba3_siso_fwd(gate_dy=...)``): also the backward's dY = dout * silu(z) of the chunk's tokens and head,
-    split into bf16 hi and lo (`_fwd_gate_dy`, the gate kernel's form and bits), (T, H, 2, P), instead of a launch of
-    the backward's gate kernel."""
+    of the small arguments into their static buffers, which runs beside it (ssmkit.mamba3.graph)."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     ang_ptr = posted_pointer(ang_ptr, io_ptr, ANGLES_WORD)
     k_ptr = posted_pointer(k_ptr, io_ptr, K_WORD)
@@ -323,15 +324,6 @@ def _mamba3_fwd_chunk_state_kernel(
         tl.store(out, _m3_dot(vt, _fwd_rotate_pairs(k_r, cos_c, sin_c, CHUNK_, NA) * sw, TPREC))
         tl.store(out + N // 2, _m3_dot(vt, k_p * sw, TPREC))
         tl.store(decay_ptr + slot * H + h, ell_end)
-        if DY:
-            dout_ptr = posted_pointer(dout_ptr, io_ptr, DOUT_WORD)
-            z_ptr = posted_pointer(z_ptr, io_ptr, Z_WORD)
-            tv_off = t[:, None] * (H * P) + h * P + pcols[None, :]
-            hi, lo = _fwd_gate_dy(tl.load(dout_ptr + tv_off, mask=valid[:, None], other=0.0).to(tl.float32),
-                                  tl.load(z_ptr + tv_off, mask=valid[:, None], other=0.0).to(tl.float32))
-            row = dy_ptr + t[:, None] * (H * 2 * P) + h * (2 * P) + pcols[None, :]
-            tl.store(row, hi, mask=valid[:, None])
-            tl.store(row + P, lo, mask=valid[:, None])
 
 
 @triton.jit
@@ -438,14 +430,6 @@ def _mamba3_fwd_rotate_kernel(
 
 
 @triton.jit
-def _fwd_gate_dy(dout, z):
-    """The backward's dY = dout * silu(z) (F8's output gradient before the gate), fp32 dout and z, split into bf16
-    (hi, lo) (`_m3_split_bf16`): the one form of both kernels that write dY (the backward's gate kernel, the
-    chunk-state kernel's DY), so both give the same bits."""
-    return _m3_split_bf16(dout * z * tl.sigmoid(z))
-
-
-@triton.jit
 def _fwd_gate_grad(dout, y, sig, gated):
     """The gate's gradient dz = dout * y * silu'(z) (F8), silu'(z) = sig (1 + z (1 - sig)), sig = sigmoid(z), from
     gated = y * z * sig (the gate's output), all fp32: written y sig + gated - gated sig, with no term in z alone,
@@ -549,8 +533,7 @@ def allocate_fwd_outputs(T: int, S: int, device) -> tuple:
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None,
                     before_scan=None, rotate_stream: torch.cuda.Stream | None = None, walk_carry: bool | None = None,
-                    gate_grad: tuple | None = None, gate_dy: tuple | None = None, posted: Posted | None = None,
-                    after_chunk_state=None):
+                    gate_grad: tuple | None = None, posted: Posted | None = None, after_chunk_state=None):
     """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
@@ -577,9 +560,6 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (dout bf16 and dz contiguous and on the inputs' device; neither is checked, ``validate`` included), and y is
     neither written nor allocated (saved.y is None: the backward's gate then computes dY alone, ``mamba3_siso_bwd``;
     2 x 13 MB less written and read than y saved and read back, and one pass over dout and z less, at T = 2184).
-    ``gate_dy``: None, or (dout, dy) for a full-VJP call: the chunk-state kernel also writes the backward's dY
-    (dout * silu(z), split into bf16 hi and lo: dy (T, 32, 2, 64) bf16 as ``allocate_state_grads`` makes it; not
-    checked) instead of a launch of the backward's gate kernel (``Mamba3BwdConfig.gate_in_chunk_state``).
     ``posted``: None, or a Posted whose "v", "z", "angles" and "dout" the kernels read and whose "out", "final_ssm"
     and "dz" they write instead of those tensors (a graph); the chunk-state kernel also reads "k", "adt", "dt",
     "trap", "k_bias" and "cu_seqlens" there when the Posted names them. ``after_chunk_state``: None, or a function
@@ -605,12 +585,10 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     block_s = triton.next_power_of_2(S + 1)
     chunk_scalars = torch.empty((slots, NHEADS, 3, CHUNK), dtype=f32, device=dev)  # ell, gamma, s
     csum = torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev)  # in-chunk angle cumsum (rotate, passing)
-    gate_dout, dy = gate_dy or (v, v)  # (never read or written without gate_dy)
     _mamba3_fwd_chunk_state_kernel[(slots, NHEADS)](
-        k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, chunk_scalars, csum, gate_dout, z, dy,
-        **sizes, BLOCK_S=block_s, TPREC=config.transposed_precision, DY=gate_dy is not None,
-        num_warps=config.chunk_warps, **posted_kwargs(posted, cu_seqlens, "v", "angles", "k", "adt", "dt", "trap",
-                                                      "k_bias", "cu_seqlens", "dout", "z"),
+        k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, chunk_scalars, csum,
+        **sizes, BLOCK_S=block_s, TPREC=config.transposed_precision, num_warps=config.chunk_warps,
+        **posted_kwargs(posted, cu_seqlens, "v", "angles", "k", "adt", "dt", "trap", "k_bias", "cu_seqlens"),
         **maxnreg_option(config.chunk_maxnreg, dev),
     )
     if after_chunk_state is not None:
@@ -648,10 +626,11 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     if forked:
         rotate_stream.wait_stream(torch.cuda.current_stream(dev))
     # the passing first, then the rotate kernel (after it in stream order unless forked): forked, the thin passing
-    # (512 programs of 4 warps at c1, serial over each sequence's chunks) is dispatched first and runs from the
-    # start, the rotate kernel's programs (each half an SM's registers) filling the rest; launched the other way
-    # round, the passing waited for SMs until the rotate kernel's last waves: the pair spanned 65 us at c1, the
-    # passing starting 27 us into the rotate kernel's 49 (H100, bench/mamba3/NOTES.md "Session 36")
+    # (1024 programs of 4 warps at c1, 512 until session 39, serial over each sequence's chunks) is dispatched
+    # first and runs from the start, the rotate kernel's programs (each half an SM's registers) filling the rest;
+    # launched the other way round, the passing waited for SMs until the rotate kernel's last waves: the pair
+    # spanned 65 us at c1, the passing starting 27 us into the rotate kernel's 49 (H100, bench/mamba3/NOTES.md
+    # "Session 36")
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
         cu_seqlens, dstate, decay, csum, chunk_states, carry, final_ssm,
         **sizes, BLOCK_P=config.passing_block_p, num_warps=config.passing_warps,
