@@ -22,7 +22,8 @@ of Mamba3BwdConfig, or of Mamba3FwdConfig prefixed "fwd.", e.g. '[{"dstate_scan"
 ``--package DIR`` (repeatable): whole code versions, each a renamed package copy made by bench/ab_package.py (e.g.
 bench/_ab/pkgs/ssmkit_s13), its public entry through its graph (graph=True) against the working tree's.
 Every mode also reports ``queued_ms``: CUDA-event time of QUEUED calls issued back to back without a host sync,
-per call (the GPU's time per call wherever the host keeps ahead of it, as with one graph replay per call).
+per call (the GPU's time per call wherever the host keeps ahead of it, as with one graph replay per call); the
+median of QUEUED_ROUNDS rounds, the sides' order reversed every other round (``queued_ms_rounds``: each round's).
 """
 import argparse
 import importlib.util
@@ -46,7 +47,7 @@ from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
 from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp  # noqa: E402
 from ssmkit.mamba3.shapes import COTANGENT_NAMES, INPUT_NAMES, RESULT_NAMES  # noqa: E402
 
-ROTATE, CALLS, QUEUED = 3, 40, 20
+ROTATE, CALLS, QUEUED, QUEUED_ROUNDS = 3, 40, 20, 6
 
 
 def load(path: Path, name: str):
@@ -130,6 +131,19 @@ def queued_ms(fn, arg_sets):
     return start.elapsed_time(end) / QUEUED
 
 
+def interleaved_queued_ms(fns, arg_sets, rounds: int = QUEUED_ROUNDS) -> tuple[list, list]:
+    """(median, every round's value) of ``queued_ms`` per fn over ``rounds`` rounds, the order of the fns reversed
+    every other round (A B, B A, ...). One round in a fixed order, as until session 39, let the side measured
+    first read a few us slower at every case: session 39's runs 4 and 5 gave the same two configs -3 to -6 us and
+    then level or +4 us, with the order swapped (bench/mamba3/NOTES.md "Session 39")."""
+    samples = [[] for _ in fns]
+    for r in range(rounds):
+        order = list(range(len(fns)))[::(-1 if r % 2 else 1)]
+        for i in order:
+            samples[i].append(queued_ms(fns[i], arg_sets))
+    return [statistics.median(x) for x in samples], samples
+
+
 def interleaved_wall_ms(fns, arg_sets):
     """Median host wall ms per call of each fn, calls alternating between them (warm-up first)."""
     for fn in fns:
@@ -198,9 +212,10 @@ def main() -> None:
             diffs = {name: {n: ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()
                             for n, a, b in zip(RESULT_NAMES, r, first)} for name, r in list(res.items())[1:]}
             gpus = [gpu_ms(fn, sets) for fn in sides.values()]
-            queued = [queued_ms(fn, sets) for fn in sides.values()]
+            queued, queued_rounds = interleaved_queued_ms(list(sides.values()), sets)
             row = dict(case=case["name"], T=sum(case["seqlens"]), wall_ms=dict(zip(sides, walls)),
-                       gpu_ms=dict(zip(sides, gpus)), queued_ms=dict(zip(sides, queued)), vs_first_side=diffs)
+                       gpu_ms=dict(zip(sides, gpus)), queued_ms=dict(zip(sides, queued)),
+                       queued_ms_rounds=dict(zip(sides, queued_rounds)), vs_first_side=diffs)
             if i == 0:
                 row["kernels_ms"] = {name: gpu_kernel_split(fn, sets[0]) for name, fn in sides.items()}
             rows.append(row)

@@ -75,9 +75,7 @@ build(bwd._m3b_dphi_carry_kernel, dict(CB=bwd._ANGLE_SLOTS), 1)
 # default) or at the input precision
 for prec, tprec in (("tf32", "bf16x3"), ("tf32", "tf32"), ("tf32x3", "tf32x3")):
     for posted in (False, True):
-        # as launched (Mamba3FwdConfig.chunk_warps 4, chunk_maxnreg 128), uncapped, and as until session 22 (8
-        # warps, 128)
-        build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec), 4, posted=posted, maxnreg=128)
+        # as launched (Mamba3FwdConfig.chunk_warps 4, chunk_maxnreg none) and as until session 22 (8 warps, 128)
         build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec), 4, posted=posted)
         build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec), 8, posted=posted, maxnreg=128)
     for save in (False, True):
@@ -103,8 +101,7 @@ for save, walk in ((True, False), (False, False), (True, True)):
     build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save, WALK=walk), 8, maxnreg=128,
           bf16=() if save else ("cos_ptr", "sin_ptr"))
 for posted in (False, True):
-    for block_p in (8, 16):  # (8: Mamba3FwdConfig.passing_block_p as launched)
-        build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=block_p), posted=posted)
+    build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=16), posted=posted)
 """
 
 

@@ -55,40 +55,34 @@ class Mamba3FwdConfig(NamedTuple):
     (H200, c1, NOTES "Session 6": rotate 0.062 ms at 8 warps vs 0.090 at 4; scan 0.071 at 4 vs 0.101 at 8; chunk
     state at 4 since session 22: c1 0.043 ms vs 0.048 at 8, c4 0.045 vs 0.051, under the 128 cap then, the same bits
     (in session 6, at more registers: c1 0.049 vs 0.055, c4 0.061 vs 0.055); the results do not depend on them);
-    passing_block_p / passing_warps: value rows per program and warps of the state-passing kernel (8 rows since
-    session 39: 1024 programs at c1 instead of 512; H100, graph, same process, 4 warps: queued -3 to -6 us per call at
-    c1 / c2 / c4 / c5 / c8, the same bits; per-kernel medians at c1: the rotate kernel beside it 60 -> 43 us, the
-    passing 38 -> 34; at 2 warps level with 8 rows at 4 and not the same bits; bench/mamba3/NOTES.md "Session 39");
-    input_precision: tl.dot precision of the scan's scores and readout dots ("tf32", "tf32x3" or "ieee");
-    transposed_precision: the same, or "bf16x3" (`_m3_dot`: the fp32 operand split into bf16 halves), for the dots
-    whose B operand is N-contiguous, which wgmma would read transposed (the chunk state's V^T (decay o Ks), the scan's
-    scores V; H200, session 23: chunk state c1 0.032 ms vs 0.041 at tf32, scan 0.048 vs 0.050; final_ssm's error vs
-    float64 7.1e-4 -> 4.9e-6);
+    passing_block_p / passing_warps: value rows per program and warps of the state-passing kernel; input_precision:
+    tl.dot precision of the scan's scores and readout dots ("tf32", "tf32x3" or "ieee"); transposed_precision: the same,
+    or "bf16x3" (`_m3_dot`: the fp32 operand split into bf16 halves), for the dots whose B operand is N-contiguous,
+    which wgmma would read transposed (the chunk state's V^T (decay o Ks), the scan's scores V; H200, session 23: chunk
+    state c1 0.032 ms vs 0.041 at tf32, scan 0.048 vs 0.050; final_ssm's error vs float64 7.1e-4 -> 4.9e-6);
     rotate_maxnreg: register cap of the rotate kernel (0: none; CUDA only): 128 keeps two 8-warp programs per SM, which
     the build without a cap (147 registers reading the carry, 150 walking it, since ``_fwd_sincos``; at most 2 spill
     instructions with the cap: bench/sass_stats.py) would not; H200, NOTES "Session 18": c1 0.028 ms capped vs 0.029
     uncapped, c4 0.029 vs 0.031); scan_maxnreg: the chunk scan's (168: three 4-warp programs per SM, where the build
     without a cap takes 172 registers since it reads the chunk scalars, session 15; with the split-bf16 scores V, 20
     spill instructions at 168, and still 0.048 ms at c1 against 0.055-0.056 uncapped or at 184, session 23);
-    chunk_maxnreg: the chunk-state kernel's (128 since session 39: a graph's build, which reads its inputs at posted
-    addresses, takes 140 registers uncapped (three programs per SM; the direct build 127), 127 capped with no spills;
-    H100, graph, same process: queued -0.6 to -7 us per call at c1 / c2 / c4 / c5 / c8, the same bits; 96 (68 spill
-    instructions) level or slower, bench/mamba3/NOTES.md "Session 39". History: 0 from session 22, when at 4 warps
-    the build took 146 registers and capped at 128 spilled 58 instructions (c1 0.043 ms against 0.037 uncapped);
-    session 23's split-bf16 dots brought the build to 128 registers uncapped).
+    chunk_maxnreg: the chunk-state kernel's (0 since session 22, when at 4 warps the build took 146 registers, three
+    programs per SM, and capped at 128 spilled 58 instructions and ran c1 0.043 ms against 0.037 uncapped. With the
+    split-bf16 dots of session 23 the build takes 128 registers uncapped (four programs per SM): c1 0.032 ms, against
+    0.031 at a 96 cap (37 spill instructions) and 0.047 at 8 warps, c4 level at 96, bench/mamba3/NOTES.md "Session 23").
     """
 
     chunk_warps: int = 4
     rotate_warps: int = 8
     scan_warps: int = 4
-    passing_block_p: int = 8
+    passing_block_p: int = 16
     passing_warps: int = 4
     # H200, v1 kernel (every dot tf32): out 1.84e-3, final_ssm 7.1e-4 vs fp64 (tf32x3: 2.3x slower)
     input_precision: str = "tf32"
     transposed_precision: str = "bf16x3"
     rotate_maxnreg: int = 128
     scan_maxnreg: int = 168
-    chunk_maxnreg: int = 128
+    chunk_maxnreg: int = 0
 
 
 DEFAULT_FWD_CONFIG = Mamba3FwdConfig()
@@ -626,11 +620,10 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     if forked:
         rotate_stream.wait_stream(torch.cuda.current_stream(dev))
     # the passing first, then the rotate kernel (after it in stream order unless forked): forked, the thin passing
-    # (1024 programs of 4 warps at c1, 512 until session 39, serial over each sequence's chunks) is dispatched
-    # first and runs from the start, the rotate kernel's programs (each half an SM's registers) filling the rest;
-    # launched the other way round, the passing waited for SMs until the rotate kernel's last waves: the pair
-    # spanned 65 us at c1, the passing starting 27 us into the rotate kernel's 49 (H100, bench/mamba3/NOTES.md
-    # "Session 36")
+    # (512 programs of 4 warps at c1, serial over each sequence's chunks) is dispatched first and runs from the
+    # start, the rotate kernel's programs (each half an SM's registers) filling the rest; launched the other way
+    # round, the passing waited for SMs until the rotate kernel's last waves: the pair spanned 65 us at c1, the
+    # passing starting 27 us into the rotate kernel's 49 (H100, bench/mamba3/NOTES.md "Session 36")
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
         cu_seqlens, dstate, decay, csum, chunk_states, carry, final_ssm,
         **sizes, BLOCK_P=config.passing_block_p, num_warps=config.passing_warps,
