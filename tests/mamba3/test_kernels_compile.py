@@ -75,7 +75,9 @@ build(bwd._m3b_dphi_carry_kernel, dict(CB=bwd._ANGLE_SLOTS), 1)
 # default) or at the input precision
 for prec, tprec in (("tf32", "bf16x3"), ("tf32", "tf32"), ("tf32x3", "tf32x3")):
     for posted in (False, True):
-        # as launched (Mamba3FwdConfig.chunk_warps 4, chunk_maxnreg none) and as until session 22 (8 warps, 128)
+        # as launched (Mamba3FwdConfig.chunk_warps 4, chunk_maxnreg 128), uncapped, and as until session 22 (8
+        # warps, 128)
+        build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec), 4, posted=posted, maxnreg=128)
         build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec), 4, posted=posted)
         build(fwd._mamba3_fwd_chunk_state_kernel, dict(BLOCK_S=8, TPREC=tprec), 8, posted=posted, maxnreg=128)
     for save in (False, True):

@@ -66,10 +66,12 @@ class Mamba3FwdConfig(NamedTuple):
     uncapped, c4 0.029 vs 0.031); scan_maxnreg: the chunk scan's (168: three 4-warp programs per SM, where the build
     without a cap takes 172 registers since it reads the chunk scalars, session 15; with the split-bf16 scores V, 20
     spill instructions at 168, and still 0.048 ms at c1 against 0.055-0.056 uncapped or at 184, session 23);
-    chunk_maxnreg: the chunk-state kernel's (0 since session 22, when at 4 warps the build took 146 registers, three
-    programs per SM, and capped at 128 spilled 58 instructions and ran c1 0.043 ms against 0.037 uncapped. With the
-    split-bf16 dots of session 23 the build takes 128 registers uncapped (four programs per SM): c1 0.032 ms, against
-    0.031 at a 96 cap (37 spill instructions) and 0.047 at 8 warps, c4 level at 96, bench/mamba3/NOTES.md "Session 23").
+    chunk_maxnreg: the chunk-state kernel's (128 since session 39: a graph's build, which reads its inputs at posted
+    addresses, takes 140 registers uncapped (the direct build 127), 127 capped with no spills; H100, graph, same
+    process, median of 6 rounds in alternating order: queued -5 to -6 us per call at c3 / c4 / c7, within +-2 us at
+    the other visible cases, the same bits; 96 (68 spill instructions) level or slower; bench/mamba3/NOTES.md
+    "Session 39". History: 0 from session 22, when at 4 warps the build took 146 registers and capped at 128 spilled
+    58 instructions (c1 0.043 ms against 0.037 uncapped); session 23's split-bf16 dots brought it to 128 uncapped).
     """
 
     chunk_warps: int = 4
@@ -82,7 +84,7 @@ class Mamba3FwdConfig(NamedTuple):
     transposed_precision: str = "bf16x3"
     rotate_maxnreg: int = 128
     scan_maxnreg: int = 168
-    chunk_maxnreg: int = 0
+    chunk_maxnreg: int = 128
 
 
 DEFAULT_FWD_CONFIG = Mamba3FwdConfig()
