@@ -133,9 +133,9 @@ def queued_ms(fn, arg_sets):
 
 def interleaved_queued_ms(fns, arg_sets, rounds: int = QUEUED_ROUNDS) -> tuple[list, list]:
     """(median, every round's value) of ``queued_ms`` per fn over ``rounds`` rounds, the order of the fns reversed
-    every other round (A B, B A, ...). One round in a fixed order, as until session 39, let the side measured
-    first read a few us slower at every case: session 39's runs 4 and 5 gave the same two configs -3 to -6 us and
-    then level or +4 us, with the order swapped (bench/mamba3/NOTES.md "Session 39")."""
+    every other round (A B, B A, ...). One round in a fixed order, as until session 39, could read the side
+    measured first up to ~6 us slower: session 39's runs 4 and 5 gave the same two configs -3 to -6 us and then
+    level or +4 us, with the order swapped (bench/mamba3/NOTES.md "Session 39")."""
     samples = [[] for _ in fns]
     for r in range(rounds):
         order = list(range(len(fns)))[::(-1 if r % 2 else 1)]

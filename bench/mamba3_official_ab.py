@@ -10,9 +10,9 @@ too), its results returned as views in the project's layout. The ssmkit side is 
 Per visible case (cases.json, 3 rotating input sets), each side: the 16 results' norm-relative errors against the
 float64 full VJP (`mamba3_bench.float64_results`; the official ones should come out near the issue's figures, which
 checks the layout mapping), whether two calls give the same bits, the full call's host wall ms (median, the sides
-interleaved), the queued GPU ms per call (CUDA events over calls issued back to back; median of rounds in
-alternating order, `mamba3_ab.interleaved_queued_ms`) and the profiler's kernel-time
-sum per call (overlapped kernels counted twice), and the speedups.
+interleaved), the queued GPU ms per call (CUDA events over calls issued back to back; the median of rounds in
+alternating order, `mamba3_ab.interleaved_queued_ms`) and the profiler's kernel-time sum per call (overlapped
+kernels counted twice), and the speedups.
 The official kernels autotune on their first call (about 234 configs compiled, minutes) and keep the chosen config
 for every later case (their tuning keys hold no length: the first case's shape tunes them); the JSON records what
 they chose (``official_tuned_configs``), and ``--pin JSON`` makes a later run use those configs without tuning;
