@@ -3,7 +3,9 @@
 Targets (``--targets``, comma-separated):
 - ``granite_l16384``, ``granite_varlen``, ``granite_decode64``: one call of the fast Granite layer on that bench
   workload (``workloads.json``), graphs off so that every kernel is its own launch (decode: the eager step);
-- ``mamba3_c1``: one full call (forward + VJP) of the Mamba-3 op on case c1_four_mixed.
+- ``mamba3_c1``: one full call (forward + VJP) of the Mamba-3 op on case c1_four_mixed, through the public
+  entry's default path: on CUDA its graph (captured on the second warm-up call, replayed in the profiled one),
+  whose kernel nodes ncu profiles one by one, as built for the graph (inputs at posted addresses).
 Each target runs twice first (compiles, cuBLAS set-up), then once between ``torch.cuda.profiler.start/stop``.
 The ncu invocation and the digest of its report are in ``bench/ncu_run.sh``.
 Usage (CUDA): ncu --profile-from-start off ... python bench/ncu_profile.py --targets granite_l16384,mamba3_c1
