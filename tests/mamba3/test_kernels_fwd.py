@@ -81,20 +81,6 @@ def _phi_float64(args):
     return torch.remainder(torch.cat(parts), 2 * math.pi)
 
 
-def _saved_phi(args, saved):
-    """Phi (T, 32, 32) float64 as the backward forms it from the saved angle cumsum and the carry of each token's
-    chunk slot (cu_seqlens[s] // 64 + s + c), wrap(carry + csum) in float64; asserts that the carry of every slot a
-    chunk maps to was written."""
-    bounds = args["cu_seqlens"].tolist()
-    carry = torch.empty_like(saved.angle_csum)
-    for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-        for c in range(math.ceil((b - a) / CHUNK)):
-            slot_carry = saved.angle_carry[a // CHUNK + s + c]
-            assert not torch.isnan(slot_carry).any(), "a used slot's carry was left unwritten"
-            carry[a + c * CHUNK : min(a + (c + 1) * CHUNK, b)] = slot_carry
-    return torch.remainder(carry.double() + saved.angle_csum.double(), 2 * math.pi)
-
-
 def _rotated_float64(x, phi):
     """x (T, 32, 128) with the pairs (2m, 2m+1) of dims 0..63 rotated by phi[..., m] (spec F4); dims 64.. as is."""
     out = x.clone()
@@ -148,7 +134,8 @@ def _check_against_oracle(args, result, oracle):
     out_ref, angle_ref, ssm_ref, k_ref, v_ref = oracle
     assert out.dtype == torch.bfloat16 and final_v.dtype == torch.bfloat16
     assert all(x.dtype == torch.float32 for x in (final_angle, final_ssm, final_k, *saved[:3], saved.chunk_states))
-    for x in (out, final_angle, final_ssm, final_k, final_v, saved.y, saved.angle_csum, saved.q_rot, saved.k_rot):
+    for x in (out, final_angle, final_ssm, final_k, final_v, saved.y, saved.cos_phi, saved.sin_phi, saved.q_rot,
+              saved.k_rot):
         assert not torch.isnan(x).any(), "an output element was left unwritten"
     # out: within one bf16 ulp of float64 (plus fp32 noise where the gate nearly cancels)
     err = (out.double() - out_ref).abs()
@@ -161,9 +148,10 @@ def _check_against_oracle(args, result, oracle):
     assert torch.equal(final_v.double(), v_ref), "final_v must be v of the last token, bit for bit"
     assert _circular_max(final_angle, angle_ref) <= ANGLE_ABS_TOL
     assert ((final_angle >= 0) & (final_angle <= 2 * math.pi)).all(), "Phi must be wrapped into [0, 2pi]"
-    # the saved rotation angle: Phi from the angle cumsum and each chunk's carry, within the angle error
+    # the saved rotation: cos and sin of Phi, off by at most the angle error (|d cos|, |d sin| <= |d Phi|)
     phi64 = _phi_float64(args)
-    assert _circular_max(_saved_phi(args, saved), phi64) <= ANGLE_ABS_TOL
+    assert (saved.cos_phi.double() - torch.cos(phi64)).abs().max() <= ANGLE_ABS_TOL
+    assert (saved.sin_phi.double() - torch.sin(phi64)).abs().max() <= ANGLE_ABS_TOL
     # the saved q~ and k~ (dims 0..63, the rotated ones): biased (F3) and rotated by Phi (F4) per head, float64 from
     # the inputs; the angle error moves a rotated value by at most |pair| * |d Phi|
     for x, bias, got in (("q", "q_bias", saved.q_rot), ("k", "k_bias", saved.k_rot)):
@@ -270,7 +258,8 @@ def test_sequences_are_independent_bitwise(panel_run):
         alone = _select_tokens(args, torch.arange(a, b), [b - a])
         one_out, one_angle, one_ssm, one_k, one_v, one_saved = mamba3_siso_fwd(**alone)
         assert torch.equal(one_out, out[a:b])
-        assert torch.equal(one_saved.y, saved.y[a:b]) and torch.equal(one_saved.angle_csum, saved.angle_csum[a:b])
+        assert torch.equal(one_saved.y, saved.y[a:b]) and torch.equal(one_saved.cos_phi, saved.cos_phi[a:b])
+        assert torch.equal(one_saved.sin_phi, saved.sin_phi[a:b])
         assert torch.equal(one_saved.q_rot, saved.q_rot[a:b]) and torch.equal(one_saved.k_rot, saved.k_rot[a:b])
         assert torch.equal(one_ssm[0], final_ssm[s]) and torch.equal(one_k[0], final_k[s])
         assert torch.equal(one_angle[0], final_angle[s]) and torch.equal(one_v[0], final_v[s])
@@ -279,7 +268,6 @@ def test_sequences_are_independent_bitwise(panel_run):
         assert torch.equal(one_saved.chunk_states[:n_chunks], saved.chunk_states[first : first + n_chunks])
         assert torch.equal(one_saved.chunk_scalars[:n_chunks], saved.chunk_scalars[first : first + n_chunks])
         assert torch.equal(one_saved.masked_scores[:n_chunks], saved.masked_scores[first : first + n_chunks])
-        assert torch.equal(one_saved.angle_carry[:n_chunks], saved.angle_carry[first : first + n_chunks])
 
 
 def test_rotate_kernel_walking_the_carry_gives_the_same_bits(panel_run, monkeypatch):
@@ -290,7 +278,7 @@ def test_rotate_kernel_walking_the_carry_gives_the_same_bits(panel_run, monkeypa
     walked = _run_poisoned(monkeypatch, args, walk_carry=True)
     for got, want in zip(walked[:5], (out, final_angle, final_ssm, final_k, final_v)):
         assert torch.equal(got, want)
-    for name in ("y", "angle_csum", "q_rot", "k_rot", "chunk_scalars", "masked_scores", "qk"):
+    for name in ("y", "cos_phi", "sin_phi", "q_rot", "k_rot", "chunk_scalars", "masked_scores", "qk"):
         assert torch.equal(getattr(walked[5], name), getattr(saved, name)), name
     calls, real = [], fwd_module._mamba3_fwd_rotate_kernel
 
@@ -320,7 +308,7 @@ def test_gate_grad_writes_dz_instead_of_y(panel_run, monkeypatch):
     assert fused[5].y is None
     for got, want in zip(fused[:5], (out, final_angle, final_ssm, final_k, final_v)):
         assert torch.equal(got, want)
-    for name in ("angle_csum", "q_rot", "k_rot", "chunk_scalars", "masked_scores", "qk"):
+    for name in ("cos_phi", "sin_phi", "q_rot", "k_rot", "chunk_scalars", "masked_scores", "qk"):
         assert torch.equal(getattr(fused[5], name), getattr(saved, name)), name
     assert not torch.isnan(dz).any(), "a dz element was left unwritten"
     dz_gate = torch.empty_like(dz)

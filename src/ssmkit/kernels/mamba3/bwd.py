@@ -28,8 +28,7 @@
 #    `_m3b_reduce`: GQA sum of dq_hat/dk_hat over the 32 heads per 16 tokens; bias/D sums per head.
 # Q~ and K~ (biased, rotated) come from the forward (Mamba3FwdSaved.q_rot / k_rot: the rotated dims 0..63; dims
 # 64..127, biased only, formed from q, k and the biases by ``_fwd_tilde_half``) instead of being rebuilt from q, k,
-# the biases and cos / sin in each kernel; the side kernel forms cos / sin of Phi from the forward's angle cumsum and
-# carry to rotate dQ~, dK~ back.
+# the biases and cos / sin in each kernel; cos / sin are still read to rotate dQ~, dK~ back.
 # No atomics: every sum has a fixed order, so repeated calls are bit-identical.
 from typing import NamedTuple
 
@@ -43,9 +42,7 @@ from ssmkit.kernels.mamba3.fwd import (
     Posted,
     _fwd_gate_grad,
     _fwd_locate_chunk,
-    _fwd_sincos,
     _fwd_tilde_half,
-    _fwd_wrap_angle,
     contiguous_each,
     maxnreg_option,
     posted_kwargs,
@@ -81,20 +78,14 @@ def _m3b_mg_tile(mg_ptr, slot, h, H: tl.constexpr, C: tl.constexpr, TRANSPOSED: 
 
 
 @triton.jit
-def _m3b_unrotate(g, csum_ptr, carry_ptr, tok, vmask, slot, h, H: tl.constexpr, C: tl.constexpr,
-                  NA: tl.constexpr):
-    """R(Phi)^T g on the rotated half, (C, 2 NA), Phi = wrap(carry + csum) formed from the forward's saved angle
-    cumsum (T, H, NA) and the carry entering chunk slot ``slot`` (nslot, H, NA) as the rotate kernel forms it, and
-    its cos / sin by `_fwd_sincos` (the same operations, so the same bits as the forward's rotation); Phi 0 on
-    invalid rows (the identity; the carry of a slot no chunk maps to is never written, so it is not used). The
-    rotation (spec F4) takes the pair (x_2j, x_2j+1) to (x_2j c - x_2j+1 s, x_2j+1 c + x_2j s), so dx_2j = g_2j c
-    + g_2j+1 s and dx_2j+1 = g_2j+1 c - g_2j s. (Until session 15 cos / sin were read once per dim, each value
-    twice, with a sign tile: ~450 of the side kernel's SASS instructions; until session 40 they were read from
-    (T, H, NA) tiles the rotate kernel stored, 18 MB written at T = 2184: bench/mamba3/NOTES.md "Session 40".)"""
-    m = tl.arange(0, NA)
-    csum = tl.load(csum_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], mask=vmask, other=0.0)
-    carry = tl.load(carry_ptr + (slot * H + h) * NA + m)
-    sn, cs = _fwd_sincos(tl.where(vmask, _fwd_wrap_angle(carry[None, :] + csum), 0.0))
+def _m3b_unrotate(g, cos_ptr, sin_ptr, tok, vmask, h, H: tl.constexpr, C: tl.constexpr, NA: tl.constexpr):
+    """R(Phi)^T g on the rotated half, (C, 2 NA), with cos / sin of Phi read from the forward's saved (T, H, NA)
+    tiles (identity on invalid rows). The rotation (spec F4) takes the pair (x_2j, x_2j+1) to (x_2j c - x_2j+1 s,
+    x_2j+1 c + x_2j s), so dx_2j = g_2j c + g_2j+1 s and dx_2j+1 = g_2j+1 c - g_2j s. (Until session 15 cos / sin
+    were read once per dim, each value twice, with a sign tile: ~450 of the side kernel's SASS instructions.)"""
+    off = tok[:, None] * (H * NA) + h * NA + tl.arange(0, NA)[None, :]
+    cs = tl.load(cos_ptr + off, mask=vmask, other=1.0)
+    sn = tl.load(sin_ptr + off, mask=vmask, other=0.0)
     g0, g1 = tl.split(tl.reshape(g, (C, NA, 2)))
     return tl.reshape(tl.join(g0 * cs + g1 * sn, g1 * cs - g0 * sn), (C, 2 * NA))
 
@@ -358,7 +349,7 @@ def _m3b_intra_kernel(
     tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
 
 @triton.jit
-def _m3b_side_out(g, xr, tok, vmask, slot, h, half, csum_ptr, carry_ptr, dphi_ptr, dphis_ptr, dx_ptr, dxb_ptr,
+def _m3b_side_out(g, xr, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dx_ptr, dxb_ptr,
                   H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr):
     """Store one side kernel's gradient g of the rotated vector xr (C, N/2) on state half ``half``: on the rotated
     half (0) its dPhi (C, NA) and dPhi's column sum per slot first, then R(Phi)^T g; the (T, H, N) per-head
@@ -370,7 +361,7 @@ def _m3b_side_out(g, xr, tok, vmask, slot, h, half, csum_ptr, carry_ptr, dphi_pt
         dphi = _m3b_dphi(g, xr, C, NA)
         tl.store(dphi_ptr + tok[:, None] * (H * NA) + h * NA + m[None, :], dphi, mask=vmask)
         tl.store(dphis_ptr + (slot * H + h) * NA + m, tl.sum(tl.where(vmask, dphi, 0.0), axis=0))
-        dx = _m3b_unrotate(g, csum_ptr, carry_ptr, tok, vmask, slot, h, H, C, NA)
+        dx = _m3b_unrotate(g, cos_ptr, sin_ptr, tok, vmask, h, H, C, NA)
     else:
         dx = g
     cols = half * (N // 2) + tl.arange(0, N // 2)
@@ -380,8 +371,8 @@ def _m3b_side_out(g, xr, tok, vmask, slot, h, half, csum_ptr, carry_ptr, dphi_pt
 
 @triton.jit
 def _m3b_qside(
-    slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, csum_ptr,
-    carry_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
+    slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr,
+    sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
 ):
@@ -411,13 +402,13 @@ def _m3b_qside(
     dqt = (_m3_dot(tl.load(mg_tile), kt * sc[:, None], PREC, e_ell[:, None] * x, a_lo=tl.load(mg_tile + C * C))
            + ge[:, None] * kt)
     tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
-    _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, csum_ptr, carry_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
+    _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
                   H, N, NA, C)
 
 
 @triton.jit
 def _m3b_kside(
-    slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, csum_ptr, carry_ptr,
+    slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr, sin_ptr,
     dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
     SB: tl.constexpr, PREC: tl.constexpr,
@@ -451,32 +442,32 @@ def _m3b_kside(
         qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
     dkt = sc[:, None] * dks + ge[:, None] * qt + tl.where((tok == eos - 1)[:, None],
                                                           tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
-    _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, csum_ptr, carry_ptr, dphi_ptr, dphis_ptr, dkp_ptr, dkbp_ptr,
+    _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dkp_ptr, dkbp_ptr,
                   H, N, NA, C)
 
 
 @triton.jit
 def _m3b_side(
     slot, h, SIDE: tl.constexpr, HALF: tl.constexpr, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr,
-    elam_ptr, dy_ptr, cu_ptr, csum_ptr, carry_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dqp_ptr,
+    elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dqp_ptr,
     dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T, NSLOT, H: tl.constexpr,
     P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
 ):
     """One program of `_m3b_sides_kernel`: the q side (SIDE 0) or the k side (1) of state half HALF."""
     if SIDE == 0:
         _m3b_qside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr,
-                   cu_ptr, csum_ptr, carry_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr,
+                   cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr,
                    dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
     else:
-        _m3b_kside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, csum_ptr,
-                   carry_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
+        _m3b_kside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr,
+                   sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
                    dphis_ptr + NSLOT * H * NA, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB,
                    PREC)
 
 
 @triton.jit
 def _m3b_sides_kernel(
-    qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, csum_ptr, carry_ptr,
+    qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr,
     states_ptr, dstates_ptr,
     dfk_ptr, mg_ptr, etok_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr,
     io_ptr, S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
@@ -496,7 +487,7 @@ def _m3b_sides_kernel(
     for zz in tl.static_range(4):  # one branch per side and half, each built for its half (HALF a constexpr)
         if z == zz:
             _m3b_side(slot, h, zz // 2, zz % 2, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr,
-                      elam_ptr, dy_ptr, cu_ptr, csum_ptr, carry_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr,
+                      elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr,
                       dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T,
                       NSLOT, H, P, N, NA, C, SB, PREC)
 
@@ -812,9 +803,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     Inputs in the project layout (spec "Decisions"): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
     fp32; trap (T, 32) bf16; q_bias, k_bias (32, 128) fp32; angles (T, 32, 32) bf16; d (32,) fp32; cu_seqlens
     (S+1,) int32. `saved` is the forward's `Mamba3FwdSaved`: y fp32 (T, 32, 64) pre-gate output (or None: the
-    forward wrote dz into grads.dz, ``mamba3_siso_fwd(gate_grad=...)``; `grads` must then be given), angle_csum
-    fp32 (T, 32, 32) the in-chunk angle cumsum and angle_carry fp32 (T//64 + S, 32, 32) the wrapped angle entering
-    each chunk slot (Phi = wrap(carry + csum)), chunk_states fp32 (T//64 + S, 32, 64, 128) state
+    forward wrote dz into grads.dz, ``mamba3_siso_fwd(gate_grad=...)``; `grads` must then be given), cos_phi and
+    sin_phi fp32 (T, 32, 32) of the wrapped cumulative angle, chunk_states fp32 (T//64 + S, 32, 64, 128) state
     entering each chunk (sequence s, chunk c at cu_seqlens[s]//64 + s + c), q_rot and k_rot fp32 (T, 32, 64), the
     biased and rotated dims 0..63 of q~ and k~ per head (the kernels load them and form dims 64..127 from q, k and
     the biases), chunk_scalars fp32 (T//64 + S, 32, 3, 64) per-token ell, gamma, s per chunk slot, masked_scores
@@ -843,7 +833,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     nslot = T // CHUNK + S  # chunk slots, as the forward's chunk_states
     dev = v.device
     f32 = torch.float32
-    (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, y, phi_csum, phi_carry, chunk_states, q_rot,
+    (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, y, cos_phi, sin_phi, chunk_states, q_rot,
      k_rot, chunk_scalars, masked_scores, qk, dout, dfinal_angle, dfinal_ssm, dfinal_k, dfinal_v) = contiguous_each(
         (q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *saved, dout, dfinal_angle, dfinal_ssm,
          dfinal_k, dfinal_v))
@@ -884,9 +874,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         **maxnreg_option(config.intra_maxnreg, dev), **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
     _m3b_sides_kernel[(4 * nslot, H)](
-        q_rot, k_rot, q, k, q_bias, k_bias, v, side_scalars, exp_lam, dy, cu_seqlens, phi_csum, phi_carry,
-        chunk_states, dstates, dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts,
-        dqb_part, dkb_part,
+        q_rot, k_rot, q, k, q_bias, k_bias, v, side_scalars, exp_lam, dy, cu_seqlens, cos_phi, sin_phi, chunk_states,
+        dstates, dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part,
+        dkb_part,
         S=S, T=T, NSLOT=nslot, NA=NA, **sizes, PREC=config.side_precision, **side_launch,
         **posted_kwargs(posted, cu_seqlens, "v"),
     )

@@ -12,7 +12,7 @@
 #      angle sums (csum rows) of the sequence's earlier chunks as 2 walks them: the same bits, and then it needs
 #      nothing from 2, so on a side stream it runs beside it: ``mamba3_siso_fwd``'s ``rotate_stream``), Phi =
 #      wrap(carry + csum), rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through);
-#      stores q~/k~ (read by 4, saved for the backward), q^.k^ and the final angle/k.
+#      stores q~/k~ (read by 4, saved for the backward), q^.k^, cos/sin of Phi (saved) and the final angle/k.
 #   4. chunk scan, grid (chunk slots, H): strict-causal scores, readout from the entering state, gamma diagonal + D
 #      skip, silu(z) gate from q~/k~; the output, y (saved; or, given dout, the gate's gradient dz instead) and
 #      the final v.
@@ -95,13 +95,9 @@ class Mamba3FwdSaved(NamedTuple):
 
     y: (T, 32, 64) fp32, pre-gate output (spec F7); None when the forward wrote the gate's gradient dz itself
         (``mamba3_siso_fwd(gate_grad=...)``).
-    angle_csum: (T, 32, 32) fp32, the in-chunk inclusive cumsum of pi * tanh(angles) * dt (spec F2 without the
-        carry; the chunk-state kernel's ``csum``), and angle_carry: (T // 64 + S, 32, 32) fp32, the wrapped angle
-        entering each chunk slot (the state passing's ``carry``; slots as chunk_states, unwritten where no chunk
-        maps): Phi_t = wrap(carry + csum_t) in [0, 2pi), the rotation of F4, as the rotate kernel forms it. The
-        backward's side kernel forms Phi and its cos / sin (`_fwd_sincos`) from them where it rotates a gradient back
-        (the same operations, so the same bits). Until session 40 the rotate kernel stored cos and sin of Phi
-        instead (18 MB written at T = 2184 for the side kernel alone; bench/mamba3/NOTES.md "Session 40").
+    cos_phi, sin_phi: (T, 32, 32) fp32, cos and sin of Phi_t = wrap(cumsum(pi * tanh(angles) * dt)) in [0, 2pi)
+        (spec F2, fp32 cumsum), the rotation of F4 (the backward reads them instead of evaluating cos and sin again
+        five times per chunk: bench/mamba3/NOTES.md "Session 4").
     chunk_states: (T // 64 + S, 32, 64, 128) fp32, the (v, qk)-ordered SSM state ENTERING each chunk; sequence s,
         chunk c (local tokens 64c .. 64c+63) is at index cu_seqlens[s] // 64 + s + c. Indices no chunk maps to are
         left unwritten (torch.empty).
@@ -123,8 +119,8 @@ class Mamba3FwdSaved(NamedTuple):
     """
 
     y: torch.Tensor | None
-    angle_csum: torch.Tensor
-    angle_carry: torch.Tensor
+    cos_phi: torch.Tensor
+    sin_phi: torch.Tensor
     chunk_states: torch.Tensor
     q_rot: torch.Tensor
     k_rot: torch.Tensor
@@ -370,9 +366,10 @@ def _mamba3_fwd_state_passing_kernel(
 
 @triton.jit
 def _mamba3_fwd_rotate_kernel(
-    q_ptr, k_ptr, qb_ptr, kb_ptr, csum_ptr, cu_ptr, S, carry_ptr, fangle_ptr, fk_ptr, qk_ptr, qrot_ptr, krot_ptr,
+    q_ptr, k_ptr, qb_ptr, kb_ptr, csum_ptr, cu_ptr, S, carry_ptr, fangle_ptr, fk_ptr, qk_ptr,
+    cos_ptr, sin_ptr, qrot_ptr, krot_ptr,
     H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
-    WALK: tl.constexpr,
+    SAVE: tl.constexpr, WALK: tl.constexpr,
 ):
     """Grid (chunk slots, H): the elementwise half of the chunk scan. The carry (the wrapped angle sum of the
     sequence's earlier chunks): read from the state passing's ``carry``, or with WALK computed here from their
@@ -383,8 +380,8 @@ def _mamba3_fwd_rotate_kernel(
     q^, k^ (F3) and their rotation (F4, pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through):
     stores dims 0..63 of q~ and k~ (fp32, (T, H, N/2); read by the scan kernel, and kept for the backward; the
     pass-through dims are formed where they are needed, ``_fwd_tilde_half``), the unrotated q^.k^
-    (spec §9.2, fp32 (T, H)), and the final angle and final k (the sequence's last token, in its last chunk). Not
-    cos / sin of Phi: the backward forms them from csum and the carry (``Mamba3FwdSaved.angle_csum``)."""
+    (spec §9.2, fp32 (T, H)), cos / sin of Phi when SAVE, and the final angle and final k (the sequence's last
+    token, in its last chunk)."""
     HALF: tl.constexpr = N // 2
     slot = tl.program_id(0)
     h = tl.program_id(1)
@@ -417,6 +414,9 @@ def _mamba3_fwd_rotate_kernel(
         q_p = _fwd_load_biased_half(q_ptr, qb_ptr, t, h, valid, 1, N)
         k_p = _fwd_load_biased_half(k_ptr, kb_ptr, t, h, valid, 1, N)
         tl.store(qk_ptr + t * H + h, qk_r + tl.sum(q_p * k_p, axis=1), mask=valid)
+        if SAVE:
+            tl.store(cos_ptr + t_a, cos, mask=vmask)
+            tl.store(sin_ptr + t_a, sin, mask=vmask)
         # final states of the sequence: the row of its last token (only in its last chunk)
         last = (t == end - 1)[:, None]
         head_seq = seq * H + h
@@ -540,9 +540,9 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     host sync: see validate_cu_seqlens).
     Returns (out (T, 32, 64) bf16, final_angle (S, 32, 32) fp32, final_ssm (S, 32, 64, 128) fp32,
     final_k (S, 32, 128) fp32, final_v (S, 32, 64) bf16, saved): saved is a Mamba3FwdSaved, or None when
-    save_for_backward is False (then y and the masked scores are not written, and the chunk states, chunk scalars,
-    angle cumsum and carry, q_rot, k_rot and q^.k^ are temporaries: the scan kernel reads the rotated dims of q~ and
-    k~ from the rotate kernel either way).
+    save_for_backward is False (then y, cos_phi, sin_phi and the masked scores are not written, and the chunk
+    states, chunk scalars, q_rot, k_rot and q^.k^ are temporaries, as the angle cumsum, (T, 32, 32) fp32, is in
+    every call: the scan kernel reads the rotated dims of q~ and k~ from the rotate kernel either way).
     ``out``: None (new tensors) or the five output tensors to write, as ``allocate_fwd_outputs`` makes them
     (contiguous; not checked), which are then returned (a graph-backed call writes its static buffers so).
     ``before_scan``: None, or a function called with q_rot (T, 32, 64) fp32 once the rotate kernel is launched and
@@ -580,7 +580,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     sizes = dict(H=NHEADS, N=DSTATE, P=HEADDIM, NA=NANGLES, CHUNK_=CHUNK)
     block_s = triton.next_power_of_2(S + 1)
     chunk_scalars = torch.empty((slots, NHEADS, 3, CHUNK), dtype=f32, device=dev)  # ell, gamma, s
-    csum = torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev)  # in-chunk angle cumsum (rotate, passing, bwd)
+    csum = torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev)  # in-chunk angle cumsum (rotate, passing)
     _mamba3_fwd_chunk_state_kernel[(slots, NHEADS)](
         k, v, adt, dt, trap, k_bias, angles, cu_seqlens, S, dstate, decay, chunk_scalars, csum,
         **sizes, BLOCK_S=block_s, TPREC=config.transposed_precision, num_warps=config.chunk_warps,
@@ -593,25 +593,29 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     chunk_states = torch.empty((slots, NHEADS, HEADDIM, DSTATE), dtype=f32, device=dev)
     q_rot = torch.empty((T, NHEADS, DSTATE // 2), dtype=f32, device=dev)  # (kept for the backward when saving)
     k_rot = torch.empty((T, NHEADS, DSTATE // 2), dtype=f32, device=dev)
-    carry = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # wrapped Phi before the chunk
-    qk = torch.empty((T, NHEADS), dtype=f32, device=dev)  # unrotated q^.k^
     if save_for_backward:
         saved = Mamba3FwdSaved(
             y=None if gate_grad is not None else torch.empty((T, NHEADS, HEADDIM), dtype=f32, device=dev),
-            angle_csum=csum, angle_carry=carry, chunk_states=chunk_states, q_rot=q_rot, k_rot=k_rot,
-            chunk_scalars=chunk_scalars, masked_scores=torch.empty((slots, NHEADS, CHUNK, CHUNK), dtype=f32,
-                                                                   device=dev), qk=qk,
+            cos_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
+            sin_phi=torch.empty((T, NHEADS, NANGLES), dtype=f32, device=dev),
+            chunk_states=chunk_states, q_rot=q_rot, k_rot=k_rot, chunk_scalars=chunk_scalars,
+            masked_scores=torch.empty((slots, NHEADS, CHUNK, CHUNK), dtype=f32, device=dev),
+            qk=torch.empty((T, NHEADS), dtype=f32, device=dev),
         )
-        save_bufs = (out if saved.y is None else saved.y, saved.masked_scores)
+        save_bufs = (out if saved.y is None else saved.y, saved.cos_phi, saved.sin_phi, saved.masked_scores)
+        qk = saved.qk
     else:
         saved = None
-        save_bufs = (out,) * 2  # never written: SAVE is False
+        save_bufs = (out,) * 4  # never written: SAVE is False
+        qk = torch.empty((T, NHEADS), dtype=f32, device=dev)  # unrotated q^.k^
+    carry = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # wrapped Phi before the chunk
     walk = (rotate_stream is not None and T <= ROTATE_WALK_MAX_TOKENS) if walk_carry is None else walk_carry
 
     def launch_rotate():
         _mamba3_fwd_rotate_kernel[(slots, NHEADS)](
-            q, k, q_bias, k_bias, csum, cu_seqlens, S, carry, final_angle, final_k, qk, q_rot, k_rot,
-            H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s, WALK=walk, num_warps=config.rotate_warps,
+            q, k, q_bias, k_bias, csum, cu_seqlens, S, carry, final_angle, final_k, qk, save_bufs[1],
+            save_bufs[2], q_rot, k_rot, H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s,
+            SAVE=save_for_backward, WALK=walk, num_warps=config.rotate_warps,
             **maxnreg_option(config.rotate_maxnreg, dev),
         )
     forked = walk and rotate_stream is not None  # (walking, it needs only the chunk state: beside the passing)
@@ -635,7 +639,7 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         before_scan(q_rot)
     _mamba3_fwd_chunk_scan_kernel[(slots, NHEADS)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, chunk_scalars, d, z, cu_seqlens, S, chunk_states, qk, out, final_v,
-        *save_bufs, *(gate_grad or (out, out)),
+        save_bufs[0], save_bufs[3], *(gate_grad or (out, out)),
         H=NHEADS, N=DSTATE, P=HEADDIM, CHUNK_=CHUNK, BLOCK_S=block_s, SAVE=save_for_backward,
         GATE_GRAD=gate_grad is not None, PRECISION=config.input_precision, TPREC=config.transposed_precision,
         num_warps=config.scan_warps, **posted_kwargs(posted, cu_seqlens, "v", "z", "out", "dout", "dz"),
