@@ -24,6 +24,8 @@ bench/_ab/pkgs/ssmkit_s13), its public entry through its graph (graph=True) agai
 Every mode also reports ``queued_ms``: CUDA-event time of QUEUED calls issued back to back without a host sync,
 per call (the GPU's time per call wherever the host keeps ahead of it, as with one graph replay per call); the
 median of QUEUED_ROUNDS rounds, the sides' order reversed every other round (``queued_ms_rounds``: each round's).
+Graph sides: the process's capture limit is lifted and each case's graphs dropped after it; a case in which a graph
+side did not capture its graph stops the run (the rows so far written, that one marked ``graph_sides_captured``).
 """
 import argparse
 import importlib.util
@@ -119,6 +121,16 @@ def package_call(pkg: Path):
     return lambda args: entry(**args, graph=True)
 
 
+def graph_modules(packages) -> list:
+    """The graph modules the sides use: the working tree's and each ``--package`` copy's (its own graph cache)."""
+    return [graph_module] + [importlib.import_module(f"{pkg.name}.mamba3.graph") for pkg in packages or []]
+
+
+def captures(modules) -> int:
+    """Graphs captured so far in this process by the given graph modules."""
+    return sum(m._CAPTURES[0] for m in modules)
+
+
 def queued_ms(fn, arg_sets):
     """CUDA-event ms per call over QUEUED calls of fn issued back to back (rotating the argument sets)."""
     torch.cuda.synchronize()
@@ -203,8 +215,16 @@ def main() -> None:
     cases = [dict(c, name=c["name"] if s == 1 else f"{c['name']}_x{s}", seqlens=[n * s for n in c["seqlens"]])
              for s in map(int, args.scales.split(",")) for c in cases]
     rows = []
+    # every graph side captures one graph per case: lift the process's capture limit (ssmkit.mamba3.graph.MAX_CAPTURES,
+    # 32), past which a side launches directly (~0.7 ms queued per call, host-bound), and drop each case's graphs
+    # after it (memory). Session 40's run 3 (6 sides x 8 cases) read its last cases so before this.
+    modules = graph_modules(args.package)
+    graph_sides = 0 if args.baseline else len(sides) - (1 if args.graph else 0)
+    for m in modules:
+        m.MAX_CAPTURES = max(m.MAX_CAPTURES, 2 * graph_sides * len(cases))
     with torch.no_grad():
         for i, case in enumerate(cases):
+            before = captures(modules)
             sets = [make_inputs(case["seqlens"], case["seed"] + r, device=device) for r in range(ROTATE)]
             walls = interleaved_wall_ms(list(sides.values()), sets)  # (warms up: a graph side replays below)
             res = {name: fn(sets[0]) for name, fn in sides.items()}
@@ -219,6 +239,14 @@ def main() -> None:
             if i == 0:
                 row["kernels_ms"] = {name: gpu_kernel_split(fn, sets[0]) for name, fn in sides.items()}
             rows.append(row)
+            captured = captures(modules) - before
+            if captured != graph_sides:  # (the rows so far are written, this one marked, then the run stops)
+                row["graph_sides_captured"] = captured
+                write_json(args.out / "mamba3_ab.json", dict(run_metadata(None, device), rows=rows))
+                raise SystemExit(f"{case['name']}: {captured} graphs captured, expected one per graph side "
+                                 f"({graph_sides}): a side did not run through its graph")
+            for m in modules:
+                m.clear_graphs()
             worst = max(max(d.values()) for d in diffs.values())
             print(f"{case['name']:24s} wall " + " -> ".join(f"{w:.3f}" for w in walls)
                   + " ms  GPU " + " -> ".join(f"{g:.3f}" for g in gpus)
