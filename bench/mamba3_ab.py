@@ -122,8 +122,10 @@ def package_call(pkg: Path):
 
 
 def graph_modules(packages) -> list:
-    """The graph modules the sides use: the working tree's and each ``--package`` copy's (its own graph cache)."""
-    return [graph_module] + [importlib.import_module(f"{pkg.name}.mamba3.graph") for pkg in packages or []]
+    """The graph modules the sides use that count their captures: the working tree's and each ``--package`` copy's
+    (its own graph cache; a copy older than the capture count is left out)."""
+    mods = [graph_module] + [importlib.import_module(f"{pkg.name}.mamba3.graph") for pkg in packages or []]
+    return [m for m in mods if hasattr(m, "_CAPTURES")]
 
 
 def captures(modules) -> int:
@@ -219,7 +221,7 @@ def main() -> None:
     # 32), past which a side launches directly (~0.7 ms queued per call, host-bound), and drop each case's graphs
     # after it (memory). Session 40's run 3 (6 sides x 8 cases) read its last cases so before this.
     modules = graph_modules(args.package)
-    graph_sides = 0 if args.baseline else len(sides) - (1 if args.graph else 0)
+    graph_sides = (0 if args.baseline else 1 if args.graph else len(modules) if args.package else len(sides))
     for m in modules:
         m.MAX_CAPTURES = max(m.MAX_CAPTURES, 2 * graph_sides * len(cases))
     with torch.no_grad():
