@@ -133,6 +133,13 @@ def captures(modules) -> int:
     return sum(m._CAPTURES[0] for m in modules)
 
 
+def write_rows(out: Path, device, rows: list) -> Path:
+    """Write the run's JSON (metadata and the rows so far) to out/mamba3_ab.json; returns its path."""
+    path = out / "mamba3_ab.json"
+    write_json(path, dict(run_metadata(None, device), rows=rows))
+    return path
+
+
 def queued_ms(fn, arg_sets):
     """CUDA-event ms per call over QUEUED calls of fn issued back to back (rotating the argument sets)."""
     torch.cuda.synchronize()
@@ -244,7 +251,7 @@ def main() -> None:
             captured = captures(modules) - before
             if captured != graph_sides:  # (the rows so far are written, this one marked, then the run stops)
                 row["graph_sides_captured"] = captured
-                write_json(args.out / "mamba3_ab.json", dict(run_metadata(None, device), rows=rows))
+                write_rows(args.out, device, rows)
                 raise SystemExit(f"{case['name']}: {captured} graphs captured, expected one per graph side "
                                  f"({graph_sides}): a side did not run through its graph")
             for m in modules:
@@ -258,9 +265,7 @@ def main() -> None:
                 for name, split in row["kernels_ms"].items():
                     print(f"   {name}: " + ", ".join(f"{k[:28]} {v:.3f}" for k, v in sorted(
                         split.items(), key=lambda kv: -kv[1])), flush=True)
-    path = args.out / "mamba3_ab.json"
-    write_json(path, dict(run_metadata(None, device), rows=rows))
-    print("json:", path)
+    print("json:", write_rows(args.out, device, rows))
 
 
 if __name__ == "__main__":
