@@ -60,17 +60,22 @@ for warps, maxnreg in ((4, 168), (8, 128)):
     build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32", TPREC="bf16x3"), warps, posted=True, maxnreg=maxnreg)
 # the per-head dq / dk rows in fp32 (Mamba3BwdConfig.head_partials "fp32")
 build(bwd._m3b_sides_kernel, dict(SB=4, PREC="bf16x3"), 4, posted=True, fp32=("dqp_ptr", "dkp_ptr"), maxnreg=168)
-build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS),
-      bwd.DEFAULT_BWD_CONFIG.finish_warps, posted=True, fp32=("dqp_ptr", "dkp_ptr"))
+build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS, PDL=True),
+      bwd.DEFAULT_BWD_CONFIG.finish_warps, posted=True, fp32=("dqp_ptr", "dkp_ptr"), launch_pdl=True)
 for posted in (False, True):
     build(bwd._m3b_dstate_scan_kernel, dict(PN=8192, BLOCK=1024), posted=posted)
 # the autograd form's (dz and dY); the full-VJP call's, direct and a graph's (dY alone: the chunk scan writes dz)
 for dz, dy, posted in ((True, True, False), (False, True, False), (False, True, True)):
     build(bwd._m3b_gate_kernel, dict(BLOCK=bwd._GATE_BLOCK, DZ=dz, DY=dy), posted=posted)
+# the finish kernel after the dPhi carry kernel by programmatic dependent launch (Mamba3BwdConfig.finish_pdl, the
+# default on sm_90) or plainly
 for posted in (False, True):
-    build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS),
-          bwd.DEFAULT_BWD_CONFIG.finish_warps, posted=posted)
-build(bwd._m3b_dphi_carry_kernel, dict(CB=bwd._ANGLE_SLOTS), 1)
+    for pdl in (False, True):
+        build(bwd._m3b_finish_kernel,
+              dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS, PDL=pdl),
+              bwd.DEFAULT_BWD_CONFIG.finish_warps, posted=posted, launch_pdl=pdl)
+for pdl in (False, True):
+    build(bwd._m3b_dphi_carry_kernel, dict(CB=bwd._ANGLE_SLOTS, PDL=pdl), 1)
 # the dots whose B operand wgmma would need transposed: split into bf16 (Mamba3FwdConfig.transposed_precision, the
 # default) or at the input precision
 for prec, tprec in (("tf32", "bf16x3"), ("tf32", "tf32"), ("tf32x3", "tf32x3")):

@@ -37,6 +37,7 @@ import triton
 import triton.language as tl
 
 from ssmkit.kernels.common.mapped_io import posted_pointer
+from ssmkit.kernels.common.pdl import pdl_applies, pdl_launch_dependents, pdl_wait
 from ssmkit.kernels.mamba3.dots import _m3_dot, _m3_split_bf16
 from ssmkit.kernels.mamba3.fwd import (
     Posted,
@@ -506,13 +507,16 @@ def _m3b_sides_kernel(
 
 @triton.jit
 def _m3b_dphi_carry_kernel(cu_ptr, dfa_ptr, dphis_ptr, carry_ptr, NSLOT, H: tl.constexpr, NA: tl.constexpr,
-                           C: tl.constexpr, CB: tl.constexpr):
+                           C: tl.constexpr, CB: tl.constexpr, PDL: tl.constexpr):
     """Grid (S, H): the angle-gradient carry entering each chunk of sequence s from its end, (slots, H, NA) fp32:
     dfinal_angle plus the dPhi sums (q side + k side, `_m3b_side_out`) of the sequence's later chunks. Tiles of CB
     chunks from the last chunk backwards: within a tile an exclusive cumsum (the tile loaded once more, shifted by
     one chunk), between tiles a running sum (fixed orders: bit-identical repeats). O(chunks) per sequence: until
     session 15 each chunk's program summed all later chunks itself, quadratic in a sequence's chunk count (the
-    finish kernel 0.985 ms at 32768 tokens in one sequence, 6.87 ms at 131072; bench/mamba3/NOTES.md)."""
+    finish kernel 0.985 ms at 32768 tokens in one sequence, 6.87 ms at 131072; bench/mamba3/NOTES.md).
+    PDL: the finish kernel, launched with PDL after it, may start at once (its GQA-reduce programs read nothing this
+    kernel writes; its angle programs wait for it: kernels/common/pdl.py)."""
+    pdl_launch_dependents(PDL)
     s = tl.program_id(0)
     h = tl.program_id(1)
     bos = tl.load(cu_ptr + s)
@@ -642,13 +646,16 @@ def _m3b_finish_kernel(
     S, T, NSLOT, io_ptr, H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
     BT: tl.constexpr, BS: tl.constexpr, ANGLES_WORD: tl.constexpr, DANGLES_WORD: tl.constexpr, DQ_WORD: tl.constexpr,
     DK_WORD: tl.constexpr, DADT_WORD: tl.constexpr, DDT_WORD: tl.constexpr, DTRAP_WORD: tl.constexpr,
-    DQ_BIAS_WORD: tl.constexpr, DK_BIAS_WORD: tl.constexpr, DD_WORD: tl.constexpr,
+    DQ_BIAS_WORD: tl.constexpr, DK_BIAS_WORD: tl.constexpr, DD_WORD: tl.constexpr, PDL: tl.constexpr,
 ):
     """Grid (ceil(T/BT) + H + NSLOT * H,): the last step in one launch (one host launch less than two kernels):
     the first ceil(T/BT) + H programs are `_m3b_reduce`'s, the others `_m3b_angle`'s (slot, head). The reduce
     programs, each streaming 32 heads' rows, are the longest, so they start first (until session 17 they came last
     and ran in the launch's tail). Every gradient it writes may be a posted tensor (*_WORD >= 0: a graph writes
-    them at the call's result addresses, no copy node after this kernel)."""
+    them at the call's result addresses, no copy node after this kernel). PDL (launched with programmatic dependent
+    launch after the dPhi carry kernel, kernels/common/pdl.py): the reduce programs run beside that kernel (they read
+    the side kernels' partials, written two launches back, and write results it does not read); the angle programs
+    wait for its carry."""
     ang_ptr = posted_pointer(ang_ptr, io_ptr, ANGLES_WORD)
     pid = tl.program_id(0)
     nreduce = tl.cdiv(T, BT) + H
@@ -662,6 +669,7 @@ def _m3b_finish_kernel(
                     dd_ptr, T, NSLOT, H, N, BT, BS)
     else:
         slot_head = pid - nreduce
+        pdl_wait(PDL)
         dang_ptr = posted_pointer(dang_ptr, io_ptr, DANGLES_WORD)
         dadt_ptr = posted_pointer(dadt_ptr, io_ptr, DADT_WORD)
         ddt_ptr = posted_pointer(ddt_ptr, io_ptr, DDT_WORD)
@@ -707,7 +715,9 @@ class Mamba3BwdConfig(NamedTuple):
     over the heads in fp32: "bf16" (the default since session 25: half the bytes written and read back, each head's
     row rounded once; H200, c1: sides 0.150 -> 0.140 ms, finish 0.036 -> 0.031, the public entry -16 to -19 us
     queued at c1-c7; dq / dk norm-relative error against float64 1.65e-3 -> 2.34e-3, their target 3.1e-3;
-    bench/mamba3/NOTES.md "Session 25") or "fp32" (dq / dk as close to float64 as the reference).
+    bench/mamba3/NOTES.md "Session 25") or "fp32" (dq / dk as close to float64 as the reference);
+    finish_pdl: the finish kernel launched with programmatic dependent launch after the dPhi carry kernel (its GQA
+    reduce beside that kernel; CUDA sm_90+ only, ``kernels/common/pdl.py``; session 41).
     """
 
     num_warps: int = 4
@@ -725,6 +735,7 @@ class Mamba3BwdConfig(NamedTuple):
     finish_warps: int = 4
     reduce_tokens: int = 16
     head_partials: str = "bf16"
+    finish_pdl: bool = True
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -835,6 +846,8 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     """
     if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1):
         raise ValueError(f"config.reduce_tokens: expected a power of two, got {config.reduce_tokens}")
+    if not isinstance(config.finish_pdl, bool):
+        raise ValueError(f"config.finish_pdl: expected a bool, got {config.finish_pdl!r}")
     if config.head_partials not in _HEAD_PARTIAL_DTYPES:
         raise ValueError(f"config.head_partials: expected one of {sorted(_HEAD_PARTIAL_DTYPES)}, "
                          f"got {config.head_partials!r}")
@@ -893,15 +906,17 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         **posted_kwargs(posted, cu_seqlens, "v"),
     )
     angle_carry = torch.empty((nslot, H, NA), device=dev, dtype=f32)  # entering each chunk from its end
+    pdl = pdl_applies(v, config.finish_pdl)
     _m3b_dphi_carry_kernel[(S, H)](
-        cu_seqlens, dfinal_angle, dphi_sums, angle_carry, nslot, H=H, NA=NA, C=CHUNK, CB=_ANGLE_SLOTS, num_warps=1,
+        cu_seqlens, dfinal_angle, dphi_sums, angle_carry, nslot, H=H, NA=NA, C=CHUNK, CB=_ANGLE_SLOTS, PDL=pdl,
+        num_warps=1,
     )
     dq, dk, _, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, _ = grads
     _m3b_finish_kernel[(triton.cdiv(T, config.reduce_tokens) + H + nslot * H,)](
         dt, trap, angles, cu_seqlens, angle_carry, dphi, dl_parts, dlam_parts, ds_parts, e_tok, qk,
         dadt, ddt, dtrap, dangles, dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd,
-        S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, BT=config.reduce_tokens, BS=_REDUCE_SLOTS,
-        num_warps=config.finish_warps,
+        S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, BT=config.reduce_tokens, BS=_REDUCE_SLOTS, PDL=pdl,
+        num_warps=config.finish_warps, **({"launch_pdl": True} if pdl else {}),
         **posted_kwargs(posted, cu_seqlens, "angles", "dangles", "dq", "dk", "dadt", "ddt", "dtrap", "dq_bias",
                         "dk_bias", "dd"),
     )
