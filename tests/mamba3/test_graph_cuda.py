@@ -2,7 +2,7 @@
 bits, across streams too, and the default (graph=None) path captures on a key's second call; the forward's rotate
 kernel on a side stream (as the graph launches it) gives the one-stream bits. CUDA only (the CPU tests run the
 interpreter's stand-in for a graph: tests/mamba3/test_graph.py); the finish kernel launched by programmatic dependent
-launch gives the bits of its plain launch."""
+launch gives the bits of its plain launch, and so does the side kernel."""
 import pytest
 import torch
 
@@ -114,14 +114,15 @@ def test_stream_priorities_are_in_the_key_and_keep_the_bits(monkeypatch):
         assert [s.priority for s in g._side] == [torch.cuda.Stream(priority=p).priority for p in priorities[1:]]
 
 
-def test_finish_by_programmatic_dependent_launch_keeps_the_bits():
-    """Mamba3BwdConfig.finish_pdl (the default): the finish kernel starts beside the dPhi carry kernel and its angle
-    programs wait for the carry. Direct calls and graph replays, back to back on three rotating input sets (so a
-    carry read before the carry kernel wrote it would be another set's, or unwritten), give the bits of the finish
-    launched after the carry kernel completed (finish_pdl False)."""
+def test_programmatic_dependent_launches_keep_the_bits():
+    """Mamba3BwdConfig.finish_pdl and side_pdl (the defaults): the finish kernel starts beside the dPhi carry kernel
+    and its angle programs wait for the carry; the side kernel starts beside the intra kernel and its programs wait
+    before reading the intra kernel's results. Direct calls and graph replays, back to back on three rotating input
+    sets (so a result read before its kernel wrote it would be another set's, or unwritten), give the bits of the
+    plain launches (both False)."""
     graph_module.clear_graphs()
     sets = [make_inputs([300, 77, 515], seed=40 + s, device=DEVICE) for s in range(3)]
-    plain = Mamba3BwdConfig(finish_pdl=False)
+    plain = Mamba3BwdConfig(finish_pdl=False, side_pdl=False)
     want = [mamba3_siso_varlen_joint_states_full_vjp(**a, graph=False, bwd_config=plain) for a in sets]
     for graph in (False, True):
         got = [mamba3_siso_varlen_joint_states_full_vjp(**sets[i % 3], graph=graph) for i in range(7)]

@@ -16,7 +16,7 @@ from ssmkit.kernels.mamba3 import bwd, fwd
 BF16 = {"q_ptr", "k_ptr", "v_ptr", "z_ptr", "trap_ptr", "ang_ptr", "dout_ptr", "dv_ptr", "dz_ptr", "dtrap_ptr",
         "dang_ptr", "dq_ptr", "dk_ptr", "dfv_ptr", "out_ptr", "fv_ptr", "angles_ptr", "mg_ptr", "dy_ptr",
         "dqp_ptr", "dkp_ptr"}  # (dqp, dkp: the per-head dq / dk rows, bf16 by default: Mamba3BwdConfig.head_partials)
-SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64)
+SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64, PDL=False)  # (PDL: launched plainly unless a build says)
 
 
 WORDS = ("V_WORD", "Z_WORD", "OUT_WORD", "DOUT_WORD", "DZ_WORD", "DV_WORD", "ANGLES_WORD", "DANGLES_WORD",
@@ -58,6 +58,10 @@ build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32x3", TPREC="bf16x3"), 4)  # (t
 # the intra kernel under a register cap (Mamba3BwdConfig.intra_maxnreg): three 4-warp or two 8-warp programs per SM
 for warps, maxnreg in ((4, 168), (8, 128)):
     build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32", TPREC="bf16x3"), warps, posted=True, maxnreg=maxnreg)
+# the chunk body as a graph launches it on sm_90: the side kernel by programmatic dependent launch after the intra
+# kernel (Mamba3BwdConfig.side_pdl)
+build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32", TPREC="bf16x3", PDL=True), 4, posted=True, maxnreg=168)
+build(bwd._m3b_sides_kernel, dict(SB=4, PREC="bf16x3", PDL=True), 4, posted=True, maxnreg=168, launch_pdl=True)
 # the per-head dq / dk rows in fp32 (Mamba3BwdConfig.head_partials "fp32")
 build(bwd._m3b_sides_kernel, dict(SB=4, PREC="bf16x3"), 4, posted=True, fp32=("dqp_ptr", "dkp_ptr"), maxnreg=168)
 build(bwd._m3b_finish_kernel, dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS, PDL=True),

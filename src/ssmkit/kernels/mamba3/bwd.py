@@ -264,17 +264,21 @@ def _m3b_chunk_setup(cu_ptr, fscal_ptr, slot, h, S, H: tl.constexpr, C: tl.const
 
 
 @triton.jit
-def _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H: tl.constexpr, C: tl.constexpr, SB: tl.constexpr):
-    """`_m3b_chunk_setup` for the side kernels: where the slot's chunk lies and its per-token scalars as the intra
-    kernel stored them (the same values, not recomputed: the cumsum, two sigmoids and the exps were 640 of the side
-    kernel's 5.5 k SASS instructions, session 15): (sequence, end, local chunk, tok (C,), valid (C,), active, e^l,
-    e^{L-l}, gamma, s)."""
+def _m3b_side_setup(cu_ptr, slot, S, C: tl.constexpr, SB: tl.constexpr):
+    """Where a side kernel program's chunk lies: (sequence, end, local chunk, tok (C,), valid (C,), active)."""
     s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
     t0 = bos + c * C
     tok = t0 + tl.arange(0, C)
+    return s, eos, c, tok, tok < eos, t0 < eos
+
+
+@triton.jit
+def _m3b_side_scalars(scal_ptr, slot, h, H: tl.constexpr, C: tl.constexpr):
+    """The chunk's per-token scalars (C,) each as the intra kernel stored them for the side kernels (the same values
+    as `_m3b_chunk_setup`'s, not recomputed: the cumsum, two sigmoids and the exps were 640 of the side kernel's
+    5.5 k SASS instructions, session 15): (e^l, e^{L-l}, gamma, s)."""
     row = scal_ptr + (slot * H + h) * 4 * C + tl.arange(0, C)
-    return (s, eos, c, tok, tok < eos, t0 < eos, tl.load(row), tl.load(row + C), tl.load(row + 2 * C),
-            tl.load(row + 3 * C))
+    return tl.load(row), tl.load(row + C), tl.load(row + 2 * C), tl.load(row + 3 * C)
 
 
 @triton.jit
@@ -283,7 +287,7 @@ def _m3b_intra_kernel(
     dstates_ptr, dfv_ptr,
     mg_ptr, dv_ptr, dl_ptr, etok_ptr, ddp_ptr, scal_ptr, elam_ptr, io_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
-    TPREC: tl.constexpr, V_WORD: tl.constexpr, DV_WORD: tl.constexpr,
+    TPREC: tl.constexpr, V_WORD: tl.constexpr, DV_WORD: tl.constexpr, PDL: tl.constexpr,
 ):
     """Grid (chunk slots, H), chunk body part 1: what needs the (C, C) matrices of one chunk. The scores
     A = Q~ Ks^T (Ks = diag(s) K~) are used only as M o A = decay o A, which the forward's chunk scan stored
@@ -295,7 +299,9 @@ def _m3b_intra_kernel(
     + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
     Per token it stores e = dY.v; per slot sum(e) (the D partial); per slot and head the chunk scalars
     the side kernels read instead of recomputing them (`_m3b_side_setup`): rows e^l, e^{L-l}, gamma, s of
-    ``scal`` (nslot, H, 4, C) and e^L in ``elam`` (nslot, H)."""
+    ``scal`` (nslot, H, 4, C) and e^L in ``elam`` (nslot, H). PDL: the side kernel, launched with PDL after it,
+    may start at once (its programs wait for this kernel before reading its results: `_m3b_sides_kernel`)."""
+    pdl_launch_dependents(PDL)
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     dv_ptr = posted_pointer(dv_ptr, io_ptr, DV_WORD)
     slot = tl.program_id(0)
@@ -380,15 +386,15 @@ def _m3b_qside(
     slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr, cu_ptr, cos_ptr,
     sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, dqbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
 ):
     """Chunk body part 2 (`_m3b_sides_kernel`), the q side of one state half of one chunk and head:
     dQ~ = (M o G) Ks + diag(e^l) dY S_in + gamma e K~ (the q^.k^ diagonal path written as gamma e k~: rotating it back
     gives gamma e k^, and its dPhi parts from q and k cancel, q~.k~ being rotation-free). Stores dQ~ rotated back
     (per-head dq partial), dPhi from the q side (half 0), this half's terms of dl (e^l dY S_in . q~) and of dLambda
-    (e^Lambda S_in : dS_out)."""
+    (e^Lambda S_in : dS_out). PDL: what reads no intra-kernel result comes before the wait (`_m3b_sides_kernel`)."""
     NH: tl.constexpr = N // 2
-    s, eos, c, tok, valid, active, e_ell, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
+    s, eos, c, tok, valid, active = _m3b_side_setup(cu_ptr, slot, S, C, SB)
     cols_nh = half * NH + tl.arange(0, NH)
     tl.store(dqbp_ptr + (slot * H + h) * N + cols_nh, tl.zeros((NH,), tl.float32), mask=(cols_nh < N) & ~active)
     if active:  # (a slot that holds no chunk: only its bias partial, which the finish sums over every slot)
@@ -399,11 +405,14 @@ def _m3b_qside(
         # the state entering the chunk, zero entering a sequence's first (spec §4: not loaded there)
         s_in = tl.load(states_ptr + st, mask=c > 0, other=0.0)
         ds_out = tl.load(dstates_ptr + st)  # gradient of the state leaving it
-        dlam = tl.load(elam_ptr + slot * H + h) * tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
+        s_ds = tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
         dy_hi, dy_lo = _m3b_dy_tiles(dy_ptr, tok, valid, h, H, P)
         x = _m3_dot(dy_hi, s_in, PREC, a_lo=dy_lo)
         qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
         kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
+        pdl_wait(PDL)
+        e_ell, _, gam, sc = _m3b_side_scalars(scal_ptr, slot, h, H, C)
+        dlam = tl.load(elam_ptr + slot * H + h) * s_ds
         mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
         ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
         # (stored before the dot, so that x is dead after it: under the 168 cap, offline, the rotated half's branch
@@ -421,14 +430,14 @@ def _m3b_kside(
     slot, h, half, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr, sin_ptr,
     dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr,
     S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
 ):
     """Chunk body part 3 (`_m3b_sides_kernel`), the k side of one state half of one chunk and head:
     dKs = (M o G)^T Q~ + diag(e^{L-l}) V dS_out, dk~ = s dKs + gamma e q~ (+ dfinal_k on a sequence's last token).
     Stores dk~ rotated back (per-head dk partial), dPhi from the k side (half 0), ds = dKs . k~ per token, this
-    half's terms of dl (-e^{L-l} V dS_out . ks) and of dLambda (their sum)."""
+    half's terms of dl (-e^{L-l} V dS_out . ks) and of dLambda (their sum). PDL: as the q side."""
     NH: tl.constexpr = N // 2
-    s, eos, _, tok, valid, active, _, e_rev, gam, sc = _m3b_side_setup(cu_ptr, scal_ptr, slot, h, S, H, C, SB)
+    s, eos, _chunk, tok, valid, active = _m3b_side_setup(cu_ptr, slot, S, C, SB)
     cols_nh = half * NH + tl.arange(0, NH)
     tl.store(dkbp_ptr + (slot * H + h) * N + cols_nh, tl.zeros((NH,), tl.float32), mask=(cols_nh < N) & ~active)
     if active:  # (as the q side)
@@ -441,6 +450,8 @@ def _m3b_kside(
         vds = _m3_dot(vv, ds_out, PREC)  # v is bf16, exact: no split, no lo.hi dot
         qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
         kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
+        pdl_wait(PDL)
+        _, e_rev, gam, sc = _m3b_side_scalars(scal_ptr, slot, h, H, C)
         fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
         # (stored before the dot, not after it: under the 168 cap, offline, session 26, the other half's branch spills
         # none instead of 31 instructions (2000 -> 1880 SASS), the rotated half's 73 instead of 76)
@@ -465,17 +476,18 @@ def _m3b_side(
     elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dqp_ptr,
     dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T, NSLOT, H: tl.constexpr,
     P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """One program of `_m3b_sides_kernel`: the q side (SIDE 0) or the k side (1) of state half HALF."""
     if SIDE == 0:
         _m3b_qside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, scal_ptr, elam_ptr, dy_ptr,
                    cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, mg_ptr, etok_ptr, dqp_ptr, dphi_ptr, dphis_ptr,
-                   dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC)
+                   dl_ptr, dlam_ptr, dqbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB, PREC, PDL)
     else:
         _m3b_kside(slot, h, HALF, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr, cu_ptr, cos_ptr,
                    sin_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr, dkp_ptr, dphi_ptr + T * H * NA,
                    dphis_ptr + NSLOT * H * NA, dl_ptr, dlam_ptr, ds_ptr, dkbp_ptr, S, T, NSLOT, H, P, N, NA, C, SB,
-                   PREC)
+                   PREC, PDL)
 
 
 @triton.jit
@@ -484,7 +496,7 @@ def _m3b_sides_kernel(
     states_ptr, dstates_ptr,
     dfk_ptr, mg_ptr, etok_ptr, dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr,
     io_ptr, S, T, NSLOT, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, C: tl.constexpr,
-    SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr,
+    SB: tl.constexpr, PREC: tl.constexpr, V_WORD: tl.constexpr, PDL: tl.constexpr,
 ):
     """Grid (4 x chunk slots, H): the chunk body's q side (z = 0, 1: state half z) and k side (z = 2, 3: half z - 2)
     in one launch (one host launch less than two kernels), each z a branch built for its side and half (until
@@ -492,7 +504,11 @@ def _m3b_sides_kernel(
     through register moves and layout conversions). z varies fastest, so the four programs of one chunk and
     head run side by side and share their loads of Q~, K~, dY, M o G and dS_out through L2 (with z slowest, until
     session 8, each plane of 1184 programs at c1 had streamed ~150 MB through the L2 before the next plane re-read
-    the same tiles). dphi / dphis hold two planes, the q side's and the k side's; each side gets its own."""
+    the same tiles). dphi / dphis hold two planes, the q side's and the k side's; each side gets its own.
+    PDL (launched with programmatic dependent launch after the intra kernel, kernels/common/pdl.py): a program loads
+    what no intra-kernel result is (dY, the states and their gradients, Q~, K~, V) and runs the dot on them before it
+    waits for the intra kernel; a slot that holds no chunk stores its zero bias partial without waiting (the intra
+    kernel does not read it)."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     z = tl.program_id(0) % 4
     slot = tl.program_id(0) // 4
@@ -502,7 +518,7 @@ def _m3b_sides_kernel(
             _m3b_side(slot, h, zz // 2, zz % 2, qr_ptr, kr_ptr, q_ptr, k_ptr, qb_ptr, kb_ptr, v_ptr, scal_ptr,
                       elam_ptr, dy_ptr, cu_ptr, cos_ptr, sin_ptr, states_ptr, dstates_ptr, dfk_ptr, mg_ptr, etok_ptr,
                       dqp_ptr, dkp_ptr, dphi_ptr, dphis_ptr, dl_ptr, dlam_ptr, ds_ptr, dqbp_ptr, dkbp_ptr, S, T,
-                      NSLOT, H, P, N, NA, C, SB, PREC)
+                      NSLOT, H, P, N, NA, C, SB, PREC, PDL)
 
 
 @triton.jit
@@ -717,7 +733,8 @@ class Mamba3BwdConfig(NamedTuple):
     queued at c1-c7; dq / dk norm-relative error against float64 1.65e-3 -> 2.34e-3, their target 3.1e-3;
     bench/mamba3/NOTES.md "Session 25") or "fp32" (dq / dk as close to float64 as the reference);
     finish_pdl: the finish kernel launched with programmatic dependent launch after the dPhi carry kernel (its GQA
-    reduce beside that kernel; CUDA sm_90+ only, ``kernels/common/pdl.py``; session 41).
+    reduce beside that kernel; CUDA sm_90+ only, ``kernels/common/pdl.py``; session 41); side_pdl: the side kernel
+    likewise after the intra kernel (its programs' loads and first dot before their wait; session 41).
     """
 
     num_warps: int = 4
@@ -736,6 +753,7 @@ class Mamba3BwdConfig(NamedTuple):
     reduce_tokens: int = 16
     head_partials: str = "bf16"
     finish_pdl: bool = True
+    side_pdl: bool = True
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -846,8 +864,9 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     """
     if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1):
         raise ValueError(f"config.reduce_tokens: expected a power of two, got {config.reduce_tokens}")
-    if not isinstance(config.finish_pdl, bool):
-        raise ValueError(f"config.finish_pdl: expected a bool, got {config.finish_pdl!r}")
+    for name in ("finish_pdl", "side_pdl"):
+        if not isinstance(getattr(config, name), bool):
+            raise ValueError(f"config.{name}: expected a bool, got {getattr(config, name)!r}")
     if config.head_partials not in _HEAD_PARTIAL_DTYPES:
         raise ValueError(f"config.head_partials: expected one of {sorted(_HEAD_PARTIAL_DTYPES)}, "
                          f"got {config.head_partials!r}")
@@ -891,18 +910,21 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     side_scalars = torch.empty((nslot, H, 4, CHUNK), device=dev, dtype=f32)  # e^l, e^{L-l}, gamma, s
     exp_lam = torch.empty((nslot, H), device=dev, dtype=f32)  # e^L
     sizes = dict(H=H, P=P, N=N, C=CHUNK, SB=sb)
-    side_launch = dict(num_warps=config.side_warps, **maxnreg_option(config.side_maxnreg, dev))
+    side_pdl = pdl_applies(v, config.side_pdl)
+    side_launch = dict(num_warps=config.side_warps, **maxnreg_option(config.side_maxnreg, dev),
+                       **({"launch_pdl": True} if side_pdl else {}))
     _m3b_intra_kernel[(nslot, H)](
         k_rot, k, k_bias, v, chunk_scalars, masked_scores, qk, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
         e_tok, dd_part, side_scalars, exp_lam,
-        S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, num_warps=config.num_warps,
+        S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, PDL=side_pdl,
+        num_warps=config.num_warps,
         **maxnreg_option(config.intra_maxnreg, dev), **posted_kwargs(posted, cu_seqlens, "v", "dv"),
     )
     _m3b_sides_kernel[(4 * nslot, H)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, side_scalars, exp_lam, dy, cu_seqlens, cos_phi, sin_phi, chunk_states,
         dstates, dfinal_k, mg, e_tok, dq_part, dk_part, dphi, dphi_sums, dl_parts, dlam_parts, ds_parts, dqb_part,
         dkb_part,
-        S=S, T=T, NSLOT=nslot, NA=NA, **sizes, PREC=config.side_precision, **side_launch,
+        S=S, T=T, NSLOT=nslot, NA=NA, **sizes, PREC=config.side_precision, PDL=side_pdl, **side_launch,
         **posted_kwargs(posted, cu_seqlens, "v"),
     )
     angle_carry = torch.empty((nslot, H, NA), device=dev, dtype=f32)  # entering each chunk from its end
