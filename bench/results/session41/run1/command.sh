@@ -5,18 +5,21 @@
 #    partials came out zero; now such a program writes only the partials the finish kernel sums over every slot (D,
 #    bias: zeros) and exits. Also the side kernel's q programs no longer load the state entering a sequence's first
 #    chunk (zero, spec §4): 4 MB less read at c1.
-# B. The finish kernel by programmatic dependent launch after the dPhi carry kernel (the tree; its commit in
-#    tree_commit.txt beside this file): its GQA-reduce programs run beside the carry kernel, its angle programs wait.
+# B. Programmatic dependent launch (the tree; its commit in tree_commit.txt beside this file): the finish kernel
+#    after the dPhi carry kernel (its GQA-reduce programs run beside the carry kernel, its angle programs wait), and
+#    the side kernel after the intra kernel (each program loads dY, the states and their gradients, Q~, K~ and V and
+#    runs its first dot before it waits for the intra kernel's results).
 # Sides: ssmkit_s40 (d80df47, main before), ssmkit_s41i (ea02425: A's intra change alone), ssmkit_s41e (c315628: A),
 # the tree (A + B). 1. the Mamba-3 graph and op CUDA tests (a new one: B keeps the bits over back-to-back replays);
 # 2. graph A/B of the four at the eight cases, twice (median queued time of 6 alternating rounds each; the 16
-# results' bits compared); 3. the tree at finish_pdl False against its default (graph A/B, eight cases);
-# 4. per-kernel timelines at c1 / c5 / c8 (tree, d80df47, the tree at finish_pdl False).
+# results' bits compared); 3. the tree with finish_pdl, side_pdl or both False against its default (graph A/B,
+# eight cases); 4. per-kernel timelines at c1 / c5 / c8 (tree, d80df47, the tree with both False).
 # Prediction A: s41e -1 to -6 us queued per call against s40 (c1-c3 -1 to -3, the two-empty-slot cases c4-c7 -2 to
 # -6; the sides' active programs +12 spill instructions offline, ~+0.2 us by session 40's calibration); s41i -0.5 to
 # -2; in the timelines the side kernel -1 to -5 us, intra -0.5 to -2; every result bit-identical on all sides.
-# Prediction B: -1 to -4 us per call (the carry kernel's 2.4 us and two ~0.4 us gaps come off the finish's start, if
-# its GQA-reduce programs are its longest), the same bits; finish_pdl False gives the s41e times.
+# Prediction B: finish_pdl -1 to -4 us per call (the carry kernel's 2.4 us and two ~0.4 us gaps come off the
+# finish's start, if its GQA-reduce programs are its longest); side_pdl -1 to -4 us (the side kernel's first wave
+# loads and runs its first dot in the intra kernel's tail); the same bits; both False gives the s41e times.
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=src
 OUT="${OUT:-out}"; mkdir -p "$OUT"
@@ -47,15 +50,18 @@ for k in 1 2; do
     --cases $CASES --out $W/ab$k 2>&1 | grep -v "Warn\|warn(" | grep -E "^c[0-9]|json|rror|diff|bit" | cut -c1-400
   rounds "$W/ab$k/mamba3_ab.json" | tee $W/queued_rounds$k.txt; pack
 done
-echo "== finish_pdl off against the default ($SECONDS s)"
-timeout $(cap 120) python bench/mamba3_ab.py --configs '[{"finish_pdl": false}]' --cases $CASES --out $W/ab_pdl 2>&1 \
+echo "== finish_pdl / side_pdl off against the default ($SECONDS s)"
+timeout $(cap 150) python bench/mamba3_ab.py \
+  --configs '[{"finish_pdl": false}, {"side_pdl": false}, {"finish_pdl": false, "side_pdl": false}]' \
+  --cases $CASES --out $W/ab_pdl 2>&1 \
   | grep -v "Warn\|warn(" | grep -E "^c[0-9]|json|rror|diff|bit" | cut -c1-400
 rounds "$W/ab_pdl/mamba3_ab.json" | tee $W/queued_rounds_pdl.txt; pack
 echo "== timelines ($SECONDS s)"
 TL=c1_four_mixed,c5_three_even,c8_small_three
 timeout $(cap 60) python bench/mamba3_timeline.py --cases $TL --out $W/tl_new 2>&1 \
   | grep -v "Warn\|warn(" | grep -E "span" | cut -c1-200 | head -30; pack
-timeout $(cap 60) python bench/mamba3_timeline.py --cases $TL --config '{"finish_pdl": false}' --out $W/tl_nopdl 2>&1 \
+timeout $(cap 60) python bench/mamba3_timeline.py --cases $TL --config '{"finish_pdl": false, "side_pdl": false}' \
+  --out $W/tl_nopdl 2>&1 \
   | grep -v "Warn\|warn(" | grep -E "span" | cut -c1-200 | head -30; pack
 PYTHONPATH=bench/_ab/s40src timeout $(cap 60) python bench/mamba3_timeline.py --cases $TL --out $W/tl_s40 2>&1 \
   | grep -v "Warn\|warn(" | grep -E "span" | cut -c1-200 | head -30; pack
