@@ -265,11 +265,11 @@ def _m3b_chunk_setup(cu_ptr, fscal_ptr, slot, h, S, H: tl.constexpr, C: tl.const
 
 @triton.jit
 def _m3b_side_setup(cu_ptr, slot, S, C: tl.constexpr, SB: tl.constexpr):
-    """Where a side kernel program's chunk lies: (sequence, end, local chunk, tok (C,), valid (C,), active)."""
+    """Where a side kernel program's chunk lies: (sequence, end, tok (C,), valid (C,), active)."""
     s, bos, eos, c = _fwd_locate_chunk(cu_ptr, slot, S, SB, C)
     t0 = bos + c * C
     tok = t0 + tl.arange(0, C)
-    return s, eos, c, tok, tok < eos, t0 < eos
+    return s, eos, tok, tok < eos, t0 < eos
 
 
 @triton.jit
@@ -308,56 +308,52 @@ def _m3b_intra_kernel(
     h = tl.program_id(1)
     NH: tl.constexpr = N // 2
     s, eos, tok, valid, active, ell, lam, gam, sc = _m3b_chunk_setup(cu_ptr, fscal_ptr, slot, h, S, H, C, SB)
-    if active:  # (a slot that holds no chunk: only its D partial, which the finish sums over every slot)
-        vmask = valid[:, None]
-        i = tl.arange(0, C)
-        pv = tl.arange(0, P)
-        # what is final early is stored early, so that nothing of it stays live through the dots (session 26: under
-        # a 168 cap, offline, 355 -> 105 spill instructions with the two changes below; uncapped 22 -> 0)
-        row = scal_ptr + (slot * H + h) * 4 * C + i
-        tl.store(row, tl.exp(ell))
-        tl.store(row + C, tl.exp(lam - ell))
-        tl.store(row + 2 * C, gam)
-        tl.store(row + 3 * C, sc)
-        tl.store(elam_ptr + slot * H + h, tl.exp(lam))
-        th_ = tok * H + h
-        st_row = (slot * H + h) * P * N + pv[:, None] * N
-        hp = tok[:, None] * (H * P) + h * P + pv[None, :]
-        # dY (dout * silu(z), split by the gate kernel) only as the halves of dot operands: its elementwise uses are
-        # folded into the dots (e = dY.v is G's diagonal, (D + gamma q^.k^) dY a diagonal of dv's matrix), so that
-        # its halves are neither added back nor converted between layouts
-        dy_hi, dy_lo = _m3b_dy_tiles(dy_ptr, tok, valid, h, H, P)
-        diag = i[:, None] == i[None, :]
-        g = _m3_dot(dy_hi, tl.trans(tl.load(v_ptr + hp, mask=vmask, other=0.0)), TPREC, a_lo=dy_lo)  # (v exact)
-        e_tok = tl.sum(tl.where(diag, g, 0.0), axis=1)
-        tl.store(etok_ptr + th_, e_tok, mask=valid)
-        tl.store(ddp_ptr + slot * H + h, tl.sum(e_tok, axis=0))
-        decay = tl.where(i[:, None] > i[None, :], tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
-        mg = decay * g
-        mg_hi, mg_lo = _m3_split_bf16(mg)  # stored split for the side kernel's dots (`_m3_dot`)
-        mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
-        tl.store(mg_tile, mg_hi)
-        tl.store(mg_tile + C * C, mg_lo)
-        ma = tl.load(ms_ptr + ((slot * H + h) * C + i[:, None]) * C + i[None, :])  # M o A
-        mm = ma * g  # (M o A) o G
-        tl.store(dl_ptr + th_, tl.sum(mm, axis=1) - tl.sum(mm, axis=0), mask=valid)
-        qk = tl.load(qk_ptr + th_, mask=valid, other=0.0)
-        w = tl.trans(ma) + tl.where(diag, (tl.load(d_ptr + h) + gam * qk)[:, None], 0.0)  # (M o A: 0 on i = j)
-        dvv = _m3_dot(w, dy_hi, TPREC, b_lo=dy_lo)
-        # diag(e^{L-l}) Ks dS_out^T last, onto dv's accumulator, K~ loaded again (L1 / L2) and the chunk's scalars
-        # too, rather than the (C, P) product (until session 26 formed beside the scores since session 17) or the
-        # scalars kept live through the kernel
-        srow = fscal_ptr + (slot * H + h) * 3 * C + i
-        kscale = tl.load(srow + 2 * C) * tl.exp(lam - tl.load(srow))
-        for half in tl.static_range(2):
-            kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
-            ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :])
-            dvv = tl.dot(kt * kscale[:, None], tl.trans(ds_out), dvv, input_precision=PREC)
-        dvv += tl.where((tok == eos - 1)[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :],
-                        0.0)
-        tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
-    else:
-        tl.store(ddp_ptr + slot * H + h, 0.0)
+    vmask = valid[:, None]
+    i = tl.arange(0, C)
+    pv = tl.arange(0, P)
+    # what is final early is stored early, so that nothing of it stays live through the dots (session 26: under a
+    # 168 cap, offline, 355 -> 105 spill instructions with the two changes below; uncapped 22 -> 0)
+    row = scal_ptr + (slot * H + h) * 4 * C + i
+    tl.store(row, tl.exp(ell))
+    tl.store(row + C, tl.exp(lam - ell))
+    tl.store(row + 2 * C, gam)
+    tl.store(row + 3 * C, sc)
+    tl.store(elam_ptr + slot * H + h, tl.exp(lam))
+    th_ = tok * H + h
+    st_row = (slot * H + h) * P * N + pv[:, None] * N
+    hp = tok[:, None] * (H * P) + h * P + pv[None, :]
+    # dY (dout * silu(z), split by the gate kernel) only as the halves of dot operands: its elementwise uses are
+    # folded into the dots (e = dY.v is G's diagonal, (D + gamma q^.k^) dY a diagonal of dv's matrix), so that its
+    # halves are neither added back nor converted between layouts
+    dy_hi, dy_lo = _m3b_dy_tiles(dy_ptr, tok, valid, h, H, P)
+    diag = i[:, None] == i[None, :]
+    g = _m3_dot(dy_hi, tl.trans(tl.load(v_ptr + hp, mask=vmask, other=0.0)), TPREC, a_lo=dy_lo)  # (v exact)
+    e_tok = tl.sum(tl.where(diag, g, 0.0), axis=1)
+    tl.store(etok_ptr + th_, e_tok, mask=valid)
+    tl.store(ddp_ptr + slot * H + h, tl.sum(e_tok, axis=0))
+    decay = tl.where(i[:, None] > i[None, :], tl.exp(tl.minimum(ell[:, None] - ell[None, :], 0.0)), 0.0)
+    mg = decay * g
+    mg_hi, mg_lo = _m3_split_bf16(mg)  # stored split for the side kernel's dots (`_m3_dot`)
+    mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
+    tl.store(mg_tile, mg_hi)
+    tl.store(mg_tile + C * C, mg_lo)
+    ma = tl.load(ms_ptr + ((slot * H + h) * C + i[:, None]) * C + i[None, :], mask=active, other=0.0)  # M o A
+    mm = ma * g  # (M o A) o G
+    tl.store(dl_ptr + th_, tl.sum(mm, axis=1) - tl.sum(mm, axis=0), mask=valid)
+    qk = tl.load(qk_ptr + th_, mask=valid, other=0.0)
+    w = tl.trans(ma) + tl.where(diag, (tl.load(d_ptr + h) + gam * qk)[:, None], 0.0)  # (M o A: 0 on i = j)
+    dvv = _m3_dot(w, dy_hi, TPREC, b_lo=dy_lo)
+    # diag(e^{L-l}) Ks dS_out^T last, onto dv's accumulator, K~ loaded again (L1 / L2) and the chunk's scalars too,
+    # rather than the (C, P) product (until session 26 formed beside the scores since session 17) or the scalars
+    # kept live through the kernel
+    srow = fscal_ptr + (slot * H + h) * 3 * C + i
+    kscale = tl.load(srow + 2 * C, mask=active, other=0.0) * tl.exp(lam - tl.load(srow, mask=active, other=0.0))
+    for half in tl.static_range(2):
+        kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
+        ds_out = tl.load(dstates_ptr + st_row + (half * NH + tl.arange(0, NH))[None, :], mask=active, other=0.0)
+        dvv = tl.dot(kt * kscale[:, None], tl.trans(ds_out), dvv, input_precision=PREC)
+    dvv += tl.where((tok == eos - 1)[:, None], tl.load(dfv_ptr + (s * H + h) * P + pv).to(tl.float32)[None, :], 0.0)
+    tl.store(dv_ptr + hp, dvv.to(dv_ptr.dtype.element_ty), mask=vmask)
 
 
 @triton.jit
@@ -394,35 +390,31 @@ def _m3b_qside(
     (per-head dq partial), dPhi from the q side (half 0), this half's terms of dl (e^l dY S_in . q~) and of dLambda
     (e^Lambda S_in : dS_out). PDL: what reads no intra-kernel result comes before the wait (`_m3b_sides_kernel`)."""
     NH: tl.constexpr = N // 2
-    s, eos, c, tok, valid, active = _m3b_side_setup(cu_ptr, slot, S, C, SB)
-    cols_nh = half * NH + tl.arange(0, NH)
-    tl.store(dqbp_ptr + (slot * H + h) * N + cols_nh, tl.zeros((NH,), tl.float32), mask=(cols_nh < N) & ~active)
-    if active:  # (a slot that holds no chunk: only its bias partial, which the finish sums over every slot)
-        vmask = valid[:, None]
-        pv = tl.arange(0, P)
-        th_ = tok * H + h
-        st = (slot * H + h) * P * N + pv[:, None] * N + (half * NH + tl.arange(0, NH))[None, :]
-        # the state entering the chunk, zero entering a sequence's first (spec §4: not loaded there)
-        s_in = tl.load(states_ptr + st, mask=c > 0, other=0.0)
-        ds_out = tl.load(dstates_ptr + st)  # gradient of the state leaving it
-        s_ds = tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
-        dy_hi, dy_lo = _m3b_dy_tiles(dy_ptr, tok, valid, h, H, P)
-        x = _m3_dot(dy_hi, s_in, PREC, a_lo=dy_lo)
-        qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
-        kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
-        pdl_wait(PDL)
-        e_ell, _, gam, sc = _m3b_side_scalars(scal_ptr, slot, h, H, C)
-        dlam = tl.load(elam_ptr + slot * H + h) * s_ds
-        mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
-        ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
-        # (stored before the dot, so that x is dead after it: under the 168 cap, offline, the rotated half's branch
-        # spills 8 instead of 50 instructions)
-        tl.store(dl_ptr + (1 + half) * T * H + th_, e_ell * tl.sum(x * qt, axis=1), mask=valid)
-        dqt = (_m3_dot(tl.load(mg_tile), kt * sc[:, None], PREC, e_ell[:, None] * x, a_lo=tl.load(mg_tile + C * C))
-               + ge[:, None] * kt)
-        tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
-        _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
-                      H, N, NA, C)
+    s, eos, tok, valid, active = _m3b_side_setup(cu_ptr, slot, S, C, SB)
+    vmask = valid[:, None]
+    pv = tl.arange(0, P)
+    th_ = tok * H + h
+    st = (slot * H + h) * P * N + pv[:, None] * N + (half * NH + tl.arange(0, NH))[None, :]
+    s_in = tl.load(states_ptr + st, mask=active, other=0.0)  # state entering the chunk
+    ds_out = tl.load(dstates_ptr + st, mask=active, other=0.0)  # gradient of the state leaving it
+    s_ds = tl.sum(tl.sum(s_in * ds_out, axis=1), axis=0)
+    dy_hi, dy_lo = _m3b_dy_tiles(dy_ptr, tok, valid, h, H, P)
+    x = _m3_dot(dy_hi, s_in, PREC, a_lo=dy_lo)
+    qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
+    kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
+    pdl_wait(PDL)
+    e_ell, _, gam, sc = _m3b_side_scalars(scal_ptr, slot, h, H, C)
+    dlam = tl.load(elam_ptr + slot * H + h) * s_ds
+    mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
+    ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
+    # (stored before the dot, so that x is dead after it: under the 168 cap, offline, the rotated half's branch
+    # spills 8 instead of 50 instructions)
+    tl.store(dl_ptr + (1 + half) * T * H + th_, e_ell * tl.sum(x * qt, axis=1), mask=valid)
+    dqt = (_m3_dot(tl.load(mg_tile), kt * sc[:, None], PREC, e_ell[:, None] * x, a_lo=tl.load(mg_tile + C * C))
+           + ge[:, None] * kt)
+    tl.store(dlam_ptr + (half * NSLOT + slot) * H + h, dlam)
+    _m3b_side_out(dqt, qt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dqp_ptr, dqbp_ptr,
+                  H, N, NA, C)
 
 
 @triton.jit
@@ -437,37 +429,34 @@ def _m3b_kside(
     Stores dk~ rotated back (per-head dk partial), dPhi from the k side (half 0), ds = dKs . k~ per token, this
     half's terms of dl (-e^{L-l} V dS_out . ks) and of dLambda (their sum). PDL: as the q side."""
     NH: tl.constexpr = N // 2
-    s, eos, _chunk, tok, valid, active = _m3b_side_setup(cu_ptr, slot, S, C, SB)
-    cols_nh = half * NH + tl.arange(0, NH)
-    tl.store(dkbp_ptr + (slot * H + h) * N + cols_nh, tl.zeros((NH,), tl.float32), mask=(cols_nh < N) & ~active)
-    if active:  # (as the q side)
-        vmask = valid[:, None]
-        pv = tl.arange(0, P)
-        th_ = tok * H + h
-        cols = half * NH + tl.arange(0, NH)
-        ds_out = tl.load(dstates_ptr + (slot * H + h) * P * N + pv[:, None] * N + cols[None, :])
-        vv = tl.load(v_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
-        vds = _m3_dot(vv, ds_out, PREC)  # v is bf16, exact: no split, no lo.hi dot
+    s, eos, tok, valid, active = _m3b_side_setup(cu_ptr, slot, S, C, SB)
+    vmask = valid[:, None]
+    pv = tl.arange(0, P)
+    th_ = tok * H + h
+    cols = half * NH + tl.arange(0, NH)
+    ds_out = tl.load(dstates_ptr + (slot * H + h) * P * N + pv[:, None] * N + cols[None, :], mask=active, other=0.0)
+    vv = tl.load(v_ptr + tok[:, None] * (H * P) + h * P + pv[None, :], mask=vmask, other=0.0)
+    vds = _m3_dot(vv, ds_out, PREC)  # v is bf16, exact: no split, no lo.hi dot
+    qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
+    kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
+    pdl_wait(PDL)
+    _, e_rev, gam, sc = _m3b_side_scalars(scal_ptr, slot, h, H, C)
+    fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
+    # (stored before the dot, not after it: under the 168 cap, offline, session 26, the other half's branch spills
+    # none instead of 31 instructions (2000 -> 1880 SASS), the rotated half's 73 instead of 76)
+    tl.store(dl_ptr + (3 + half) * T * H + th_, -fwd_state, mask=valid)
+    tl.store(dlam_ptr + ((2 + half) * NSLOT + slot) * H + h, tl.sum(fwd_state, axis=0))
+    mgt_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, True)
+    dks = _m3_dot(tl.load(mgt_tile), qt, PREC, e_rev[:, None] * vds, a_lo=tl.load(mgt_tile + C * C))
+    tl.store(ds_ptr + half * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
+    ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
+    if half == 0:  # reloaded (L1 / L2) rather than kept through the dot: under the 168 cap, offline, the rotated
+        # half's branch spills 82 instead of 121 instructions (2160 -> 1944 SASS); the other half's gains nothing
         qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
-        kt = _fwd_tilde_half(kr_ptr, k_ptr, kb_ptr, tok, h, valid, half, H, N)
-        pdl_wait(PDL)
-        _, e_rev, gam, sc = _m3b_side_scalars(scal_ptr, slot, h, H, C)
-        fwd_state = e_rev * tl.sum(vds * (kt * sc[:, None]), axis=1)
-        # (stored before the dot, not after it: under the 168 cap, offline, session 26, the other half's branch spills
-        # none instead of 31 instructions (2000 -> 1880 SASS), the rotated half's 73 instead of 76)
-        tl.store(dl_ptr + (3 + half) * T * H + th_, -fwd_state, mask=valid)
-        tl.store(dlam_ptr + ((2 + half) * NSLOT + slot) * H + h, tl.sum(fwd_state, axis=0))
-        mgt_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, True)
-        dks = _m3_dot(tl.load(mgt_tile), qt, PREC, e_rev[:, None] * vds, a_lo=tl.load(mgt_tile + C * C))
-        tl.store(ds_ptr + half * T * H + th_, tl.sum(dks * kt, axis=1), mask=valid)
-        ge = gam * tl.load(etok_ptr + th_, mask=valid, other=0.0)
-        if half == 0:  # reloaded (L1 / L2) rather than kept through the dot: under the 168 cap, offline, the rotated
-            # half's branch spills 82 instead of 121 instructions (2160 -> 1944 SASS); the other half's gains nothing
-            qt = _fwd_tilde_half(qr_ptr, q_ptr, qb_ptr, tok, h, valid, half, H, N)
-        dkt = sc[:, None] * dks + ge[:, None] * qt + tl.where((tok == eos - 1)[:, None],
-                                                              tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
-        _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dkp_ptr, dkbp_ptr,
-                      H, N, NA, C)
+    dkt = sc[:, None] * dks + ge[:, None] * qt + tl.where((tok == eos - 1)[:, None],
+                                                          tl.load(dfk_ptr + (s * H + h) * N + cols)[None, :], 0.0)
+    _m3b_side_out(dkt, kt, tok, vmask, slot, h, half, cos_ptr, sin_ptr, dphi_ptr, dphis_ptr, dkp_ptr, dkbp_ptr,
+                  H, N, NA, C)
 
 
 @triton.jit
@@ -507,8 +496,7 @@ def _m3b_sides_kernel(
     the same tiles). dphi / dphis hold two planes, the q side's and the k side's; each side gets its own.
     PDL (launched with programmatic dependent launch after the intra kernel, kernels/common/pdl.py): a program loads
     what no intra-kernel result is (dY, the states and their gradients, Q~, K~, V) and runs the dot on them before it
-    waits for the intra kernel; a slot that holds no chunk stores its zero bias partial without waiting (the intra
-    kernel does not read it)."""
+    waits for the intra kernel."""
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     z = tl.program_id(0) % 4
     slot = tl.program_id(0) // 4
