@@ -298,7 +298,7 @@ def _m3b_intra_kernel(
     intra-chunk part of dl (row minus column sums of (M o A) o G), and all of dv: (M o A)^T dY + (D + gamma q^.k^) dY
     + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
     Per token it stores e = dY.v; per slot sum(e) (the D partial); per slot and head the chunk scalars
-    the side kernels read instead of recomputing them (`_m3b_side_setup`): rows e^l, e^{L-l}, gamma, s of
+    the side kernels read instead of recomputing them (`_m3b_side_scalars`): rows e^l, e^{L-l}, gamma, s of
     ``scal`` (nslot, H, 4, C) and e^L in ``elam`` (nslot, H). PDL: the side kernel, launched with PDL after it,
     may start at once (its programs wait for this kernel before reading its results: `_m3b_sides_kernel`)."""
     pdl_launch_dependents(PDL)
