@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from ssmkit.kernels.mamba3 import fwd as fwd_module
-from ssmkit.kernels.mamba3.bwd import Mamba3BwdConfig
 from ssmkit.kernels.mamba3 import mamba3_siso_fwd
+from ssmkit.kernels.mamba3.bwd import Mamba3BwdConfig
 from ssmkit.mamba3 import graph as graph_module
 from ssmkit.mamba3 import mamba3_siso_varlen_joint_states_full_vjp
 from ssmkit.mamba3.inputs import make_inputs

@@ -11,7 +11,7 @@
 # before its predecessor. (Tried on the Granite decode kernels in session 9 and removed: bench/granite/NOTES.md.)
 """Programmatic dependent launch for the Triton kernels (see the header comment for the ordering rules):
 ``pdl_wait`` / ``pdl_launch_dependents`` inside kernels, guarded by a constexpr so that the CPU interpreter, which
-cannot run the PTX, skips them, and ``pdl_applies`` on the host."""
+cannot run the PTX, skips them; ``pdl_applies`` and ``pdl_launch_option`` on the host."""
 from __future__ import annotations
 
 import functools
@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-__all__ = ["pdl_applies", "pdl_launch_dependents", "pdl_wait"]
+__all__ = ["pdl_applies", "pdl_launch_dependents", "pdl_launch_option", "pdl_wait"]
 
 
 @triton.jit
@@ -47,3 +47,9 @@ def pdl_applies(t: torch.Tensor, requested: bool = True) -> bool:
     """Whether kernels on ``t``'s device launch with PDL: ``requested`` and a CUDA device of compute capability 9.0
     or newer (CPU tensors, the interpreter's, never)."""
     return requested and t.is_cuda and _sm90_or_newer(t.get_device())
+
+
+def pdl_launch_option(pdl: bool) -> dict:
+    """Launch options for a kernel started by programmatic dependent launch: {"launch_pdl": True} when ``pdl``
+    (``pdl_applies``), none otherwise (the interpreter takes none)."""
+    return {"launch_pdl": True} if pdl else {}

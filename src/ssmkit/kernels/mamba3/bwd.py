@@ -37,7 +37,7 @@ import triton
 import triton.language as tl
 
 from ssmkit.kernels.common.mapped_io import posted_pointer
-from ssmkit.kernels.common.pdl import pdl_applies, pdl_launch_dependents, pdl_wait
+from ssmkit.kernels.common.pdl import pdl_applies, pdl_launch_dependents, pdl_launch_option, pdl_wait
 from ssmkit.kernels.mamba3.dots import _m3_dot, _m3_split_bf16
 from ssmkit.kernels.mamba3.fwd import (
     Posted,
@@ -900,7 +900,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     sizes = dict(H=H, P=P, N=N, C=CHUNK, SB=sb)
     side_pdl = pdl_applies(v, config.side_pdl)
     side_launch = dict(num_warps=config.side_warps, **maxnreg_option(config.side_maxnreg, dev),
-                       **({"launch_pdl": True} if side_pdl else {}))
+                       **pdl_launch_option(side_pdl))
     _m3b_intra_kernel[(nslot, H)](
         k_rot, k, k_bias, v, chunk_scalars, masked_scores, qk, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
         e_tok, dd_part, side_scalars, exp_lam,
@@ -926,7 +926,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         dt, trap, angles, cu_seqlens, angle_carry, dphi, dl_parts, dlam_parts, ds_parts, e_tok, qk,
         dadt, ddt, dtrap, dangles, dq_part, dk_part, dq, dk, dqb_part, dkb_part, dd_part, dq_bias, dk_bias, dd,
         S, T, nslot, H=H, N=N, NA=NA, C=CHUNK, SB=sb, BT=config.reduce_tokens, BS=_REDUCE_SLOTS, PDL=pdl,
-        num_warps=config.finish_warps, **({"launch_pdl": True} if pdl else {}),
+        num_warps=config.finish_warps, **pdl_launch_option(pdl),
         **posted_kwargs(posted, cu_seqlens, "angles", "dangles", "dq", "dk", "dadt", "ddt", "dtrap", "dq_bias",
                         "dk_bias", "dd"),
     )
