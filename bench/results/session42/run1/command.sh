@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Session 42 run 1: session 41's run 2, which never got a machine (device, one call; carry ["bench/_ab"]), plus
-# timelines of the tree. Session 41's run 1 (H100) found the empty-slot changes slower (the intra kernel's `if active:` body +0 to +5 us per call at c2-c7; the sides' exit level) and the two programmatic
-# dependent launches faster (-6 to -9 us per call over the code before them, bits identical). The tree (its commit in
-# tree_commit.txt beside this file) is d80df47's kernels plus the two launches alone: the empty-slot changes and the
-# first-chunk mask reverted, the side kernel's wait placed as in 2774cb7 (its chunk scalars loaded after the wait).
+# timelines of the tree. Session 41's run 1 (H100) found the empty-slot changes slower (the intra kernel's `if
+# active:` body +0 to +5 us per call at c2-c7; the sides' exit level) and the two programmatic dependent launches
+# faster (-6 to -9 us per call over the code before them, bits identical). The tree (its commit in tree_commit.txt
+# beside this file) is d80df47's kernels plus the two launches alone: the empty-slot changes and the first-chunk mask
+# reverted, the side kernel's wait placed as in 2774cb7 (its chunk scalars loaded after the wait).
 # Sides: ssmkit_s40 (d80df47, main before the session), ssmkit_s41n (2774cb7: run 1's tree), the tree.
 # 1. the Mamba-3 graph CUDA tests (with the launches' bit test); 2. graph A/B of the three at the eight cases, twice
 # (median queued time of 6 alternating rounds each; the 16 results' bits compared); 3. the tree with side_pdl,
