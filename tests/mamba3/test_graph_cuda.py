@@ -115,14 +115,15 @@ def test_stream_priorities_are_in_the_key_and_keep_the_bits(monkeypatch):
 
 
 def test_programmatic_dependent_launches_keep_the_bits():
-    """Mamba3BwdConfig.finish_pdl and side_pdl (the defaults): the finish kernel starts beside the dPhi carry kernel
-    and its angle programs wait for the carry; the side kernel starts beside the intra kernel and its programs wait
-    before reading the intra kernel's results. Direct calls and graph replays, back to back on three rotating input
-    sets (so a result read before its kernel wrote it would be another set's, or unwritten), give the bits of the
-    plain launches (both False)."""
+    """Mamba3BwdConfig.finish_pdl, side_pdl and intra_pdl (the defaults): the finish kernel starts beside the dPhi
+    carry kernel and its angle programs wait for the carry; the side kernel starts beside the intra kernel and its
+    programs wait before reading the intra kernel's results; the intra kernel likewise after the forward's chunk scan
+    (a graph's: directly the state-gradient chain comes between them). Direct calls and graph replays, back to back
+    on three rotating input sets (so a result read before its kernel wrote it would be another set's, or
+    unwritten), give the bits of the plain launches (all three False)."""
     graph_module.clear_graphs()
     sets = [make_inputs([300, 77, 515], seed=40 + s, device=DEVICE) for s in range(3)]
-    plain = Mamba3BwdConfig(finish_pdl=False, side_pdl=False)
+    plain = Mamba3BwdConfig(finish_pdl=False, side_pdl=False, intra_pdl=False)
     want = [mamba3_siso_varlen_joint_states_full_vjp(**a, graph=False, bwd_config=plain) for a in sets]
     for graph in (False, True):
         got = [mamba3_siso_varlen_joint_states_full_vjp(**sets[i % 3], graph=graph) for i in range(7)]

@@ -16,7 +16,8 @@ from ssmkit.kernels.mamba3 import bwd, fwd
 BF16 = {"q_ptr", "k_ptr", "v_ptr", "z_ptr", "trap_ptr", "ang_ptr", "dout_ptr", "dv_ptr", "dz_ptr", "dtrap_ptr",
         "dang_ptr", "dq_ptr", "dk_ptr", "dfv_ptr", "out_ptr", "fv_ptr", "angles_ptr", "mg_ptr", "dy_ptr",
         "dqp_ptr", "dkp_ptr"}  # (dqp, dkp: the per-head dq / dk rows, bf16 by default: Mamba3BwdConfig.head_partials)
-SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64, PDL=False)  # (PDL: launched plainly unless a build says)
+SIZES = dict(H=32, P=64, N=128, NA=32, C=64, CHUNK_=64, PDL=False, PDL_NEXT=False)  # (plain launches unless a build
+# says: PDL launched by programmatic dependent launch, PDL_NEXT its successor)
 
 
 WORDS = ("V_WORD", "Z_WORD", "OUT_WORD", "DOUT_WORD", "DZ_WORD", "DV_WORD", "ANGLES_WORD", "DANGLES_WORD",
@@ -58,9 +59,11 @@ build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32x3", TPREC="bf16x3"), 4)  # (t
 # the intra kernel under a register cap (Mamba3BwdConfig.intra_maxnreg): three 4-warp or two 8-warp programs per SM
 for warps, maxnreg in ((4, 168), (8, 128)):
     build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32", TPREC="bf16x3"), warps, posted=True, maxnreg=maxnreg)
-# the chunk body as a graph launches it on sm_90: the side kernel by programmatic dependent launch after the intra
-# kernel (Mamba3BwdConfig.side_pdl)
-build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32", TPREC="bf16x3", PDL=True), 4, posted=True, maxnreg=168)
+# the chunk body as a graph launches it on sm_90: the intra kernel by programmatic dependent launch after the
+# forward's chunk scan (Mamba3BwdConfig.intra_pdl), the side kernel likewise after it (side_pdl); either alone
+for pdl, pdl_next in ((True, True), (False, True), (True, False)):
+    build(bwd._m3b_intra_kernel, dict(SB=4, PREC="tf32", TPREC="bf16x3", PDL=pdl, PDL_NEXT=pdl_next), 4, posted=True,
+          maxnreg=168, launch_pdl=pdl)
 build(bwd._m3b_sides_kernel, dict(SB=4, PREC="bf16x3", PDL=True), 4, posted=True, maxnreg=168, launch_pdl=True)
 # the per-head dq / dk rows in fp32 (Mamba3BwdConfig.head_partials "fp32")
 build(bwd._m3b_sides_kernel, dict(SB=4, PREC="bf16x3"), 4, posted=True, fp32=("dqp_ptr", "dkp_ptr"), maxnreg=168)
@@ -96,11 +99,12 @@ for prec, tprec in (("tf32", "bf16x3"), ("tf32", "tf32"), ("tf32x3", "tf32x3")):
     # under the register cap as launched (Mamba3FwdConfig.scan_maxnreg, scan_warps): the full-VJP call's, writing dz
     # (direct and a graph's, posted; y_ptr the bf16 output, never written), mamba3_siso's saving y for its backward,
     # and mamba3_siso's without a gradient (nothing saved: y_ptr is the bf16 output)
+    # (PDL_NEXT: on sm_90 the scan lets a successor launched by programmatic dependent launch start)
     for save, gate_grad, posted in ((True, True, False), (True, True, True), (True, False, False),
                                     (False, False, False)):
         build(fwd._mamba3_fwd_chunk_scan_kernel,
-              dict(BLOCK_S=8, SAVE=save, GATE_GRAD=gate_grad, PRECISION=prec, TPREC=tprec), 4, posted=posted,
-              maxnreg=168, bf16=("y_ptr",) if gate_grad or not save else ())
+              dict(BLOCK_S=8, SAVE=save, GATE_GRAD=gate_grad, PRECISION=prec, TPREC=tprec, PDL_NEXT=True), 4,
+              posted=posted, maxnreg=168, bf16=("y_ptr",) if gate_grad or not save else ())
 for walk in (False, True):
     for save in (False, True):
         for warps in (4, 8):

@@ -154,7 +154,8 @@ def test_op_passes_launch_configs_to_the_kernels(args):
     assert_results_match_oracle(args, got)
     with pytest.raises(ValueError, match="scan_block"):
         mamba3_siso_varlen_joint_states_full_vjp(**args, bwd_config=Mamba3BwdConfig(scan_block=96))
-    for bad in (dict(reduce_tokens=12), dict(head_partials="fp16"), dict(finish_pdl="yes"), dict(side_pdl=1)):
+    for bad in (dict(reduce_tokens=12), dict(head_partials="fp16"), dict(finish_pdl="yes"), dict(side_pdl=1),
+                dict(intra_pdl=None)):
         with pytest.raises(ValueError, match=next(iter(bad))):
             mamba3_siso_varlen_joint_states_full_vjp(**args, bwd_config=Mamba3BwdConfig(**bad))
 

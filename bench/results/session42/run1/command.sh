@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Session 42 run 1: session 41's run 2, which never got a machine (device, one call; carry ["bench/_ab"]), plus
-# timelines of the tree. Session 41's run 1 (H100) found the empty-slot changes slower (the intra kernel's `if
-# active:` body +0 to +5 us per call at c2-c7; the sides' exit level) and the two programmatic dependent launches
-# faster (-6 to -9 us per call over the code before them, bits identical). The tree (its commit in tree_commit.txt
-# beside this file) is d80df47's kernels plus the two launches alone: the empty-slot changes and the first-chunk mask
-# reverted, the side kernel's wait placed as in 2774cb7 (its chunk scalars loaded after the wait).
-# Sides: ssmkit_s40 (d80df47, main before the session), ssmkit_s41n (2774cb7: run 1's tree), the tree.
-# 1. the Mamba-3 graph CUDA tests (with the launches' bit test); 2. graph A/B of the three at the eight cases, twice
-# (median queued time of 6 alternating rounds each; the 16 results' bits compared); 3. the tree with side_pdl,
-# finish_pdl or both off against its default.
-# Prediction: the tree -6 to -10 us queued per call against d80df47 at c1-c7 (run 1: s41e -> s41n -6 to -9, and
-# without the intra change's +0 to +5), -7 to -9 at c8; against s41n -4 to +1 (c2-c7 better by the intra change's
-# cost, c1 / c8 level); all bits identical; both launches off gives d80df47's times within +-2 us.
+# Session 42 run 1 (device, one call; carry ["bench/_ab"]). The tree (its commit in tree_commit.txt beside this file)
+# is main's session-41 code (d80df47's kernels plus two programmatic dependent launches: the side kernel after the
+# intra kernel, the finish kernel after the dPhi carry kernel; never measured as a whole: session 41's run 2 did not
+# start) plus a third launch: the intra kernel by PDL after the forward's chunk scan (Mamba3BwdConfig.intra_pdl,
+# default True; the scan lets its successor start at once on sm_90+).
+# Sides: ssmkit_s40 (d80df47, session 40's main), ssmkit_s42m (32314c1, session 41's main), the tree.
+# 1. the Mamba-3 graph CUDA tests (the launches' bit test, now with intra_pdl); 2. graph A/B of the three at the
+# eight cases, twice (median queued time of 6 alternating rounds each; the 16 results' bits compared); 3. the tree
+# with intra_pdl off, and with all three launches off, against its default; 4. timelines at c1 / c5 / c8 (the tree,
+# and with intra_pdl off).
+# Prediction: s42m -6 to -10 us queued per call against s40 at every case (session 41's run 1: the two launches -6 to
+# -9 over the code before them); the tree -2 to -6 us against s42m at c1-c7 (the scan's last wave, ~3 programs per
+# SM over ~3 waves, overlapped by the intra programs' dY V^T, M o G split and stores), -1 to -3 at c8; all three
+# launches off gives s40's times within +-2 us; every result bit-identical; in the timeline the intra kernel starts
+# before the scan ends. Risk: a capture that refuses (or mis-orders) a programmatic edge where the intra kernel also
+# joins the state-gradient chain's stream; the CUDA bit test runs first.
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=src
 OUT="${OUT:-out}"; mkdir -p "$OUT"
@@ -33,20 +36,24 @@ for row in json.load(open(sys.argv[1]))["rows"]:
     print(row["case"], "  ".join(f"{k}: {min(v) * 1e3:.0f}-{max(v) * 1e3:.0f}" for k, v in row["queued_ms_rounds"].items()))
 PY
 }
+ab() {  # ab NAME ARGS...: one graph A/B, its lines and its queued rounds
+  local name=$1; shift
+  timeout $(cap 150) python bench/mamba3_ab.py "$@" --cases $CASES --out $W/$name 2>&1 | grep -v "Warn\|warn(" \
+    | grep -E "^c[0-9]|json|rror|diff|bit" | cut -c1-400
+  rounds "$W/$name/mamba3_ab.json" | tee $W/queued_rounds_$name.txt; pack
+}
 echo "== CUDA tests ($SECONDS s)"
-timeout $(cap 120) python -m pytest -q -x tests/mamba3/test_graph_cuda.py 2>&1 | tail -3 | tee $W/tests.txt; pack
+timeout $(cap 150) python -m pytest -q -x tests/mamba3/test_graph_cuda.py 2>&1 | tail -3 | tee $W/tests.txt; pack
 for k in 1 2; do
-  echo "== graph A/B $k ($SECONDS s)"
-  timeout $(cap 150) python bench/mamba3_ab.py --package $P/ssmkit_s40 --package $P/ssmkit_s41n --cases $CASES \
-    --out $W/ab$k 2>&1 | grep -v "Warn\|warn(" | grep -E "^c[0-9]|json|rror|diff|bit" | cut -c1-400
-  rounds "$W/ab$k/mamba3_ab.json" | tee $W/queued_rounds$k.txt; pack
+  echo "== graph A/B $k: s40, s42m, the tree ($SECONDS s)"
+  ab ab$k --package $P/ssmkit_s40 --package $P/ssmkit_s42m
 done
-echo "== side_pdl / finish_pdl off against the default ($SECONDS s)"
-timeout $(cap 150) python bench/mamba3_ab.py \
-  --configs '[{"side_pdl": false}, {"finish_pdl": false}, {"finish_pdl": false, "side_pdl": false}]' \
-  --cases $CASES --out $W/ab_pdl 2>&1 | grep -v "Warn\|warn(" | grep -E "^c[0-9]|json|rror|diff|bit" | cut -c1-400
-rounds "$W/ab_pdl/mamba3_ab.json" | tee $W/queued_rounds_pdl.txt; pack
-echo "== timelines of the tree ($SECONDS s)"
-timeout $(cap 60) python bench/mamba3_timeline.py --cases c1_four_mixed,c5_three_even,c8_small_three --out $W/tl_tree 2>&1 \
+echo "== the tree's launches off against its default ($SECONDS s)"
+ab ab_pdl --configs '[{"intra_pdl": false}, {"intra_pdl": false, "side_pdl": false, "finish_pdl": false}]'
+echo "== timelines ($SECONDS s)"
+TL=c1_four_mixed,c5_three_even,c8_small_three
+timeout $(cap 60) python bench/mamba3_timeline.py --cases $TL --out $W/tl_tree 2>&1 \
+  | grep -v "Warn\|warn(" | grep -E "^==|rror" | cut -c1-300; pack
+timeout $(cap 60) python bench/mamba3_timeline.py --cases $TL --config '{"intra_pdl": false}' --out $W/tl_nointra 2>&1 \
   | grep -v "Warn\|warn(" | grep -E "^==|rror" | cut -c1-300; pack
 echo "== done ($SECONDS s)"

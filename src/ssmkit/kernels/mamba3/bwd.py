@@ -287,7 +287,7 @@ def _m3b_intra_kernel(
     dstates_ptr, dfv_ptr,
     mg_ptr, dv_ptr, dl_ptr, etok_ptr, ddp_ptr, scal_ptr, elam_ptr, io_ptr,
     S, H: tl.constexpr, P: tl.constexpr, N: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, PREC: tl.constexpr,
-    TPREC: tl.constexpr, V_WORD: tl.constexpr, DV_WORD: tl.constexpr, PDL: tl.constexpr,
+    TPREC: tl.constexpr, V_WORD: tl.constexpr, DV_WORD: tl.constexpr, PDL: tl.constexpr, PDL_NEXT: tl.constexpr,
 ):
     """Grid (chunk slots, H), chunk body part 1: what needs the (C, C) matrices of one chunk. The scores
     A = Q~ Ks^T (Ks = diag(s) K~) are used only as M o A = decay o A, which the forward's chunk scan stored
@@ -299,9 +299,14 @@ def _m3b_intra_kernel(
     + diag(e^{L-l}) Ks dS_out^T (+ dfinal_v on a sequence's last token).
     Per token it stores e = dY.v; per slot sum(e) (the D partial); per slot and head the chunk scalars
     the side kernels read instead of recomputing them (`_m3b_side_scalars`): rows e^l, e^{L-l}, gamma, s of
-    ``scal`` (nslot, H, 4, C) and e^L in ``elam`` (nslot, H). PDL: the side kernel, launched with PDL after it,
-    may start at once (its programs wait for this kernel before reading its results: `_m3b_sides_kernel`)."""
-    pdl_launch_dependents(PDL)
+    ``scal`` (nslot, H, 4, C) and e^L in ``elam`` (nslot, H).
+    PDL: launched by programmatic dependent launch after the forward's chunk scan (kernels/common/pdl.py), whose
+    tail its programs overlap with everything up to M o G's store (setup, dY, V, G = dY V^T, e, the chunk scalars:
+    nothing the scan writes, and no buffer the scan reads); they wait before loading M o A, the scan's result (and
+    dS_out, the state-gradient chain's). PDL_NEXT: the side kernel, launched with PDL after this one, may start once
+    every program got past its wait (or, launched plainly, at once): its programs wait for this kernel before
+    reading its results (`_m3b_sides_kernel`)."""
+    pdl_launch_dependents(PDL_NEXT and not PDL)
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     dv_ptr = posted_pointer(dv_ptr, io_ptr, DV_WORD)
     slot = tl.program_id(0)
@@ -337,6 +342,8 @@ def _m3b_intra_kernel(
     mg_tile = _m3b_mg_tile(mg_ptr, slot, h, H, C, False)
     tl.store(mg_tile, mg_hi)
     tl.store(mg_tile + C * C, mg_lo)
+    pdl_wait(PDL)
+    pdl_launch_dependents(PDL_NEXT and PDL)
     ma = tl.load(ms_ptr + ((slot * H + h) * C + i[:, None]) * C + i[None, :], mask=active, other=0.0)  # M o A
     mm = ma * g  # (M o A) o G
     tl.store(dl_ptr + th_, tl.sum(mm, axis=1) - tl.sum(mm, axis=0), mask=valid)
@@ -722,7 +729,9 @@ class Mamba3BwdConfig(NamedTuple):
     bench/mamba3/NOTES.md "Session 25") or "fp32" (dq / dk as close to float64 as the reference);
     finish_pdl: the finish kernel launched with programmatic dependent launch after the dPhi carry kernel (its GQA
     reduce beside that kernel; CUDA sm_90+ only, ``kernels/common/pdl.py``; session 41); side_pdl: the side kernel
-    likewise after the intra kernel (its programs' loads and first dot before their wait; session 41).
+    likewise after the intra kernel (its programs' loads and first dot before their wait; session 41); intra_pdl:
+    the intra kernel likewise after the forward's chunk scan, where the two follow each other on a stream (a
+    graph's; its programs' dY V^T and M o G before their wait; session 42).
     """
 
     num_warps: int = 4
@@ -742,6 +751,7 @@ class Mamba3BwdConfig(NamedTuple):
     head_partials: str = "bf16"
     finish_pdl: bool = True
     side_pdl: bool = True
+    intra_pdl: bool = True
 
 
 DEFAULT_BWD_CONFIG = Mamba3BwdConfig()
@@ -852,7 +862,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     """
     if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1):
         raise ValueError(f"config.reduce_tokens: expected a power of two, got {config.reduce_tokens}")
-    for name in ("finish_pdl", "side_pdl"):
+    for name in ("finish_pdl", "side_pdl", "intra_pdl"):
         if not isinstance(getattr(config, name), bool):
             raise ValueError(f"config.{name}: expected a bool, got {getattr(config, name)!r}")
     if config.head_partials not in _HEAD_PARTIAL_DTYPES:
@@ -899,14 +909,15 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     exp_lam = torch.empty((nslot, H), device=dev, dtype=f32)  # e^L
     sizes = dict(H=H, P=P, N=N, C=CHUNK, SB=sb)
     side_pdl = pdl_applies(v, config.side_pdl)
+    intra_pdl = pdl_applies(v, config.intra_pdl)
     side_launch = dict(num_warps=config.side_warps, **maxnreg_option(config.side_maxnreg, dev),
                        **pdl_launch_option(side_pdl))
     _m3b_intra_kernel[(nslot, H)](
         k_rot, k, k_bias, v, chunk_scalars, masked_scores, qk, d, dy, cu_seqlens, dstates, dfinal_v, mg, dv, dl_parts,
         e_tok, dd_part, side_scalars, exp_lam,
-        S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, PDL=side_pdl,
-        num_warps=config.num_warps,
-        **maxnreg_option(config.intra_maxnreg, dev), **posted_kwargs(posted, cu_seqlens, "v", "dv"),
+        S=S, **sizes, PREC=config.input_precision, TPREC=config.transposed_precision, PDL=intra_pdl,
+        PDL_NEXT=side_pdl, num_warps=config.num_warps, **maxnreg_option(config.intra_maxnreg, dev),
+        **posted_kwargs(posted, cu_seqlens, "v", "dv"), **pdl_launch_option(intra_pdl),
     )
     _m3b_sides_kernel[(4 * nslot, H)](
         q_rot, k_rot, q, k, q_bias, k_bias, v, side_scalars, exp_lam, dy, cu_seqlens, cos_phi, sin_phi, chunk_states,

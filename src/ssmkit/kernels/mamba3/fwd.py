@@ -32,6 +32,7 @@ import triton
 import triton.language as tl
 
 from ssmkit.kernels.common.mapped_io import posted_pointer
+from ssmkit.kernels.common.pdl import pdl_applies, pdl_launch_dependents
 from ssmkit.kernels.mamba3.dots import _m3_dot
 from ssmkit.mamba3.shapes import CHUNK, DSTATE, HEADDIM, INPUT_NAMES, NANGLES, NHEADS
 from ssmkit.mamba3.validate import validate_inputs
@@ -443,6 +444,7 @@ def _mamba3_fwd_chunk_scan_kernel(
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
     SAVE: tl.constexpr, GATE_GRAD: tl.constexpr, PRECISION: tl.constexpr, TPREC: tl.constexpr, V_WORD: tl.constexpr,
     Z_WORD: tl.constexpr, OUT_WORD: tl.constexpr, DOUT_WORD: tl.constexpr, DZ_WORD: tl.constexpr,
+    PDL_NEXT: tl.constexpr,
 ):
     """Grid (chunk slots, H): the dot half of the chunk scan (§4), from the rotate kernel's q~, k~ (their rotated
     dims; the others formed from q, k and the biases, ``_fwd_tilde_half``) and q^.k^:
@@ -451,7 +453,10 @@ def _mamba3_fwd_chunk_scan_kernel(
     per slot and head, when SAVE: ``Mamba3FwdSaved.masked_scores``) and the final v. GATE_GRAD (a full-VJP call,
     whose cotangent dout is known before the forward): the gate's gradient (``_fwd_gate_grad``) from the y in
     registers, stored instead of y (sm_90 build, offline: 2376 SASS instructions against 2296 storing y, 2 spill
-    instructions)."""
+    instructions). PDL_NEXT: the next kernel on the stream, if launched by programmatic dependent launch (a graph's
+    backward intra kernel, ``Mamba3BwdConfig.intra_pdl``), may start at once (kernels/common/pdl.py; a no-op
+    otherwise)."""
+    pdl_launch_dependents(PDL_NEXT)
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     z_ptr = posted_pointer(z_ptr, io_ptr, Z_WORD)
     out_ptr = posted_pointer(out_ptr, io_ptr, OUT_WORD)
@@ -642,7 +647,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         save_bufs[0], save_bufs[3], *(gate_grad or (out, out)),
         H=NHEADS, N=DSTATE, P=HEADDIM, CHUNK_=CHUNK, BLOCK_S=block_s, SAVE=save_for_backward,
         GATE_GRAD=gate_grad is not None, PRECISION=config.input_precision, TPREC=config.transposed_precision,
-        num_warps=config.scan_warps, **posted_kwargs(posted, cu_seqlens, "v", "z", "out", "dout", "dz"),
+        PDL_NEXT=pdl_applies(v), num_warps=config.scan_warps,
+        **posted_kwargs(posted, cu_seqlens, "v", "z", "out", "dout", "dz"),
         **maxnreg_option(config.scan_maxnreg, dev),
     )
     return out, final_angle, final_ssm, final_k, final_v, saved
