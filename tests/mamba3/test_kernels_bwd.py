@@ -189,7 +189,7 @@ def test_dphi_carry_kernel_sums_every_later_chunk_across_tiles():
     dfa = torch.randn(len(lengths), NHEADS, NANGLES, generator=gen)
     carry = torch.full((nslot, NHEADS, NANGLES), math.nan)
     _m3b_dphi_carry_kernel[(len(lengths), NHEADS)](cu, dfa, dphis, carry, nslot, H=NHEADS, NA=NANGLES, C=CHUNK,
-                                                   CB=_ANGLE_SLOTS, PDL=False, num_warps=1)
+                                                   CB=_ANGLE_SLOTS, PDL_NEXT=False, num_warps=1)
     held = torch.zeros(nslot, dtype=torch.bool)
     for s, n in enumerate(chunks):
         first = int(cu[s]) // CHUNK + s

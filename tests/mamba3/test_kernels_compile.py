@@ -82,7 +82,7 @@ for posted in (False, True):
               dict(SB=8, BT=bwd.DEFAULT_BWD_CONFIG.reduce_tokens, BS=bwd._REDUCE_SLOTS, PDL=pdl),
               bwd.DEFAULT_BWD_CONFIG.finish_warps, posted=posted, launch_pdl=pdl)
 for pdl in (False, True):
-    build(bwd._m3b_dphi_carry_kernel, dict(CB=bwd._ANGLE_SLOTS, PDL=pdl), 1)
+    build(bwd._m3b_dphi_carry_kernel, dict(CB=bwd._ANGLE_SLOTS, PDL_NEXT=pdl), 1)
 # the dots whose B operand wgmma would need transposed: split into bf16 (Mamba3FwdConfig.transposed_precision, the
 # default) or at the input precision
 for prec, tprec in (("tf32", "bf16x3"), ("tf32", "tf32"), ("tf32x3", "tf32x3")):

@@ -300,12 +300,14 @@ def _m3b_intra_kernel(
     Per token it stores e = dY.v; per slot sum(e) (the D partial); per slot and head the chunk scalars
     the side kernels read instead of recomputing them (`_m3b_side_scalars`): rows e^l, e^{L-l}, gamma, s of
     ``scal`` (nslot, H, 4, C) and e^L in ``elam`` (nslot, H).
-    PDL: launched by programmatic dependent launch after the forward's chunk scan (kernels/common/pdl.py), whose
-    tail its programs overlap with everything up to M o G's store (setup, dY, V, G = dY V^T, e, the chunk scalars:
-    nothing the scan writes, and no buffer the scan reads); they wait before loading M o A, the scan's result (and
-    dS_out, the state-gradient chain's). PDL_NEXT: the side kernel, launched with PDL after this one, may start once
-    every program got past its wait (or, launched plainly, at once): its programs wait for this kernel before
-    reading its results (`_m3b_sides_kernel`)."""
+    PDL: launched by programmatic dependent launch (kernels/common/pdl.py) after its stream predecessor: in a graph
+    with its side streams forked the forward's chunk scan, whose tail its programs overlap with everything up to
+    M o G's store (setup, dY, V, G = dY V^T, e, the chunk scalars: nothing the scan writes, and no buffer the scan
+    reads); in a direct or autograd call (or a graph on one stream) the state-gradient chain (or the copy-out of
+    the forward's small results), which triggers nothing, so the kernel starts when it completes. The programs wait
+    before loading M o A, the scan's result (and dS_out, the chain's). PDL_NEXT: the side kernel, launched with
+    PDL after this one, may start once every program got past its wait (or, launched plainly, at once): its
+    programs wait for this kernel before reading its results (`_m3b_sides_kernel`)."""
     pdl_launch_dependents(PDL_NEXT and not PDL)
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     dv_ptr = posted_pointer(dv_ptr, io_ptr, DV_WORD)
@@ -518,16 +520,16 @@ def _m3b_sides_kernel(
 
 @triton.jit
 def _m3b_dphi_carry_kernel(cu_ptr, dfa_ptr, dphis_ptr, carry_ptr, NSLOT, H: tl.constexpr, NA: tl.constexpr,
-                           C: tl.constexpr, CB: tl.constexpr, PDL: tl.constexpr):
+                           C: tl.constexpr, CB: tl.constexpr, PDL_NEXT: tl.constexpr):
     """Grid (S, H): the angle-gradient carry entering each chunk of sequence s from its end, (slots, H, NA) fp32:
     dfinal_angle plus the dPhi sums (q side + k side, `_m3b_side_out`) of the sequence's later chunks. Tiles of CB
     chunks from the last chunk backwards: within a tile an exclusive cumsum (the tile loaded once more, shifted by
     one chunk), between tiles a running sum (fixed orders: bit-identical repeats). O(chunks) per sequence: until
     session 15 each chunk's program summed all later chunks itself, quadratic in a sequence's chunk count (the
     finish kernel 0.985 ms at 32768 tokens in one sequence, 6.87 ms at 131072; bench/mamba3/NOTES.md).
-    PDL: the finish kernel, launched with PDL after it, may start at once (its GQA-reduce programs read nothing this
-    kernel writes; its angle programs wait for it: kernels/common/pdl.py)."""
-    pdl_launch_dependents(PDL)
+    PDL_NEXT: the finish kernel, launched with PDL after it, may start at once (its GQA-reduce programs read nothing
+    this kernel writes; its angle programs wait for it: kernels/common/pdl.py)."""
+    pdl_launch_dependents(PDL_NEXT)
     s = tl.program_id(0)
     h = tl.program_id(1)
     bos = tl.load(cu_ptr + s)
@@ -730,8 +732,9 @@ class Mamba3BwdConfig(NamedTuple):
     finish_pdl: the finish kernel launched with programmatic dependent launch after the dPhi carry kernel (its GQA
     reduce beside that kernel; CUDA sm_90+ only, ``kernels/common/pdl.py``; session 41); side_pdl: the side kernel
     likewise after the intra kernel (its programs' loads and first dot before their wait; session 41); intra_pdl:
-    the intra kernel likewise after the forward's chunk scan, where the two follow each other on a stream (a
-    graph's; its programs' dY V^T and M o G before their wait; session 42).
+    the intra kernel likewise after its stream predecessor, which in a graph with forked side streams is the
+    forward's chunk scan (its programs' dY V^T and M o G before their wait; session 42; elsewhere a kernel that
+    triggers nothing, so no overlap).
     """
 
     num_warps: int = 4
@@ -929,7 +932,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     angle_carry = torch.empty((nslot, H, NA), device=dev, dtype=f32)  # entering each chunk from its end
     pdl = pdl_applies(v, config.finish_pdl)
     _m3b_dphi_carry_kernel[(S, H)](
-        cu_seqlens, dfinal_angle, dphi_sums, angle_carry, nslot, H=H, NA=NA, C=CHUNK, CB=_ANGLE_SLOTS, PDL=pdl,
+        cu_seqlens, dfinal_angle, dphi_sums, angle_carry, nslot, H=H, NA=NA, C=CHUNK, CB=_ANGLE_SLOTS, PDL_NEXT=pdl,
         num_warps=1,
     )
     dq, dk, _, dadt, ddt, dtrap, dq_bias, dk_bias, dangles, dd, _ = grads

@@ -453,9 +453,9 @@ def _mamba3_fwd_chunk_scan_kernel(
     per slot and head, when SAVE: ``Mamba3FwdSaved.masked_scores``) and the final v. GATE_GRAD (a full-VJP call,
     whose cotangent dout is known before the forward): the gate's gradient (``_fwd_gate_grad``) from the y in
     registers, stored instead of y (sm_90 build, offline: 2376 SASS instructions against 2296 storing y, 2 spill
-    instructions). PDL_NEXT: the next kernel on the stream, if launched by programmatic dependent launch (a graph's
-    backward intra kernel, ``Mamba3BwdConfig.intra_pdl``), may start at once (kernels/common/pdl.py; a no-op
-    otherwise)."""
+    instructions). PDL_NEXT (every launch on sm_90+): the next kernel on the stream, if launched by programmatic
+    dependent launch, may start at once (kernels/common/pdl.py; a no-op otherwise). Only in a graph with forked
+    side streams is that kernel the backward's intra kernel (``Mamba3BwdConfig.intra_pdl``)."""
     pdl_launch_dependents(PDL_NEXT)
     v_ptr = posted_pointer(v_ptr, io_ptr, V_WORD)
     z_ptr = posted_pointer(z_ptr, io_ptr, Z_WORD)
