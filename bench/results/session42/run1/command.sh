@@ -7,8 +7,9 @@
 # Sides: ssmkit_s40 (d80df47, session 40's main), ssmkit_s42m (32314c1, session 41's main), the tree.
 # 1. the Mamba-3 graph CUDA tests (the launches' bit test, now with intra_pdl); 2. graph A/B of the three at the
 # eight cases, twice (median queued time of 6 alternating rounds each; the 16 results' bits compared); 3. the tree
-# with intra_pdl off, and with all three launches off, against its default; 4. timelines at c1 / c5 / c8 (the tree,
-# and with intra_pdl off).
+# with intra_pdl off, with side_pdl off (the side kernel now starts only after every intra program passed its wait:
+# does that cost c8's +4 us of run 1b?), and with all three launches off, against its default; 4. timelines at c1 /
+# c5 / c8 (the tree, and with intra_pdl off). Run 1b (this session, trimmed) measured step 2 without d80df47 once.
 # Prediction: s42m -6 to -10 us queued per call against s40 at every case (session 41's run 1: the two launches -6 to
 # -9 over the code before them); the tree -2 to -6 us against s42m at c1-c7 (the scan's last wave, ~3 programs per
 # SM over ~3 waves, overlapped by the intra programs' dY V^T, M o G split and stores), -1 to -3 at c8; all three
@@ -49,7 +50,7 @@ for k in 1 2; do
   ab ab$k --package $P/ssmkit_s40 --package $P/ssmkit_s42m
 done
 echo "== the tree's launches off against its default ($SECONDS s)"
-ab ab_pdl --configs '[{"intra_pdl": false}, {"intra_pdl": false, "side_pdl": false, "finish_pdl": false}]'
+ab ab_pdl --configs '[{"intra_pdl": false}, {"side_pdl": false}, {"intra_pdl": false, "side_pdl": false, "finish_pdl": false}]'
 echo "== timelines ($SECONDS s)"
 TL=c1_four_mixed,c5_three_even,c8_small_three
 timeout $(cap 60) python bench/mamba3_timeline.py --cases $TL --out $W/tl_tree 2>&1 \
