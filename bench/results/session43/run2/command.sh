@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Session 43 run 2 (device, one call): `mamba3 judge` of experiments v33 (main's Mamba-3 code as one file: v31 with
+# the three programmatic dependent launches of sessions 41-42) in its isolated worker, and `mamba3 selfcheck` of
+# the tree in the same call.
+# Prediction: PASS; G near v31's 28.60 (session 39, H100) times ~1.02 for the launches' -6 to -15 us per call (G
+# moves with the eager reference's time on the host, so only a same-call comparison would say more).
+set -u
+export PYTHONUNBUFFERED=1 PYTHONPATH=src
+OUT="${OUT:-out}"; mkdir -p "$OUT"
+W=/tmp/s43r2; mkdir -p $W
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee $W/gpu.txt
+echo "${SSMKIT_GIT_COMMIT:-unknown}" > $W/commit.txt
+python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee $W/versions.txt
+echo "bash bench/results/session43/run2/command.sh" > $W/command.txt
+pack() { tar czf "$OUT/run2.tgz" -C $W .; }
+cap() { local left=$((${BUDGET:-585} - SECONDS)); [ $left -lt 1 ] && left=1; [ $left -lt $1 ] && echo $left || echo $1; }
+echo "== judge v33 ($SECONDS s)"
+timeout $(cap 300) python -m ssmkit.cli mamba3 judge --solver experiments/mamba3/versions/v33/solver.py \
+  --json $W/judge_v33.json > $W/judge_v33.log 2>&1; echo "rc=$?"; tail -12 $W/judge_v33.log; pack
+echo "== selfcheck ($SECONDS s)"
+timeout $(cap 200) python -m ssmkit.cli mamba3 selfcheck --json $W/selfcheck.json > $W/selfcheck.log 2>&1
+echo "rc=$?"; tail -8 $W/selfcheck.log
+pack
+echo "== done ($SECONDS s)"
