@@ -865,7 +865,7 @@ def mamba3_siso_bwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     """
     if config.reduce_tokens < 1 or config.reduce_tokens & (config.reduce_tokens - 1):
         raise ValueError(f"config.reduce_tokens: expected a power of two, got {config.reduce_tokens}")
-    for name in ("finish_pdl", "side_pdl", "intra_pdl"):
+    for name in (f for f in config._fields if f.endswith("_pdl")):  # the launch switches, each a bool
         if not isinstance(getattr(config, name), bool):
             raise ValueError(f"config.{name}: expected a bool, got {getattr(config, name)!r}")
     if config.head_partials not in _HEAD_PARTIAL_DTYPES:
