@@ -21,9 +21,10 @@ of Mamba3BwdConfig, or of Mamba3FwdConfig prefixed "fwd.", e.g. '[{"dstate_scan"
 (sides named after their fields; a graph is captured per config).
 ``--package DIR`` (repeatable): whole code versions, each a renamed package copy made by bench/ab_package.py (e.g.
 bench/_ab/pkgs/ssmkit_s13), its public entry through its graph (graph=True) against the working tree's.
-Every mode also reports ``queued_ms``: CUDA-event time of QUEUED calls issued back to back without a host sync,
-per call (the GPU's time per call wherever the host keeps ahead of it, as with one graph replay per call); the
-median of QUEUED_ROUNDS rounds, the sides' order reversed every other round (``queued_ms_rounds``: each round's).
+Every mode also reports ``queued_ms`` (`mamba3_bench.queued_ms`): CUDA-event time of calls issued back to back
+without a host sync, per call (the GPU's time per call wherever the host keeps ahead of it, as with one graph replay
+per call); the median of QUEUED_ROUNDS rounds, the sides' order reversed every other round (``queued_ms_rounds``:
+each round's).
 Graph sides: the process's capture limit is lifted and each case's graphs dropped after it; a case in which a graph
 side did not capture its graph stops the run (the rows so far written, that one marked ``graph_sides_captured``).
 """
@@ -39,7 +40,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mamba3_bench import gpu_kernel_split, gpu_ms  # noqa: E402
+from mamba3_bench import QUEUED_ROUNDS, ROTATE, gpu_kernel_split, gpu_ms, queued_ms  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.mamba3 import bwd as new_bwd  # noqa: E402
@@ -49,7 +50,7 @@ from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
 from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp  # noqa: E402
 from ssmkit.mamba3.shapes import COTANGENT_NAMES, INPUT_NAMES, RESULT_NAMES  # noqa: E402
 
-ROTATE, CALLS, QUEUED, QUEUED_ROUNDS = 3, 40, 20, 6
+CALLS = 40
 
 
 def load(path: Path, name: str):
@@ -138,18 +139,6 @@ def write_rows(out: Path, device, rows: list) -> Path:
     path = out / "mamba3_ab.json"
     write_json(path, dict(run_metadata(None, device), rows=rows))
     return path
-
-
-def queued_ms(fn, arg_sets):
-    """CUDA-event ms per call over QUEUED calls of fn issued back to back (rotating the argument sets)."""
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for i in range(QUEUED):
-        fn(arg_sets[i % len(arg_sets)])
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / QUEUED
 
 
 def interleaved_queued_ms(fns, arg_sets, rounds: int = QUEUED_ROUNDS) -> tuple[list, list]:

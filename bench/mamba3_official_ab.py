@@ -38,7 +38,7 @@ from triton.runtime.autotuner import Autotuner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mamba3_ab import interleaved_queued_ms, interleaved_wall_ms  # noqa: E402
-from mamba3_bench import OFFICIAL_ERROR, errors, float64_results, gpu_ms  # noqa: E402
+from mamba3_bench import OFFICIAL_ERROR, ROTATE, errors, float64_results, gpu_ms  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
@@ -47,7 +47,6 @@ from ssmkit.mamba3.reference import mamba3_siso_reference  # noqa: E402
 from ssmkit.mamba3.shapes import CHUNK, COTANGENT_NAMES, INPUT_NAMES, RESULT_NAMES  # noqa: E402
 
 ANCHOR_DIR = Path(__file__).resolve().parent.parent / ".anchors" / "mamba3_official"
-ROTATE = 3
 OFFICIAL_MODULES = ("mamba3_siso_fwd", "mamba3_siso_bwd", "angle_dt")  # where its autotuned kernels live
 
 

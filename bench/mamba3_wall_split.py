@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mamba3_ab import ROTATE, queued_ms  # noqa: E402
+from mamba3_bench import ROTATE, queued_ms  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.common.mapped_io import MappedIO  # noqa: E402
