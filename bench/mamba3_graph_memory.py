@@ -3,7 +3,7 @@
 Per case (cases.json) at each scale: the direct call's (graph=False) peak memory above what its arguments hold (the
 workspace it allocates and frees within the call, and its 16 results), and what one captured graph keeps allocated
 after its calls (``ssmkit.mamba3.graph``: its static workspace, the results it hands out next, its memory pool),
-in MiB; the graph is dropped after each case. What ``GRAPH_MAX_COPY_BYTES`` and ``MAX_GRAPHS`` weigh against the
+in MiB; the graph is dropped after each case. What ``GRAPH_MAX_CALL_BYTES`` and ``MAX_GRAPHS`` weigh against the
 graph's speed at long sequences (bench/mamba3/NOTES.md "Session 44").
 Usage (CUDA): PYTHONPATH=src python bench/mamba3_graph_memory.py --out FILE [--cases c1,c8] [--scales 1,2,4,8]
 """
@@ -56,13 +56,13 @@ def main() -> None:
             for case in cases:
                 seqlens = [n * scale for n in case["seqlens"]]
                 row = dict(case=case["name"], scale=scale, T=sum(seqlens), S=len(seqlens),
-                           copied_bytes=graph_module.copied_bytes(sum(seqlens), len(seqlens)),
+                           call_bytes=graph_module.call_bytes(sum(seqlens), len(seqlens)),
                            **measure(seqlens, case["seed"]))
                 rows.append(row)
                 print(f"{row['case']:20s} x{scale}  T {row['T']:6d}  direct peak {row['direct_peak_mib']:8.1f} MiB"
                       f"  graph retained {row['graph_retained_mib']:8.1f} MiB", flush=True)
     write_json(args.out, dict(run_metadata(None, "cuda"), rows=rows,
-                              graph_max_copy_bytes=graph_module.GRAPH_MAX_COPY_BYTES,
+                              graph_max_call_bytes=graph_module.GRAPH_MAX_CALL_BYTES,
                               max_graphs=graph_module.MAX_GRAPHS))
     print("json:", args.out)
 

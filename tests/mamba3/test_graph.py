@@ -125,8 +125,9 @@ def test_graph_false_launches_directly(stand_in):
 
 
 def test_when_the_entry_takes_the_graph(monkeypatch):
-    """graph=True / False as forced; None: CUDA tensors while a call copies at most GRAPH_MAX_COPY_BYTES (3072
-    tokens in 4 sequences; many sequences count too), not while the caller captures (graph=True then raises)."""
+    """graph=True / False as forced; None: CUDA tensors while a call's size is at most GRAPH_MAX_CALL_BYTES
+    (GRAPH_MAX_TOKENS tokens in 4 sequences; many sequences count too), not while the caller captures (graph=True then
+    raises)."""
     cpu, cu = torch.empty(5, 1, 128), torch.empty(3, dtype=torch.int32)
     assert graph_module.graph_applies(True, cpu, cu) and not graph_module.graph_applies(False, cpu, cu)
     assert not graph_module.graph_applies(None, cpu, cu)
@@ -137,11 +138,13 @@ def test_when_the_entry_takes_the_graph(monkeypatch):
         def __init__(self, *shape):
             self.shape = shape
 
-    q, cu4 = CudaLike(3072, 1, 128), CudaLike(5)
+    tokens = graph_module.GRAPH_MAX_TOKENS
+    q, cu4 = CudaLike(tokens, 1, 128), CudaLike(5)
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)  # (a CPU build's raises)
     assert graph_module.graph_applies(None, q, cu4)
-    assert not graph_module.graph_applies(None, CudaLike(3073, 1, 128), cu4)
-    assert not graph_module.graph_applies(None, CudaLike(1024, 1, 128), CudaLike(101))  # 100 sequences
+    assert not graph_module.graph_applies(None, CudaLike(tokens + 1, 1, 128), cu4)
+    assert graph_module.graph_applies(None, CudaLike(tokens // 2, 1, 128), CudaLike(101))  # 100 sequences
+    assert not graph_module.graph_applies(None, CudaLike(tokens // 2, 1, 128), CudaLike(1001))  # 1000
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
     assert not graph_module.graph_applies(None, CudaLike(1, 1, 128), CudaLike(2))
     with pytest.raises(ValueError, match="capturing"):
@@ -259,7 +262,7 @@ def test_a_call_off_the_recent_layout_takes_the_checks(stand_in, counted_checks,
 def test_the_fast_path_defers_to_the_entrys_dispatch(stand_in, counted_checks, monkeypatch, case):
     """A falsy ``graph`` other than False (as ``graph_applies`` reads it), the kernels not applying on the graph's
     device (TRITON_INTERPRET unset: the entry runs the eager reference) and ``graph_applies`` declining (a capture
-    under way, a call above GRAPH_MAX_COPY_BYTES) each leave the call to the entry's checks and dispatch."""
+    under way, a call above GRAPH_MAX_CALL_BYTES) each leave the call to the entry's checks and dispatch."""
     args = make_inputs([5, 2], seed=19)
     _fast(args)
     kw = {}

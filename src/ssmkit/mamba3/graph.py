@@ -19,8 +19,8 @@ call allocates the 16 results, posts the 33 addresses to pinned host memory and 
 call are allocated right after the replay, while the GPU runs it (host time off the call's critical path: the GPU
 idles until the replay is launched), and used by the next call on the same stream. Results are bit-identical to the
 direct call (the same kernels and launch configurations on the same values; the walked carry is the one the direct
-call's state passing stores). When: ``graph_applies`` (the entry's ``graph=None``: CUDA, at most
-GRAPH_MAX_COPY_BYTES copied per call, the caller not capturing). A key's first call launches directly; its second
+call's state passing stores). When: ``graph_applies`` (the entry's ``graph=None``: CUDA, a call of at most
+GRAPH_MAX_CALL_BYTES (``call_bytes``), the caller not capturing). A key's first call launches directly; its second
 runs the body eagerly (Triton compiles there; its results are that call's) and captures it; later calls replay. So
 keys that never repeat (packed batches whose sequence count varies) cost no capture, and at most MAX_CAPTURES graphs
 are ever captured per process (a capture costs a device synchronisation, a garbage collection and milliseconds of
@@ -65,28 +65,32 @@ _POSTED_RESULTS = {"out": 0, "final_ssm": 2, "dq": 5, "dk": 6, "dv": 7, "dadt": 
 _READ_POSTED_FIRST = {"k": 1, "adt": 3, "dt": 4, "trap": 5, "k_bias": 7, "cu_seqlens": 11}
 
 
-def copied_bytes(tokens: int, sequences: int) -> int:
+def call_bytes(tokens: int, sequences: int) -> int:
     """The size of a call for T tokens and S sequences, the threshold's measure: bytes of the 17 arguments and the
     16 results (each gradient the size of its input; the cu_seqlens and the 32-head vectors left out), read and
-    written once each. Run 1's graph copied all of them; since the posted tensors (b70983a) ~30 % were copied,
-    since session 14 (four more posted) ~5 %, since session 25 ~3 %."""
+    written once each. (Session 7's graph copied all of them in and out; since the posted tensors (b70983a) ~30 %
+    were copied, since session 14 (four more posted) ~5 %, since session 25 ~3 %.)"""
     per_token = (2 * NHEADS_QK * DSTATE * 2 + 3 * NHEADS * HEADDIM * 2 + 2 * NHEADS * 4 + NHEADS * 2
                  + NHEADS * NANGLES * 2)  # q, k; v, z, dout; adt, dt; trap; angles (and as many results)
     per_sequence = NHEADS * (NANGLES * 4 + HEADDIM * DSTATE * 4 + DSTATE * 4 + HEADDIM * 2)  # final states
     return 2 * (tokens * per_token + sequences * per_sequence)
 
 
-#: ``graph=None`` (the entry's default) takes the graph up to calls of this size (``copied_bytes``), that of 3072
-#: tokens in 4 sequences (~100 MB). The graph costs GPU time for its copies and ~0.05 ms of host time before the
-#: replay, which pays only while the direct call's host time (~0.6-1.3 ms) is not hidden behind its GPU work
-#: (~0.33 ms per 1000 tokens). H200, session 7 run 1 (bench/results/session7/run1, every tensor copied: ~0.018 ms
-#: per 1000 tokens), wall ms direct -> graph: T = 580-2432 faster by 0.04-0.34 (c1: 1.340 -> 0.998); T = 4368 (c1
-#: x2) slower, 1.437 -> 1.504; T = 8736 slower, 2.730 -> 2.884. With the posted tensors (b70983a, run 8): T = 4368 /
-#: 4790 level (1.411 -> 1.404, 1.536 -> 1.543), T = 8736 / 9580 +1 % (2.718 -> 2.744, 2.992 -> 3.020); the
-#: threshold stays where the graph wins.
-GRAPH_MAX_COPY_BYTES = copied_bytes(3072, 4)
+#: ``graph=None`` (the entry's default) takes the graph up to calls of this size (``call_bytes``), that of
+#: GRAPH_MAX_TOKENS tokens in 4 sequences (~630 MB). H100, session 44 (bench/results/session44/run2, same process,
+#: direct -> graph, wall ms per call, the same bits): the graph is faster at every size measured: the visible panels
+#: (T = 580-2432) 0.73-0.83 -> 0.20-0.53; at twice their lengths 1.03-1.13 -> 0.86-0.95; four times 1.81-2.04 ->
+#: 1.68-1.87; eight times (T = 4640-19160) 3.50-3.98 -> 3.37-3.76 (c8, T = 4640: 1.11 -> 0.93), as a direct call's
+#: host launches (~0.7 ms) hold back its GPU work by ~0.15-0.2 ms whatever its size. What the bound weighs: between
+#: calls a graph keeps ~45 KB per token allocated (109 MiB at T = 2184, 771 MiB at 17472; bench/mamba3_graph_memory.py),
+#: up to MAX_GRAPHS of them (~7 GB at this bound), for a gain that shrinks towards a few percent as the GPU work
+#: grows. Until session 44 the bound was 3072 tokens, from session 7-8's H200 measurements, when the GPU took ~0.33 ms
+#: per 1000 tokens (now ~0.2) and the graph copied up to every argument and result: direct and graph level at 4368
+#: tokens then (1.411 -> 1.404 ms wall), +1 % at 8736.
+GRAPH_MAX_TOKENS = 20480
+GRAPH_MAX_CALL_BYTES = call_bytes(GRAPH_MAX_TOKENS, 4)
 #: Captured graphs kept (least recently used dropped first): each holds its static arguments and results, the
-#: next call's results and its workspace, ~0.4 GB at T = 2184 and growing linearly in T.
+#: next call's results and its workspace: ~45 KB per token (session 44, H100: 109 MiB at T = 2184).
 MAX_GRAPHS = 8
 #: Whether a graph forks its two side streams (``_launch_into``); False keeps every launch on one stream (the same
 #: bits; for A/Bs, bench/mamba3_ab.py --graph-streams). Part of the key.
@@ -271,11 +275,11 @@ _CAPTURES = [0]  # captures made in this process
 
 def graph_applies(graph: bool | None, q, cu_seqlens) -> bool:
     """Whether the full-VJP entry takes the graph path, for its ``graph`` argument and its ``q`` (T, 1, 128) and
-    ``cu_seqlens`` (S + 1,): as forced (True / False), else (None) for CUDA tensors whose call copies at most
-    GRAPH_MAX_COPY_BYTES, while the caller is not capturing a graph itself. ``graph=True`` during a capture raises
-    ValueError (a graph cannot be captured inside another)."""
+    ``cu_seqlens`` (S + 1,): as forced (True / False), else (None) for CUDA tensors whose call's size
+    (``call_bytes``) is at most GRAPH_MAX_CALL_BYTES, while the caller is not capturing a graph itself.
+    ``graph=True`` during a capture raises ValueError (a graph cannot be captured inside another)."""
     if graph is None:
-        return (q.is_cuda and copied_bytes(q.shape[0], cu_seqlens.shape[0] - 1) <= GRAPH_MAX_COPY_BYTES
+        return (q.is_cuda and call_bytes(q.shape[0], cu_seqlens.shape[0] - 1) <= GRAPH_MAX_CALL_BYTES
                 and not torch.cuda.is_current_stream_capturing())
     if graph and q.is_cuda and torch.cuda.is_current_stream_capturing():
         raise ValueError("graph=True while the current stream is capturing a CUDA graph: pass graph=None or False")

@@ -9,8 +9,8 @@ values (start 0, strictly increasing, end T) need a device-to-host copy, so ``ch
 wrong results, not an error); True or False forces the choice.
 Graphs: on CUDA the full-VJP entry runs as one captured CUDA graph per (T, S, device, configs) (``graph=None``,
 the default; ssmkit.mamba3.graph: a call is ~one replay of host time instead of 10 launches and ~40 allocations)
-while a call copies at most GRAPH_MAX_COPY_BYTES (~3072 tokens; beyond, the direct call's host time hides behind
-its GPU work and the graph's copies would cost more than they save), from a key's second call on, except while
+for calls up to GRAPH_MAX_CALL_BYTES (GRAPH_MAX_TOKENS, 20480 tokens in 4 sequences: beyond it the graph's gain,
+a few percent there, is not worth the memory each graph keeps between calls), from a key's second call on, except while
 the caller itself is capturing a graph; ``graph=False`` launches the kernels directly, ``graph=True`` takes the
 graph from the first call (off CUDA: its interpreter stand-in, for tests). Both give the same bits. A call whose
 arguments have the layout of the most recently used graph's (``replay_recent``) replays it before the checks above,

@@ -44,8 +44,9 @@ _FWD_TWO_OVER_PI = tl.constexpr(0.6366197466850281)
 #: to this many tokens: chunk c walks c angle-sum rows, so the kernel's work grows with the square of a sequence's
 #: chunk count (H200, one sequence, rotate kernel alone, reading the carry -> walking it: 8192 tokens 0.155 -> 0.245
 #: ms, 32768 0.70 -> 1.70, 131072 2.76 -> 20.2; the visible panels, at most 15 chunks: 0.048 -> 0.051; session 14's
-#: review, a helper's device run whose output was not kept: not under bench/results). 3072 is the full-VJP graph's
-#: default size limit (ssmkit.mamba3.graph.GRAPH_MAX_COPY_BYTES).
+#: review, a helper's device run whose output was not kept: not under bench/results). T bounds a sequence's chunks:
+#: at 3072 tokens at most 48 walked rows, at the 8192 above (one sequence) +90 us against the ~30 that running beside
+#: the passing saves. (3072 was also the full-VJP graph's size limit until session 44: ssmkit.mamba3.graph.)
 ROTATE_WALK_MAX_TOKENS = 3072
 
 
