@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mamba3_bench import QUEUED_ROUNDS, ROTATE, gpu_kernel_split, gpu_ms, queued_ms  # noqa: E402
+from mamba3_bench import QUEUED_ROUNDS, ROTATE, gpu_kernel_split, gpu_ms, queued_ms, scaled_cases  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.mamba3 import bwd as new_bwd  # noqa: E402
@@ -210,8 +210,7 @@ def main() -> None:
     cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
     if args.cases:
         cases = [c for c in cases if c["name"] in args.cases.split(",")]
-    cases = [dict(c, name=c["name"] if s == 1 else f"{c['name']}_x{s}", seqlens=[n * s for n in c["seqlens"]])
-             for s in map(int, args.scales.split(",")) for c in cases]
+    cases = scaled_cases(cases, args.scales)
     rows = []
     # every graph side captures one graph per case: lift the process's capture limit (ssmkit.mamba3.graph.MAX_CAPTURES,
     # 32), past which a side launches directly (~0.7 ms queued per call, host-bound), and drop each case's graphs

@@ -159,6 +159,13 @@ def gpu_kernel_split(fn, args):
     return split
 
 
+def scaled_cases(cases: list[dict], scales: str) -> list[dict]:
+    """The cases (cases.json entries) at each of the comma-separated scales of their sequence lengths, named
+    ``<name>_x<scale>`` beyond scale 1 (scale-major order)."""
+    return [dict(c, name=c["name"] if s == 1 else f"{c['name']}_x{s}", seqlens=[n * s for n in c["seqlens"]])
+            for s in map(int, scales.split(",")) for c in cases]
+
+
 def _split(args):
     return [args[n] for n in INPUT_NAMES], [args[n] for n in COTANGENT_NAMES]
 

@@ -16,7 +16,7 @@ Per case (cases.json, 3 rotating input sets, the public entry through its graph)
   their ``data_ptr()`` taken and stored) and ``post_addresses`` (stored only), the host time of ``graph.replay()``
   alone, and the 16 result allocations made after each replay.
 So ``span - queued`` is the host lead plus the launch latency, ``wall - span`` the synchronize's return.
-Usage: PYTHONPATH=src python bench/mamba3_wall_split.py --out DIR [--cases c1_four_mixed,...]
+Usage: PYTHONPATH=src python bench/mamba3_wall_split.py --out DIR [--cases c1_four_mixed,...] [--scales 1,2,4]
 """
 import argparse
 import json
@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mamba3_bench import ROTATE, queued_ms  # noqa: E402
+from mamba3_bench import ROTATE, queued_ms, scaled_cases  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.common.mapped_io import MappedIO  # noqa: E402
@@ -159,11 +159,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--cases", default="c1_four_mixed,c5_three_even,c8_small_three")
+    ap.add_argument("--scales", default="1", help="comma-separated scales of the cases' sequence lengths")
     args = ap.parse_args()
     device = torch.device("cuda")
     MappedIO.replay_addresses = _marked_replay(MappedIO.replay_addresses)
     cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
-    cases = [c for c in cases if c["name"] in args.cases.split(",")]
+    cases = scaled_cases([c for c in cases if c["name"] in args.cases.split(",")], args.scales)
     entry = lambda a: mamba3_siso_varlen_joint_states_full_vjp(**a, graph=True)  # noqa: E731
     rows = []
     columns = ("queued", "span", "wall", "pre", "replay", "post", "lead")
