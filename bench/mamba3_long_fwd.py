@@ -1,11 +1,10 @@
-"""GPU time per forward kernel of the Mamba-3 SISO forward on one long sequence, both forms of the angle carry.
+"""GPU time per forward kernel of the Mamba-3 SISO forward on one long sequence.
 
-The rotate kernel either reads the angle carry the state passing stored (``walk_carry=False``, the direct path) or
-walks the earlier chunks' angle sums itself (``walk_carry=True``, the graph's form: chunk c walks c chunks, so its
-work grows with the square of a sequence's chunk count; ``fwd.ROTATE_WALK_MAX_TOKENS`` keeps it to short inputs).
-Per length: the two forms' results compared (0 = bit-identical), then torch.profiler's per-kernel split over
-PROFILED_CALLS calls of each (forward only, inputs validated once, no autograd). ``--bwd``: also the backward's
-per-kernel split from the direct path's saved tensors (how each backward kernel grows with one sequence's length).
+Per length: torch.profiler's per-kernel split over PROFILED_CALLS calls (forward only, inputs validated once, no
+autograd): how each kernel grows with one sequence's chunk count, the serial ones (state passing, angle carry) among
+them. (Until session 44 it compared the rotate kernel's two forms, reading the passing's carry or walking it itself,
+quadratic in the chunk count: bench/mamba3/NOTES.md "Session 14".) ``--bwd``: also the backward's per-kernel split
+from the forward's saved tensors.
 Writes ``OUT/mamba3_long_fwd.json``.
 Usage (CUDA): PYTHONPATH=src python bench/mamba3_long_fwd.py --out DIR [--lengths 8192,32768,131072] [--bwd]
 """
@@ -25,6 +24,13 @@ from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
 from ssmkit.mamba3.shapes import COTANGENT_NAMES, INPUT_NAMES  # noqa: E402
 
 
+def _report(length: int, what: str, split: dict) -> dict:
+    """Print one pass's per-kernel split (ms, longest first) and return its row."""
+    print(f"T={length:7d} {what} {sum(split.values()):.3f} ms: " + ", ".join(
+        f"{k[:22]} {v:.3f}" for k, v in sorted(split.items(), key=lambda kv: -kv[1])), flush=True)
+    return {"tokens": length, "kernels_ms": split, "total_ms": sum(split.values())}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
@@ -37,30 +43,15 @@ def main() -> None:
     for length in (int(x) for x in opts.lengths.split(",")):
         args = make_inputs([length], seed=length, device="cuda")
         inputs = [args[n] for n in INPUT_NAMES]
-        results = {}
-        for walk in (False, True):
-            outs = mamba3_siso_fwd(*inputs, walk_carry=walk, save_for_backward=False)
-            results[walk] = list(outs[:5])
-        same = all(torch.equal(a, b) for a, b in zip(results[False], results[True]))
-        for walk in (False, True):
-            split = gpu_kernel_split(lambda a: mamba3_siso_fwd(*a, walk_carry=walk, save_for_backward=False,
-                                                               validate=False), inputs)
-            row = {"tokens": length, "walk_carry": walk, "bit_identical_forms": same,
-                   "kernels_ms": split, "total_ms": sum(split.values())}
-            rows.append(row)
-            rotate = sum(v for k, v in split.items() if "rotate" in k)
-            passing = sum(v for k, v in split.items() if "passing" in k)
-            print(f"T={length:7d} walk={walk!s:5} same={same} rotate {rotate:.3f} passing {passing:.3f} "
-                  f"forward {row['total_ms']:.3f} ms", flush=True)
+        rows.append(_report(length, "forward", gpu_kernel_split(
+            lambda a: mamba3_siso_fwd(*a, save_for_backward=False, validate=False), inputs)))
         if opts.bwd:
             saved = mamba3_siso_fwd(*inputs)[-1]
             cots = [args[n] for n in COTANGENT_NAMES]
             split = gpu_kernel_split(lambda a: mamba3_siso_bwd(*a, saved, *cots), inputs)
-            rows.append({"tokens": length, "backward": True, "kernels_ms": split, "total_ms": sum(split.values())})
-            print(f"T={length:7d} backward {sum(split.values()):.3f} ms: " + ", ".join(
-                f"{k[:22]} {v:.3f}" for k, v in sorted(split.items(), key=lambda kv: -kv[1])), flush=True)
+            rows.append(dict(_report(length, "backward", split), backward=True))
             del saved, cots
-        del args, inputs, results
+        del args, inputs
         torch.cuda.empty_cache()
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)

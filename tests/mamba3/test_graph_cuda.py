@@ -6,7 +6,6 @@ launch gives the bits of its plain launch, and so does the side kernel."""
 import pytest
 import torch
 
-from ssmkit.kernels.mamba3 import fwd as fwd_module
 from ssmkit.kernels.mamba3 import mamba3_siso_fwd
 from ssmkit.kernels.mamba3.bwd import Mamba3BwdConfig
 from ssmkit.mamba3 import graph as graph_module
@@ -66,21 +65,20 @@ def test_default_path_captures_on_the_second_call_and_queues_without_syncs(monke
         _assert_bits(got, direct[i % 3])
 
 
-def test_rotate_kernel_on_a_side_stream_matches_one_stream(monkeypatch):
-    """The forward with the rotate kernel on a side stream (walking the carry) against one stream, both orderings
+def test_rotate_kernel_on_a_side_stream_matches_one_stream():
+    """The forward with the angle-carry and rotate kernels on a side stream against one stream, both orderings
     tested: the side stream is held busy (a missing join would let the scan read q~ / k~ before they are written)
-    and so is the current one (a missing fork wait would let the rotate kernel read the angle sums before the
+    and so is the current one (a missing fork wait would let the carry kernel read the angle sums before the
     chunk-state kernel writes them); a forward on other inputs of the same shape runs in between, so that stale
-    buffers do not hold the right values. Above ROTATE_WALK_MAX_TOKENS the stream is not used: the same bits."""
-    args = make_inputs([900, 1, 64, 333], seed=21, device=DEVICE)  # up to 14 earlier chunks walked
-    other = make_inputs([900, 1, 64, 333], seed=22, device=DEVICE)
-    inputs = [args[n] for n in INPUT_NAMES]
-    cu = args["cu_seqlens"].tolist()  # chunk slots that hold a chunk (the others are never written)
-    used = [cu[s] // CHUNK + s + c for s in range(len(cu) - 1) for c in range(-(-(cu[s + 1] - cu[s]) // CHUNK))]
-    want = mamba3_siso_fwd(*inputs)
-    side = torch.cuda.Stream()
-    for limit in (fwd_module.ROTATE_WALK_MAX_TOKENS, 0):
-        monkeypatch.setattr(fwd_module, "ROTATE_WALK_MAX_TOKENS", limit)
+    buffers do not hold the right values. One panel of the visible sizes and one of 80 chunks in a sequence."""
+    for seqlens in ([900, 1, 64, 333], [5120, 700]):
+        args = make_inputs(seqlens, seed=21, device=DEVICE)
+        other = make_inputs(seqlens, seed=22, device=DEVICE)
+        inputs = [args[n] for n in INPUT_NAMES]
+        cu = args["cu_seqlens"].tolist()  # chunk slots that hold a chunk (the others are never written)
+        used = [cu[s] // CHUNK + s + c for s in range(len(cu) - 1) for c in range(-(-(cu[s + 1] - cu[s]) // CHUNK))]
+        want = mamba3_siso_fwd(*inputs)
+        side = torch.cuda.Stream()
         for busy_stream in (side, torch.cuda.current_stream()):
             mamba3_siso_fwd(*[other[n] for n in INPUT_NAMES])
             with torch.cuda.stream(busy_stream):

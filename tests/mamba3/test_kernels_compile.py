@@ -105,16 +105,15 @@ for prec, tprec in (("tf32", "bf16x3"), ("tf32", "tf32"), ("tf32x3", "tf32x3")):
         build(fwd._mamba3_fwd_chunk_scan_kernel,
               dict(BLOCK_S=8, SAVE=save, GATE_GRAD=gate_grad, PRECISION=prec, TPREC=tprec, PDL_NEXT=True), 4,
               posted=posted, maxnreg=168, bf16=("y_ptr",) if gate_grad or not save else ())
-for walk in (False, True):
-    for save in (False, True):
-        for warps in (4, 8):
-            build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save, WALK=walk), warps)
+for save in (False, True):
+    for warps in (4, 8):
+        build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save), warps)
 # under the register cap as launched (Mamba3FwdConfig.rotate_maxnreg, rotate_warps; the kernel reads no posted
-# pointer): reading the carry (the direct call saving; mamba3_siso's without a gradient, cos_ptr / sin_ptr the bf16
-# output) and walking it (a graph's, beside the state passing)
-for save, walk in ((True, False), (False, False), (True, True)):
-    build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save, WALK=walk), 8, maxnreg=128,
+# pointer): saving (the full-VJP call) and not (mamba3_siso's without a gradient, cos_ptr / sin_ptr the bf16 output)
+for save in (True, False):
+    build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save), 8, maxnreg=128,
           bf16=() if save else ("cos_ptr", "sin_ptr"))
+build(fwd._mamba3_fwd_angle_carry_kernel, {}, 1)
 for posted in (False, True):
     build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=16), posted=posted)
 """

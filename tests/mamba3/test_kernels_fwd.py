@@ -270,29 +270,29 @@ def test_sequences_are_independent_bitwise(panel_run):
         assert torch.equal(one_saved.masked_scores[:n_chunks], saved.masked_scores[first : first + n_chunks])
 
 
-def test_rotate_kernel_walking_the_carry_gives_the_same_bits(panel_run, monkeypatch):
-    """The rotate kernel's two forms (the carry read from the state passing, as the direct call runs it; walked
-    from the chunk-state kernel's angle sums, as a graph runs it beside the passing): the same bits everywhere, every
-    element written (NaN-poisoned allocations); without a rotate stream the default is not to walk."""
-    args, (out, final_angle, final_ssm, final_k, final_v, saved), _ = panel_run
-    walked = _run_poisoned(monkeypatch, args, walk_carry=True)
-    for got, want in zip(walked[:5], (out, final_angle, final_ssm, final_k, final_v)):
-        assert torch.equal(got, want)
-    for name in ("y", "cos_phi", "sin_phi", "q_rot", "k_rot", "chunk_scalars", "masked_scores", "qk"):
-        assert torch.equal(getattr(walked[5], name), getattr(saved, name)), name
-    calls, real = [], fwd_module._mamba3_fwd_rotate_kernel
-
-    class Spy:  # records each launch's WALK, then launches
-        def __getitem__(self, grid):
-            def launch(*a, **kw):
-                calls.append(kw["WALK"])
-                return real[grid](*a, **kw)
-            return launch
-
-    monkeypatch.setattr(fwd_module, "_mamba3_fwd_rotate_kernel", Spy())
-    mamba3_siso_fwd(**args)  # (no rotate_stream off CUDA: the walk is chosen only with one)
-    mamba3_siso_fwd(**args, walk_carry=True)
-    assert calls == [False, True]
+def test_angle_carry_kernel_walks_the_wrapped_angle_sums():
+    """The angle-carry kernel stores, for every chunk of every sequence and head, the wrapped sum of the earlier
+    chunks' angle sums (the in-chunk cumsum's row at each chunk's last token), walked in order as wrap(carry + sum)
+    in fp32 (what the state passing does for the state's frame): equal to the same walk in torch, bit for bit;
+    slots no chunk maps to are left as they were (NaN here)."""
+    seqlens, na = [64, 100, 30, 3], 32  # GAPPED_PANEL: whole, two-chunk, edge-crossing and 3-token sequences
+    cu = torch.tensor([0, *seqlens]).cumsum(0).to(torch.int32)
+    T, S = int(cu[-1]), len(seqlens)
+    csum = torch.rand(T, NHEADS, na) * 40.0 - 20.0  # beyond one turn either way: the wrap matters
+    carry = torch.full((T // CHUNK + S, NHEADS, na), float("nan"))
+    fwd_module._mamba3_fwd_angle_carry_kernel[(S, NHEADS)](cu, csum, carry, H=NHEADS, NA=na, CHUNK_=CHUNK,
+                                                          num_warps=1)
+    two_pi = torch.tensor(2 * math.pi, dtype=torch.float32)
+    written = torch.zeros(carry.shape[0], dtype=torch.bool)
+    for s, (a, b) in enumerate(zip(cu[:-1].tolist(), cu[1:].tolist())):
+        want = torch.zeros(NHEADS, na)
+        for c in range(-(-(b - a) // CHUNK)):
+            slot = a // CHUNK + s + c
+            assert torch.equal(carry[slot], want), (s, c)
+            written[slot] = True
+            x = want + csum[min(a + (c + 1) * CHUNK, b) - 1]
+            want = x - two_pi * torch.floor(x / two_pi)
+    assert carry[~written].isnan().all() and written.sum() == carry.shape[0] - len(GAPPED_UNUSED_SLOTS)
 
 
 def test_gate_grad_writes_dz_instead_of_y(panel_run, monkeypatch):

@@ -12,21 +12,20 @@ forward and backward kernels as the direct call launches them, and one copy of t
 (~97 % of the bytes at the visible panels): the six (T, 32, 64) ones (v, z, dout in; out, dv, dz out), angles,
 dfinal_ssm and final_ssm, and the gradients the finish kernel writes (dq, dk, dadt, ddt, dtrap, dq_bias, dk_bias,
 dangles, dd); the kernels that use them read their posted addresses from the stash (``Posted``). Inside, the
-forward's rotate kernel (walking the angle carry itself), the backward's state-gradient chain and the dY gate run
-on two forked streams beside the forward's state passing and chunk scan (``_launch_into``; the forward's chunk scan
-writes dz itself, ``mamba3_siso_fwd(gate_grad=...)``). A
-call allocates the 16 results, posts the 33 addresses to pinned host memory and replays; the results of the next
-call are allocated right after the replay, while the GPU runs it (host time off the call's critical path: the GPU
-idles until the replay is launched), and used by the next call on the same stream. Results are bit-identical to the
-direct call (the same kernels and launch configurations on the same values; the walked carry is the one the direct
-call's state passing stores). When: ``graph_applies`` (the entry's ``graph=None``: CUDA, a call of at most
-GRAPH_MAX_CALL_BYTES (``call_bytes``), the caller not capturing). A key's first call launches directly; its second
-runs the body eagerly (Triton compiles there; its results are that call's) and captures it; later calls replay. So
-keys that never repeat (packed batches whose sequence count varies) cost no capture, and at most MAX_CAPTURES graphs
-are ever captured per process (a capture costs a device synchronisation, a garbage collection and milliseconds of
-host time). Streams: a replay on another stream than the previous one first waits for that stream; dropping a graph
-synchronises its device. The entry's fast path (``replay_recent``): a call with the layout of the most recently used
-graph's arguments replays it before the entry's checks, which it would pass.
+forward's angle-carry and rotate kernels, the backward's state-gradient chain and the dY gate run on two forked streams
+beside the forward's state passing and chunk scan (``_launch_into``; the forward's chunk scan writes dz itself,
+``mamba3_siso_fwd(gate_grad=...)``). A call allocates the 16 results, posts the 33 addresses to pinned host memory and
+replays; the results of the next call are allocated right after the replay, while the GPU runs it (host time off the
+call's critical path: the GPU idles until the replay is launched), and used by the next call on the same stream. Results
+are bit-identical to the direct call (the same kernels and launch configurations on the same values). When:
+``graph_applies`` (the entry's ``graph=None``: CUDA, a call of at most GRAPH_MAX_CALL_BYTES (``call_bytes``), the caller
+not capturing). A key's first call launches directly; its second runs the body eagerly (Triton compiles there; its
+results are that call's) and captures it; later calls replay. So keys that never repeat (packed batches whose sequence
+count varies) cost no capture, and at most MAX_CAPTURES graphs are ever captured per process (a capture costs a device
+synchronisation, a garbage collection and milliseconds of host time). Streams: a replay on another stream than the
+previous one first waits for that stream; dropping a graph synchronises its device. The entry's fast path
+(``replay_recent``): a call with the layout of the most recently used graph's arguments replays it before the entry's
+checks, which it would pass.
 
 Off CUDA (CPU tensors under TRITON_INTERPRET=1, tests only) the "graph" is ``capture_graph``'s stand-in, whose
 replay runs the same body again in the interpreter.
@@ -95,13 +94,13 @@ MAX_GRAPHS = 8
 #: Whether a graph forks its two side streams (``_launch_into``); False keeps every launch on one stream (the same
 #: bits; for A/Bs, bench/mamba3_ab.py --graph-streams). Part of the key.
 CONCURRENT_STREAMS = True
-#: The CUDA priorities (0 the default and lowest; negative numbers are higher) of the capture stream and of the two
-#: side streams: the first side stream holds the rotate kernel and the state-gradient chain, the second the dY
-#: half of the gate and the copy-out of the forward's small results (``_launch_into``). Part of the key. Measured
-#: when the second also held the dz gate (until session 35), which nothing waited for until the end, at a lower
-#: priority than the rest: H200, same process, the six panels of bench/results/session24/run5 (two processes),
-#: queued ms per call (0, 0, 0) -> (-1, -1, 0): c1 0.456 -> 0.450 / 0.459 -> 0.452, c4 0.488 -> 0.479 / 0.488 ->
-#: 0.481, c8 0.181 -> 0.174 / 0.182 -> 0.175, -5 to -9 us at every panel; the same bits.
+#: The CUDA priorities (0 the default and lowest; negative numbers are higher) of the capture stream and of the two side
+#: streams: the first side stream holds the angle-carry and rotate kernels and the state-gradient chain, the second the
+#: dY half of the gate and the copy-out of the forward's small results (``_launch_into``). Part of the key. Measured
+#: when the second also held the dz gate (until session 35), which nothing waited for until the end, at a lower priority
+#: than the rest: H200, same process, the six panels of bench/results/session24/run5 (two processes), queued ms per call
+#: (0, 0, 0) -> (-1, -1, 0): c1 0.456 -> 0.450 / 0.459 -> 0.452, c4 0.488 -> 0.479 / 0.488 -> 0.481, c8 0.181 -> 0.174 /
+#: 0.182 -> 0.175, -5 to -9 us at every panel; the same bits.
 STREAM_PRIORITIES = (-1, -1, 0)
 #: Captures per process at most (then new keys launch directly), and keys remembered for their first sighting.
 MAX_CAPTURES = 32
@@ -116,11 +115,11 @@ def _allocate_results(args) -> tuple:
 
 def _launch_into(args, results, fwd_config, bwd_config, side, posted=None, copy_in=None, after_forward=None) -> None:
     """The direct call's kernels on ``args`` (17 contiguous tensors), writing ``results`` (16 tensors), on three
-    streams: ``side`` holds two more CUDA streams of the device; on the first, the forward's rotate kernel (beside
-    the state passing) and the state-gradient chain (beside the chunk scan: it needs q~ but no scan result); on the
-    second (the lowest priority, STREAM_PRIORITIES) the dY half of the gate beside the forward's chunk-state kernel
-    (the forward's chunk scan writes dz: ``gate_grad``); the current stream waits for both before it returns. (Off
-    CUDA, (None, None): the same launches in that order on one stream, for the interpreter tests.)
+    streams: ``side`` holds two more CUDA streams of the device; on the first, the forward's angle-carry and rotate
+    kernels (beside the state passing) and the state-gradient chain (beside the chunk scan: it needs q~ but no scan
+    result); on the second (the lowest priority, STREAM_PRIORITIES) the dY half of the gate beside the forward's
+    chunk-state kernel (the forward's chunk scan writes dz: ``gate_grad``); the current stream waits for both before it
+    returns. (Off CUDA, (None, None): the same launches in that order on one stream, for the interpreter tests.)
     ``posted``: a Posted (fwd.py) for the kernels that read / write tensors at posted addresses; ``copy_in``:
     launches (a graph's slot copy of the small arguments into ``args``) queued first on the first side stream, beside
     the chunk-state kernel, which reads its own inputs at their posted addresses (``_READ_POSTED_FIRST``); the

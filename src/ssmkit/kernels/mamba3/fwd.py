@@ -1,5 +1,5 @@
-# Mamba-3 SISO varlen forward (spec §3 F1-F8, chunked per §4) in four launches, SSD-style, so that only a light
-# elementwise pass is sequential over chunks:
+# Mamba-3 SISO varlen forward (spec §3 F1-F8, chunked per §4) in five launches, SSD-style, so that only light
+# elementwise passes are sequential over chunks:
 #   1. chunk state, grid (chunk slots, H): per 64-token chunk and head, the chunk's own state contribution in the
 #      chunk's angle frame, dS_loc = V^T diag(e^{Lambda - ell}) (s * R(csum) k^) (64 x 128), where csum is the
 #      in-chunk cumsum of theta*dt; plus Lambda, csum itself (read by 2 and 3: its row at the chunk's last token is
@@ -7,12 +7,13 @@
 #      instead of recomputed).
 #   2. state passing, grid (H * 64 / BLOCK_P, S): walks each sequence's chunks in order, rotates dS_loc into the global
 #      frame (R(carry) on every row: k~ = R(carry + csum) k^ = R(carry) R(csum) k^), stores the state ENTERING each
-#      chunk and the carry entering it, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
-#   3. rotate, grid (chunk slots, H): launch 1's csum plus the carry (stored by 2, or walked here from launch 1's
-#      angle sums (csum rows) of the sequence's earlier chunks as 2 walks them: the same bits, and then it needs
-#      nothing from 2, so on a side stream it runs beside it: ``mamba3_siso_fwd``'s ``rotate_stream``), Phi =
-#      wrap(carry + csum), rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through);
-#      stores q~/k~ (read by 4, saved for the backward), q^.k^, cos/sin of Phi (saved) and the final angle/k.
+#      chunk, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
+#   2'. angle carry, grid (S, H): the same carry walk alone (its angle sums: launch 1's csum rows), storing the carry
+#      entering each chunk for 3, so that 3 needs nothing from 2 and runs beside it on a side stream
+#      (``mamba3_siso_fwd``'s ``rotate_stream``).
+#   3. rotate, grid (chunk slots, H): launch 1's csum plus 2''s carry, Phi = wrap(carry + csum), rotation of q/k
+#      (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through); stores q~/k~ (read by 4, saved for
+#      the backward), q^.k^, cos/sin of Phi (saved) and the final angle/k.
 #   4. chunk scan, grid (chunk slots, H): strict-causal scores, readout from the entering state, gamma diagonal + D
 #      skip, silu(z) gate from q~/k~; the output, y (saved; or, given dout, the gate's gradient dz instead) and
 #      the final v.
@@ -40,16 +41,6 @@ from ssmkit.mamba3.validate import validate_inputs
 _FWD_TWO_PI = tl.constexpr(6.283185307179586)
 _FWD_PI = tl.constexpr(3.141592653589793)
 _FWD_TWO_OVER_PI = tl.constexpr(0.6366197466850281)
-#: The rotate kernel walks the carry itself (so that it can run beside the state passing, ``rotate_stream``) only up
-#: to this many tokens: chunk c walks c angle-sum rows, so the kernel's work grows with the square of a sequence's
-#: chunk count (H200, one sequence, rotate kernel alone, reading the carry -> walking it: 8192 tokens 0.155 -> 0.245
-#: ms, 32768 0.70 -> 1.70, 131072 2.76 -> 20.2; the visible panels, at most 15 chunks: 0.048 -> 0.051; session 14's
-#: review, a helper's device run whose output was not kept: not under bench/results). T bounds a sequence's chunks:
-#: at 3072 tokens at most 48 walked rows, at the 8192 above (one sequence) +90 us against the ~30 that running beside
-#: the passing saves. (3072 was also the full-VJP graph's size limit until session 44: ssmkit.mamba3.graph.)
-ROTATE_WALK_MAX_TOKENS = 3072
-
-
 class Mamba3FwdConfig(NamedTuple):
     """Launch configuration of the four forward kernels (see bench/mamba3/NOTES.md `## Forward`).
 
@@ -63,9 +54,9 @@ class Mamba3FwdConfig(NamedTuple):
     which wgmma would read transposed (the chunk state's V^T (decay o Ks), the scan's scores V; H200, session 23: chunk
     state c1 0.032 ms vs 0.041 at tf32, scan 0.048 vs 0.050; final_ssm's error vs float64 7.1e-4 -> 4.9e-6);
     rotate_maxnreg: register cap of the rotate kernel (0: none; CUDA only): 128 keeps two 8-warp programs per SM, which
-    the build without a cap (147 registers reading the carry, 150 walking it, since ``_fwd_sincos``; at most 2 spill
-    instructions with the cap: bench/sass_stats.py) would not; H200, NOTES "Session 18": c1 0.028 ms capped vs 0.029
-    uncapped, c4 0.029 vs 0.031); scan_maxnreg: the chunk scan's (168: three 4-warp programs per SM, where the build
+    the build without a cap (147 registers, since ``_fwd_sincos``; at most 2 spill instructions with the cap:
+    bench/sass_stats.py) would not; H200, NOTES "Session 18": c1 0.028 ms capped vs 0.029 uncapped, c4 0.029 vs
+    0.031); scan_maxnreg: the chunk scan's (168: three 4-warp programs per SM, where the build
     without a cap takes 172 registers since it reads the chunk scalars, session 15; with the split-bf16 scores V, 20
     spill instructions at 168, and still 0.048 ms at c1 against 0.055-0.056 uncapped or at 184, session 23);
     chunk_maxnreg: the chunk-state kernel's (128 since session 39: a graph's build, which reads its inputs at posted
@@ -168,8 +159,8 @@ def _fwd_angle_sum(csum_ptr, start, end, c, h, m, H: tl.constexpr, NA: tl.conste
 @triton.jit
 def _fwd_angle_carry_step(carry, angle_sum):
     """The angle carry past one more chunk, wrap(carry + the chunk's angle sum) (F2; `_fwd_angle_sum`). The
-    state-passing and rotate kernels both walk a sequence's chunks with it, the same operations in the same order,
-    so their carries are bit-identical."""
+    state-passing and angle-carry kernels both walk a sequence's chunks with it, the same operations in the same
+    order, so their carries are bit-identical."""
     return _fwd_wrap_angle(carry + angle_sum)
 
 
@@ -326,7 +317,7 @@ def _mamba3_fwd_chunk_state_kernel(
 
 @triton.jit
 def _mamba3_fwd_state_passing_kernel(
-    cu_ptr, dstate_ptr, decay_ptr, csum_ptr, states_ptr, carry_ptr, fssm_ptr, io_ptr,
+    cu_ptr, dstate_ptr, decay_ptr, csum_ptr, states_ptr, fssm_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
     BLOCK_P: tl.constexpr, FINAL_SSM_WORD: tl.constexpr,
 ):
@@ -358,7 +349,6 @@ def _mamba3_fwd_state_passing_kernel(
         decay_n = tl.load(decay_ptr + head_slot + H, mask=more, other=0.0)
         asum_n = _fwd_angle_sum(csum_ptr, start, end, tl.minimum(c + 1, nchunks - 1), h, pairs, H, NA, CHUNK_)
         tl.store(states_ptr + head_slot * (P * N) + tile, state)
-        tl.store(carry_ptr + head_slot * NA + pairs, carry, mask=(pairs < NA) & (pid % NPB == 0))
         sin_c, cos_c = _fwd_sincos(carry)
         dstate = _fwd_rotate_pairs(dstate, cos_c[None, :], sin_c[None, :], BLOCK_P, N // 2)
         state = state * tl.exp(decay) + dstate
@@ -367,23 +357,46 @@ def _mamba3_fwd_state_passing_kernel(
 
 
 @triton.jit
+def _mamba3_fwd_angle_carry_kernel(cu_ptr, csum_ptr, carry_ptr, H: tl.constexpr, NA: tl.constexpr,
+                                   CHUNK_: tl.constexpr):
+    """Grid (S, H): the angle carry entering each chunk of sequence s, head h (the wrapped angle sum of its earlier
+    chunks, F2), walked over the sequence's chunks in order by `_fwd_angle_carry_step` from the chunk-state kernel's
+    angle sums, as the state passing walks it for the state (same operations in the same order: the same bits);
+    stored (chunk slots, H, NA) fp32 for the rotate kernel. O(chunks) per sequence and independent of the passing,
+    so the rotate kernel runs beside the passing at any length. (Until session 44 the rotate kernel walked the carry
+    itself, chunk c summing c rows, quadratic in a sequence's chunk count, so it did only up to 3072 tokens and read
+    the passing's stored carry beyond, after the passing: bench/mamba3/NOTES.md "Session 44".)"""
+    seq = tl.program_id(0)
+    h = tl.program_id(1)
+    start = tl.load(cu_ptr + seq)
+    end = tl.load(cu_ptr + seq + 1)
+    m = tl.arange(0, NA)
+    first_slot = start // CHUNK_ + seq
+    nchunks = tl.cdiv(end - start, CHUNK_)
+    carry = tl.zeros((NA,), dtype=tl.float32)
+    asum_n = _fwd_angle_sum(csum_ptr, start, end, 0, h, m, H, NA, CHUNK_)  # (issued a chunk ahead, as the passing)
+    for c in range(0, nchunks):
+        asum = asum_n
+        asum_n = _fwd_angle_sum(csum_ptr, start, end, tl.minimum(c + 1, nchunks - 1), h, m, H, NA, CHUNK_)
+        tl.store(carry_ptr + ((first_slot + c) * H + h) * NA + m, carry)
+        carry = _fwd_angle_carry_step(carry, asum)
+
+
+@triton.jit
 def _mamba3_fwd_rotate_kernel(
     q_ptr, k_ptr, qb_ptr, kb_ptr, csum_ptr, cu_ptr, S, carry_ptr, fangle_ptr, fk_ptr, qk_ptr,
     cos_ptr, sin_ptr, qrot_ptr, krot_ptr,
     H: tl.constexpr, N: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr, BLOCK_S: tl.constexpr,
-    SAVE: tl.constexpr, WALK: tl.constexpr,
+    SAVE: tl.constexpr,
 ):
-    """Grid (chunk slots, H): the elementwise half of the chunk scan. The carry (the wrapped angle sum of the
-    sequence's earlier chunks): read from the state passing's ``carry``, or with WALK computed here from their
-    angle sums (``csum`` rows) by ``_fwd_angle_carry_step`` as the passing does (same bits; this
-    kernel then does not wait for the passing, but chunk c walks c rows). Phi = wrap(carry + csum) (F2; csum, the
-    in-chunk angle cumsum, as the chunk-state kernel stored it: its tanh and cumsum were ~30 % of this kernel's SASS
-    instructions until session 15), the biased
-    q^, k^ (F3) and their rotation (F4, pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through):
-    stores dims 0..63 of q~ and k~ (fp32, (T, H, N/2); read by the scan kernel, and kept for the backward; the
-    pass-through dims are formed where they are needed, ``_fwd_tilde_half``), the unrotated q^.k^
-    (spec §9.2, fp32 (T, H)), cos / sin of Phi when SAVE, and the final angle and final k (the sequence's last
-    token, in its last chunk)."""
+    """Grid (chunk slots, H): the elementwise half of the chunk scan. The carry (the wrapped angle sum of the sequence's
+    earlier chunks, `_mamba3_fwd_angle_carry_kernel`'s) plus csum: Phi = wrap(carry + csum) (F2; csum, the in-chunk
+    angle cumsum, as the chunk-state kernel stored it: its tanh and cumsum were ~30 % of this kernel's SASS instructions
+    until session 15), the biased q^, k^ (F3) and their rotation (F4, pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims
+    64..127 pass through): stores dims 0..63 of q~ and k~ (fp32, (T, H, N/2); read by the scan kernel, and kept for the
+    backward; the pass-through dims are formed where they are needed, ``_fwd_tilde_half``), the unrotated q^.k^ (spec
+    §9.2, fp32 (T, H)), cos / sin of Phi when SAVE, and the final angle and final k (the sequence's last token, in its
+    last chunk)."""
     HALF: tl.constexpr = N // 2
     slot = tl.program_id(0)
     h = tl.program_id(1)
@@ -396,13 +409,7 @@ def _mamba3_fwd_rotate_kernel(
         valid = t < end
         vmask = valid[:, None]
         t_a = t[:, None] * (H * NA) + h * NA + acols[None, :]
-        if WALK:
-            carry = tl.zeros((NA,), dtype=tl.float32)
-            for prev in range(0, c):  # the sequence's earlier chunks, in order (as the passing kernel)
-                carry = _fwd_angle_carry_step(carry, _fwd_angle_sum(csum_ptr, start, end, prev, h, acols, H, NA,
-                                                                    CHUNK_))
-        else:
-            carry = tl.load(carry_ptr + (slot * H + h) * NA + acols)
+        carry = tl.load(carry_ptr + (slot * H + h) * NA + acols)
         phi = _fwd_wrap_angle(carry[None, :] + tl.load(csum_ptr + t_a, mask=vmask, other=0.0))
         sin, cos = _fwd_sincos(phi)
         # one 64-wide half at a time (fewer live tiles): the rotated half, then the pass-through half
@@ -534,9 +541,9 @@ def allocate_fwd_outputs(T: int, S: int, device) -> tuple:
 
 def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens, *, save_for_backward=True,
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None,
-                    before_scan=None, rotate_stream: torch.cuda.Stream | None = None, walk_carry: bool | None = None,
+                    before_scan=None, rotate_stream: torch.cuda.Stream | None = None,
                     gate_grad: tuple | None = None, posted: Posted | None = None, after_chunk_state=None):
-    """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches, no host synchronisation.
+    """Mamba-3 SISO varlen forward with Triton (spec §3, §4), five launches, no host synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
     fp32; trap (T, 32) bf16; q_bias, k_bias (32, 128) fp32; angles (T, 32, 32) bf16; d (32,) fp32; cu_seqlens
@@ -553,15 +560,14 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
     (contiguous; not checked), which are then returned (a graph-backed call writes its static buffers so).
     ``before_scan``: None, or a function called with q_rot (T, 32, 64) fp32 once the rotate kernel is launched and
     before the chunk-scan launch (a graph forks the backward's state-gradient chain there, which needs q~ but not
-    the scan's results). ``rotate_stream``: None (every launch on the current stream), or a CUDA stream of the
-    device on which the rotate kernel runs beside the state passing, walking the carry itself (it then needs only
-    the chunk-state kernel's results), for T <= ROTATE_WALK_MAX_TOKENS; the current stream waits for it before the
-    scan. ``walk_carry``: None (walk exactly then), or True / False to force the form (tests; same bits either
-    way). ``gate_grad``: None, or (dout, dz) for a full-VJP call, which knows the output's cotangent dout (T, 32, 64)
-    before the forward: the scan kernel writes the gate's gradient into dz (T, 32, 64, z's dtype) from the y it holds
-    (dout bf16 and dz contiguous and on the inputs' device; neither is checked, ``validate`` included), and y is
-    neither written nor allocated (saved.y is None: the backward's gate then computes dY alone, ``mamba3_siso_bwd``;
-    2 x 13 MB less written and read than y saved and read back, and one pass over dout and z less, at T = 2184).
+    the scan's results). ``rotate_stream``: None (every launch on the current stream), or a CUDA stream of the device on
+    which the angle-carry and rotate kernels run beside the state passing (they need only the chunk-state kernel's
+    results); the current stream waits for it before the scan (the same bits either way). ``gate_grad``: None, or (dout,
+    dz) for a full-VJP call, which knows the output's cotangent dout (T, 32, 64) before the forward: the scan kernel
+    writes the gate's gradient into dz (T, 32, 64, z's dtype) from the y it holds (dout bf16 and dz contiguous and on
+    the inputs' device; neither is checked, ``validate`` included), and y is neither written nor allocated (saved.y is
+    None: the backward's gate then computes dY alone, ``mamba3_siso_bwd``; 2 x 13 MB less written and read than y saved
+    and read back, and one pass over dout and z less, at T = 2184).
     ``posted``: None, or a Posted whose "v", "z", "angles" and "dout" the kernels read and whose "out", "final_ssm"
     and "dz" they write instead of those tensors (a graph); the chunk-state kernel also reads "k", "adt", "dt",
     "trap", "k_bias" and "cu_seqlens" there when the Posted names them. ``after_chunk_state``: None, or a function
@@ -615,30 +621,30 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         save_bufs = (out,) * 4  # never written: SAVE is False
         qk = torch.empty((T, NHEADS), dtype=f32, device=dev)  # unrotated q^.k^
     carry = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # wrapped Phi before the chunk
-    walk = (rotate_stream is not None and T <= ROTATE_WALK_MAX_TOKENS) if walk_carry is None else walk_carry
 
-    def launch_rotate():
+    def launch_carry_and_rotate():
+        _mamba3_fwd_angle_carry_kernel[(S, NHEADS)](cu_seqlens, csum, carry, H=NHEADS, NA=NANGLES, CHUNK_=CHUNK,
+                                                    num_warps=1)
         _mamba3_fwd_rotate_kernel[(slots, NHEADS)](
             q, k, q_bias, k_bias, csum, cu_seqlens, S, carry, final_angle, final_k, qk, save_bufs[1],
             save_bufs[2], q_rot, k_rot, H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s,
-            SAVE=save_for_backward, WALK=walk, num_warps=config.rotate_warps,
-            **maxnreg_option(config.rotate_maxnreg, dev),
+            SAVE=save_for_backward, num_warps=config.rotate_warps, **maxnreg_option(config.rotate_maxnreg, dev),
         )
-    forked = walk and rotate_stream is not None  # (walking, it needs only the chunk state: beside the passing)
+    forked = rotate_stream is not None
     if forked:
         rotate_stream.wait_stream(torch.cuda.current_stream(dev))
-    # the passing first, then the rotate kernel (after it in stream order unless forked): forked, the thin passing
-    # (512 programs of 4 warps at c1, serial over each sequence's chunks) is dispatched first and runs from the
-    # start, the rotate kernel's programs (each half an SM's registers) filling the rest; launched the other way
+    # the passing first, then the carry and rotate kernels (after it in stream order unless forked): forked, the thin
+    # passing (512 programs of 4 warps at c1, serial over each sequence's chunks) is dispatched first and runs from
+    # the start, the rotate kernel's programs (each half an SM's registers) filling the rest; launched the other way
     # round, the passing waited for SMs until the rotate kernel's last waves: the pair spanned 65 us at c1, the
     # passing starting 27 us into the rotate kernel's 49 (H100, bench/mamba3/NOTES.md "Session 36")
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
-        cu_seqlens, dstate, decay, csum, chunk_states, carry, final_ssm,
+        cu_seqlens, dstate, decay, csum, chunk_states, final_ssm,
         **sizes, BLOCK_P=config.passing_block_p, num_warps=config.passing_warps,
         **posted_kwargs(posted, cu_seqlens, "final_ssm"),
     )
     with torch.cuda.stream(rotate_stream) if forked else contextlib.nullcontext():
-        launch_rotate()
+        launch_carry_and_rotate()
     if forked:
         torch.cuda.current_stream(dev).wait_stream(rotate_stream)
     if before_scan is not None:
