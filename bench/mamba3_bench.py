@@ -104,7 +104,7 @@ def wall_ms(fn, arg_sets):
 
 def queued_ms(fn, arg_sets):
     """CUDA-event ms per call over QUEUED calls of fn issued back to back (rotating the argument sets): the GPU time
-    a call takes when the host keeps ahead of it (the time of a host-bound call)."""
+    a call takes where the host keeps ahead of it (for a host-bound call, its host time instead)."""
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()

@@ -1,10 +1,11 @@
 """GPU time per forward kernel of the Mamba-3 SISO forward on one long sequence.
 
-Per length: torch.profiler's per-kernel split over PROFILED_CALLS calls (forward only, inputs validated once, no
-autograd): how each kernel grows with one sequence's chunk count, the serial ones (state passing, angle carry) among
-them. (Until session 44 it compared the rotate kernel's two forms, reading the passing's carry or walking it itself,
-quadratic in the chunk count: bench/mamba3/NOTES.md "Session 14".) ``--bwd``: also the backward's per-kernel split
-from the forward's saved tensors.
+Per length: torch.profiler's per-kernel split over PROFILED_CALLS calls (forward only, without validation or
+saving, the rotate kernel and the angle-carry kernel on a side stream as the full-VJP call runs them): how each
+kernel grows with one sequence's chunk count, the serial ones (state passing, angle carry) among them. (Until
+session 44 it compared the rotate kernel's two forms, reading the passing's carry or walking it itself, quadratic in
+the chunk count: bench/mamba3/NOTES.md "Session 14".) ``--bwd``: also the backward's per-kernel split from the
+forward's saved tensors.
 Writes ``OUT/mamba3_long_fwd.json``.
 Usage (CUDA): PYTHONPATH=src python bench/mamba3_long_fwd.py --out DIR [--lengths 8192,32768,131072] [--bwd]
 """
@@ -43,8 +44,9 @@ def main() -> None:
     for length in (int(x) for x in opts.lengths.split(",")):
         args = make_inputs([length], seed=length, device="cuda")
         inputs = [args[n] for n in INPUT_NAMES]
+        side = torch.cuda.Stream()
         rows.append(_report(length, "forward", gpu_kernel_split(
-            lambda a: mamba3_siso_fwd(*a, save_for_backward=False, validate=False), inputs)))
+            lambda a: mamba3_siso_fwd(*a, save_for_backward=False, validate=False, rotate_stream=side), inputs)))
         if opts.bwd:
             saved = mamba3_siso_fwd(*inputs)[-1]
             cots = [args[n] for n in COTANGENT_NAMES]

@@ -66,7 +66,8 @@ def test_default_path_captures_on_the_second_call_and_queues_without_syncs(monke
 
 
 def test_rotate_kernel_on_a_side_stream_matches_one_stream():
-    """The forward with the angle-carry and rotate kernels on a side stream against one stream, both orderings
+    """The forward with the angle-carry and rotate kernels on a side stream against one stream (where the rotate
+    kernel reads the carry the state passing stored instead: the two carries must be the same bits), both orderings
     tested: the side stream is held busy (a missing join would let the scan read q~ / k~ before they are written)
     and so is the current one (a missing fork wait would let the carry kernel read the angle sums before the
     chunk-state kernel writes them); a forward on other inputs of the same shape runs in between, so that stale

@@ -114,8 +114,8 @@ for save in (True, False):
     build(fwd._mamba3_fwd_rotate_kernel, dict(BLOCK_S=8, SAVE=save), 8, maxnreg=128,
           bf16=() if save else ("cos_ptr", "sin_ptr"))
 build(fwd._mamba3_fwd_angle_carry_kernel, {}, 1)
-for posted in (False, True):
-    build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=16), posted=posted)
+for posted, store_carry in ((False, True), (False, False), (True, False)):  # (one stream: it stores the carry)
+    build(fwd._mamba3_fwd_state_passing_kernel, dict(BLOCK_P=16, STORE_CARRY=store_carry), posted=posted)
 """
 
 

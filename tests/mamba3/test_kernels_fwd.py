@@ -17,7 +17,7 @@ from ssmkit.kernels.mamba3 import fwd as fwd_module
 from ssmkit.kernels.mamba3.bwd import bwd_gate
 from ssmkit.mamba3.inputs import make_inputs
 from ssmkit.mamba3.oracle import mamba3_siso_oracle
-from ssmkit.mamba3.shapes import CHUNK, INPUT_NAMES, NHEADS
+from ssmkit.mamba3.shapes import CHUNK, INPUT_NAMES, NANGLES, NHEADS
 
 # These tests run the kernels in Triton's CPU interpreter on CPU tensors (exact fp32 dots there; the tolerances
 # assume it). On a CUDA machine the kernels are checked by `ssmkit mamba3 selfcheck`, bench/mamba3_bench.py and the
@@ -270,29 +270,60 @@ def test_sequences_are_independent_bitwise(panel_run):
         assert torch.equal(one_saved.masked_scores[:n_chunks], saved.masked_scores[first : first + n_chunks])
 
 
+def _carry_kernel(cu, csum):
+    """The angle-carry kernel's (chunk slots, 32, NANGLES) result on the angle cumsum ``csum`` (T, 32, NANGLES),
+    NaN where it writes nothing."""
+    T, S = csum.shape[0], cu.numel() - 1
+    carry = torch.full((T // CHUNK + S, NHEADS, NANGLES), float("nan"))
+    fwd_module._mamba3_fwd_angle_carry_kernel[(S, NHEADS)](cu, csum, carry, H=NHEADS, NA=NANGLES, CHUNK_=CHUNK,
+                                                          num_warps=1)
+    return carry
+
+
 def test_angle_carry_kernel_walks_the_wrapped_angle_sums():
     """The angle-carry kernel stores, for every chunk of every sequence and head, the wrapped sum of the earlier
     chunks' angle sums (the in-chunk cumsum's row at each chunk's last token), walked in order as wrap(carry + sum)
-    in fp32 (what the state passing does for the state's frame): equal to the same walk in torch, bit for bit;
-    slots no chunk maps to are left as they were (NaN here)."""
-    seqlens, na = [64, 100, 30, 3], 32  # GAPPED_PANEL: whole, two-chunk, edge-crossing and 3-token sequences
+    in fp32: equal to the same walk in torch, bit for bit, on sequences of one to four chunks; slots no chunk maps
+    to are left as they were (NaN here)."""
+    seqlens = [*GAPPED_PANEL, 200]  # a whole chunk, two, one crossing an edge, 3 tokens, then four chunks
     cu = torch.tensor([0, *seqlens]).cumsum(0).to(torch.int32)
-    T, S = int(cu[-1]), len(seqlens)
-    csum = torch.rand(T, NHEADS, na) * 40.0 - 20.0  # beyond one turn either way: the wrap matters
-    carry = torch.full((T // CHUNK + S, NHEADS, na), float("nan"))
-    fwd_module._mamba3_fwd_angle_carry_kernel[(S, NHEADS)](cu, csum, carry, H=NHEADS, NA=na, CHUNK_=CHUNK,
-                                                          num_warps=1)
+    csum = torch.rand(int(cu[-1]), NHEADS, NANGLES) * 40.0 - 20.0  # beyond one turn either way: the wrap matters
+    carry = _carry_kernel(cu, csum)
     two_pi = torch.tensor(2 * math.pi, dtype=torch.float32)
     written = torch.zeros(carry.shape[0], dtype=torch.bool)
     for s, (a, b) in enumerate(zip(cu[:-1].tolist(), cu[1:].tolist())):
-        want = torch.zeros(NHEADS, na)
+        want = torch.zeros(NHEADS, NANGLES)
         for c in range(-(-(b - a) // CHUNK)):
             slot = a // CHUNK + s + c
             assert torch.equal(carry[slot], want), (s, c)
             written[slot] = True
             x = want + csum[min(a + (c + 1) * CHUNK, b) - 1]
             want = x - two_pi * torch.floor(x / two_pi)
-    assert carry[~written].isnan().all() and written.sum() == carry.shape[0] - len(GAPPED_UNUSED_SLOTS)
+    assert carry[~written].isnan().all() and (~written).any()
+
+
+def test_one_stream_carry_is_the_carry_kernels(panel_run, monkeypatch):
+    """On one stream the rotate kernel reads the carry the state passing stored; with a side stream (CUDA) it reads
+    the angle-carry kernel's: the two are the same bits (checked here on the angle cumsum and carry the rotate
+    kernel is launched with), so both paths give the same results."""
+    args = panel_run[0]
+    seen, real = [], fwd_module._mamba3_fwd_rotate_kernel
+
+    class Spy:  # records the angle cumsum and carry each rotate launch reads, then launches
+        def __getitem__(self, grid):
+            def launch(*a, **kw):
+                seen.append((a[4].clone(), a[7].clone()))
+                return real[grid](*a, **kw)
+            return launch
+
+    monkeypatch.setattr(fwd_module, "_mamba3_fwd_rotate_kernel", Spy())
+    mamba3_siso_fwd(**args)
+    (csum, stored), = seen
+    cu = args["cu_seqlens"].tolist()
+    chunks = [-(-(b - a) // CHUNK) for a, b in zip(cu[:-1], cu[1:])]
+    assert max(chunks) >= 3  # (a carry past two chunks)
+    used = [cu[s] // CHUNK + s + c for s in range(len(chunks)) for c in range(chunks[s])]
+    assert torch.equal(_carry_kernel(args["cu_seqlens"], csum)[used], stored[used])
 
 
 def test_gate_grad_writes_dz_instead_of_y(panel_run, monkeypatch):

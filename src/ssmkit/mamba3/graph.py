@@ -60,7 +60,8 @@ _POSTED_RESULTS = {"out": 0, "final_ssm": 2, "dq": 5, "dk": 6, "dv": 7, "dadt": 
                    "dq_bias": 11, "dk_bias": 12, "dangles": 13, "dd": 14, "dz": 15}
 #: Arguments the slot copy moves that the forward's chunk-state kernel, the first after the table fetch, reads at
 #: their posted addresses all the same, so that it need not wait for the copy (which runs beside it on the first side
-#: stream, ahead of the rotate kernel there; the main stream joins it after the chunk-state launch): name -> position.
+#: stream, ahead of the angle-carry and rotate kernels there; the main stream joins it after the chunk-state launch):
+#: name -> position.
 _READ_POSTED_FIRST = {"k": 1, "adt": 3, "dt": 4, "trap": 5, "k_bias": 7, "cu_seqlens": 11}
 
 

@@ -1,19 +1,20 @@
-# Mamba-3 SISO varlen forward (spec §3 F1-F8, chunked per §4) in five launches, SSD-style, so that only light
-# elementwise passes are sequential over chunks:
+# Mamba-3 SISO varlen forward (spec §3 F1-F8, chunked per §4) in four launches (five with a side stream), SSD-style,
+# so that only light elementwise passes are sequential over chunks:
 #   1. chunk state, grid (chunk slots, H): per 64-token chunk and head, the chunk's own state contribution in the
 #      chunk's angle frame, dS_loc = V^T diag(e^{Lambda - ell}) (s * R(csum) k^) (64 x 128), where csum is the
-#      in-chunk cumsum of theta*dt; plus Lambda, csum itself (read by 2 and 3: its row at the chunk's last token is
+#      in-chunk cumsum of theta*dt; plus Lambda, csum itself (read by 2, 2' and 3: its row at the chunk's last token is
 #      the chunk's angle sum) and its per-token scalars (ell, gamma, s: read by 4 and by the backward's intra kernel
 #      instead of recomputed).
-#   2. state passing, grid (H * 64 / BLOCK_P, S): walks each sequence's chunks in order, rotates dS_loc into the global
-#      frame (R(carry) on every row: k~ = R(carry + csum) k^ = R(carry) R(csum) k^), stores the state ENTERING each
-#      chunk, S <- e^Lambda S + dS, carry <- wrap(carry + angle sum); final_ssm.
-#   2'. angle carry, grid (S, H): the same carry walk alone (its angle sums: launch 1's csum rows), storing the carry
-#      entering each chunk for 3, so that 3 needs nothing from 2 and runs beside it on a side stream
-#      (``mamba3_siso_fwd``'s ``rotate_stream``).
-#   3. rotate, grid (chunk slots, H): launch 1's csum plus 2''s carry, Phi = wrap(carry + csum), rotation of q/k
-#      (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through); stores q~/k~ (read by 4, saved for
-#      the backward), q^.k^, cos/sin of Phi (saved) and the final angle/k.
+#   2. state passing, grid (H * 64 / BLOCK_P, S): walks each sequence's chunks in order, rotates dS_loc into the
+#      global frame (R(carry) on every row: k~ = R(carry + csum) k^ = R(carry) R(csum) k^), stores the state ENTERING
+#      each chunk (and, on one stream, the carry entering it), S <- e^Lambda S + dS, carry <- wrap(carry + angle
+#      sum); final_ssm.
+#   2'. angle carry, grid (S, H), only with a side stream (``mamba3_siso_fwd``'s ``rotate_stream``): the same carry
+#      walk alone (its angle sums: launch 1's csum rows), storing the carry entering each chunk for 3, so that 3
+#      needs nothing from 2 and runs beside it there (the same bits as 2's stored carry).
+#   3. rotate, grid (chunk slots, H): launch 1's csum plus the carry (2's or 2''s), Phi = wrap(carry + csum),
+#      rotation of q/k (pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims 64..127 pass through); stores q~/k~ (read by
+#      4, saved for the backward), q^.k^, cos/sin of Phi (saved) and the final angle/k.
 #   4. chunk scan, grid (chunk slots, H): strict-causal scores, readout from the entering state, gamma diagonal + D
 #      skip, silu(z) gate from q~/k~; the output, y (saved; or, given dout, the gate's gradient dz instead) and
 #      the final v.
@@ -41,8 +42,11 @@ from ssmkit.mamba3.validate import validate_inputs
 _FWD_TWO_PI = tl.constexpr(6.283185307179586)
 _FWD_PI = tl.constexpr(3.141592653589793)
 _FWD_TWO_OVER_PI = tl.constexpr(0.6366197466850281)
+
+
 class Mamba3FwdConfig(NamedTuple):
-    """Launch configuration of the four forward kernels (see bench/mamba3/NOTES.md `## Forward`).
+    """Launch configuration of the forward kernels (see bench/mamba3/NOTES.md `## Forward`; the angle-carry kernel,
+    one warp per (sequence, head), has none).
 
     chunk_warps, rotate_warps, scan_warps: warps per program of the chunk-state, rotate and chunk-scan kernels
     (H200, c1, NOTES "Session 6": rotate 0.062 ms at 8 warps vs 0.090 at 4; scan 0.071 at 4 vs 0.101 at 8; chunk
@@ -317,10 +321,14 @@ def _mamba3_fwd_chunk_state_kernel(
 
 @triton.jit
 def _mamba3_fwd_state_passing_kernel(
-    cu_ptr, dstate_ptr, decay_ptr, csum_ptr, states_ptr, fssm_ptr, io_ptr,
+    cu_ptr, dstate_ptr, decay_ptr, csum_ptr, states_ptr, carry_ptr, fssm_ptr, io_ptr,
     H: tl.constexpr, N: tl.constexpr, P: tl.constexpr, NA: tl.constexpr, CHUNK_: tl.constexpr,
-    BLOCK_P: tl.constexpr, FINAL_SSM_WORD: tl.constexpr,
+    BLOCK_P: tl.constexpr, FINAL_SSM_WORD: tl.constexpr, STORE_CARRY: tl.constexpr,
 ):
+    """Grid (H * P / BLOCK_P, S): launch 2 (the file's header). STORE_CARRY: also store the angle carry entering each
+    chunk, (chunk slots, H, NA), for a rotate kernel launched after it on the same stream (the one-stream forward,
+    which so needs no angle-carry launch); a forward with a side stream runs `_mamba3_fwd_angle_carry_kernel` there
+    instead, the same bits."""
     fssm_ptr = posted_pointer(fssm_ptr, io_ptr, FINAL_SSM_WORD)
     NPB: tl.constexpr = P // BLOCK_P
     pid = tl.program_id(0)
@@ -349,6 +357,8 @@ def _mamba3_fwd_state_passing_kernel(
         decay_n = tl.load(decay_ptr + head_slot + H, mask=more, other=0.0)
         asum_n = _fwd_angle_sum(csum_ptr, start, end, tl.minimum(c + 1, nchunks - 1), h, pairs, H, NA, CHUNK_)
         tl.store(states_ptr + head_slot * (P * N) + tile, state)
+        if STORE_CARRY:
+            tl.store(carry_ptr + head_slot * NA + pairs, carry, mask=(pairs < NA) & (pid % NPB == 0))
         sin_c, cos_c = _fwd_sincos(carry)
         dstate = _fwd_rotate_pairs(dstate, cos_c[None, :], sin_c[None, :], BLOCK_P, N // 2)
         state = state * tl.exp(decay) + dstate
@@ -362,10 +372,11 @@ def _mamba3_fwd_angle_carry_kernel(cu_ptr, csum_ptr, carry_ptr, H: tl.constexpr,
     """Grid (S, H): the angle carry entering each chunk of sequence s, head h (the wrapped angle sum of its earlier
     chunks, F2), walked over the sequence's chunks in order by `_fwd_angle_carry_step` from the chunk-state kernel's
     angle sums, as the state passing walks it for the state (same operations in the same order: the same bits);
-    stored (chunk slots, H, NA) fp32 for the rotate kernel. O(chunks) per sequence and independent of the passing,
-    so the rotate kernel runs beside the passing at any length. (Until session 44 the rotate kernel walked the carry
-    itself, chunk c summing c rows, quadratic in a sequence's chunk count, so it did only up to 3072 tokens and read
-    the passing's stored carry beyond, after the passing: bench/mamba3/NOTES.md "Session 44".)"""
+    stored (chunk slots, H, NA) fp32 for the rotate kernel, as the passing stores it on one stream. O(chunks) per
+    sequence and independent of the passing, so that with a side stream the rotate kernel runs beside the passing at
+    any length. (Until session 44 the rotate kernel walked the carry itself there, chunk c summing c rows, quadratic
+    in a sequence's chunk count, so it did only up to 3072 tokens and read the passing's stored carry beyond, after
+    the passing: bench/mamba3/NOTES.md "Session 44".)"""
     seq = tl.program_id(0)
     h = tl.program_id(1)
     start = tl.load(cu_ptr + seq)
@@ -390,13 +401,13 @@ def _mamba3_fwd_rotate_kernel(
     SAVE: tl.constexpr,
 ):
     """Grid (chunk slots, H): the elementwise half of the chunk scan. The carry (the wrapped angle sum of the sequence's
-    earlier chunks, `_mamba3_fwd_angle_carry_kernel`'s) plus csum: Phi = wrap(carry + csum) (F2; csum, the in-chunk
-    angle cumsum, as the chunk-state kernel stored it: its tanh and cumsum were ~30 % of this kernel's SASS instructions
-    until session 15), the biased q^, k^ (F3) and their rotation (F4, pairs (2m, 2m+1) of dims 0..63 by Phi[m], dims
-    64..127 pass through): stores dims 0..63 of q~ and k~ (fp32, (T, H, N/2); read by the scan kernel, and kept for the
-    backward; the pass-through dims are formed where they are needed, ``_fwd_tilde_half``), the unrotated q^.k^ (spec
-    §9.2, fp32 (T, H)), cos / sin of Phi when SAVE, and the final angle and final k (the sequence's last token, in its
-    last chunk)."""
+    earlier chunks, the state passing's or `_mamba3_fwd_angle_carry_kernel`'s) plus csum: Phi = wrap(carry + csum) (F2;
+    csum, the in-chunk angle cumsum, as the chunk-state kernel stored it: its tanh and cumsum were ~30 % of this
+    kernel's SASS instructions until session 15), the biased q^, k^ (F3) and their rotation (F4, pairs (2m, 2m+1) of
+    dims 0..63 by Phi[m], dims 64..127 pass through): stores dims 0..63 of q~ and k~ (fp32, (T, H, N/2); read by the
+    scan kernel, and kept for the backward; the pass-through dims are formed where they are needed,
+    ``_fwd_tilde_half``), the unrotated q^.k^ (spec §9.2, fp32 (T, H)), cos / sin of Phi when SAVE, and the final angle
+    and final k (the sequence's last token, in its last chunk)."""
     HALF: tl.constexpr = N // 2
     slot = tl.program_id(0)
     h = tl.program_id(1)
@@ -543,7 +554,8 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
                     config: Mamba3FwdConfig = DEFAULT_FWD_CONFIG, validate: bool = True, out=None,
                     before_scan=None, rotate_stream: torch.cuda.Stream | None = None,
                     gate_grad: tuple | None = None, posted: Posted | None = None, after_chunk_state=None):
-    """Mamba-3 SISO varlen forward with Triton (spec §3, §4), five launches, no host synchronisation.
+    """Mamba-3 SISO varlen forward with Triton (spec §3, §4), four launches (five with ``rotate_stream``), no host
+    synchronisation.
 
     Inputs (project layout, contiguous, one device): q, k (T, 1, 128) bf16; v, z (T, 32, 64) bf16; adt, dt (T, 32)
     fp32; trap (T, 32) bf16; q_bias, k_bias (32, 128) fp32; angles (T, 32, 32) bf16; d (32,) fp32; cu_seqlens
@@ -622,25 +634,29 @@ def mamba3_siso_fwd(q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seq
         qk = torch.empty((T, NHEADS), dtype=f32, device=dev)  # unrotated q^.k^
     carry = torch.empty((slots, NHEADS, NANGLES), dtype=f32, device=dev)  # wrapped Phi before the chunk
 
+    forked = rotate_stream is not None
+
     def launch_carry_and_rotate():
-        _mamba3_fwd_angle_carry_kernel[(S, NHEADS)](cu_seqlens, csum, carry, H=NHEADS, NA=NANGLES, CHUNK_=CHUNK,
-                                                    num_warps=1)
+        if forked:  # (on one stream the passing, launched before, stores the carry)
+            _mamba3_fwd_angle_carry_kernel[(S, NHEADS)](cu_seqlens, csum, carry, H=NHEADS, NA=NANGLES, CHUNK_=CHUNK,
+                                                        num_warps=1)
         _mamba3_fwd_rotate_kernel[(slots, NHEADS)](
             q, k, q_bias, k_bias, csum, cu_seqlens, S, carry, final_angle, final_k, qk, save_bufs[1],
             save_bufs[2], q_rot, k_rot, H=NHEADS, N=DSTATE, NA=NANGLES, CHUNK_=CHUNK, BLOCK_S=block_s,
             SAVE=save_for_backward, num_warps=config.rotate_warps, **maxnreg_option(config.rotate_maxnreg, dev),
         )
-    forked = rotate_stream is not None
     if forked:
         rotate_stream.wait_stream(torch.cuda.current_stream(dev))
-    # the passing first, then the carry and rotate kernels (after it in stream order unless forked): forked, the thin
-    # passing (512 programs of 4 warps at c1, serial over each sequence's chunks) is dispatched first and runs from
-    # the start, the rotate kernel's programs (each half an SM's registers) filling the rest; launched the other way
-    # round, the passing waited for SMs until the rotate kernel's last waves: the pair spanned 65 us at c1, the
-    # passing starting 27 us into the rotate kernel's 49 (H100, bench/mamba3/NOTES.md "Session 36")
+    # the passing first, then the carry and rotate kernels (the rotate kernel after it in stream order unless forked:
+    # then without the carry kernel, the passing storing the carry; the one-stream path, launch for launch as before the
+    # carry kernel existed, session 44): forked, the thin passing (512 programs of 4 warps at c1, serial over each
+    # sequence's chunks) is dispatched first and runs from the start, the rotate kernel's programs (each half an SM's
+    # registers) filling the rest; launched the other way round, the passing waited for SMs until the rotate kernel's
+    # last waves: the pair spanned 65 us at c1, the passing starting 27 us into the rotate kernel's 49 (H100,
+    # bench/mamba3/NOTES.md "Session 36")
     _mamba3_fwd_state_passing_kernel[(NHEADS * (HEADDIM // config.passing_block_p), S)](
-        cu_seqlens, dstate, decay, csum, chunk_states, final_ssm,
-        **sizes, BLOCK_P=config.passing_block_p, num_warps=config.passing_warps,
+        cu_seqlens, dstate, decay, csum, chunk_states, carry, final_ssm,
+        **sizes, BLOCK_P=config.passing_block_p, STORE_CARRY=not forked, num_warps=config.passing_warps,
         **posted_kwargs(posted, cu_seqlens, "final_ssm"),
     )
     with torch.cuda.stream(rotate_stream) if forked else contextlib.nullcontext():
