@@ -105,6 +105,19 @@ def test_keys_and_least_recently_used_eviction(stand_in, monkeypatch):
     assert [(k[0], k[1]) for k in graph_module._GRAPHS] == [(7, 2), (7, 3)]
 
 
+def test_the_graphs_kept_are_bounded_by_their_call_size(stand_in, monkeypatch):
+    """Beyond GRAPHS_MAX_CALL_BYTES (the call sizes of the graphs kept, together) the least recently used graphs are
+    dropped, down to the newest alone if it must be."""
+    sizes = {n: graph_module.call_bytes(n, 1) for n in (3, 4, 9)}
+    monkeypatch.setattr(graph_module, "GRAPHS_MAX_CALL_BYTES", sizes[3] + sizes[4])
+    for seqlens in ([3], [4], [3], [9]):  # 3 and 4 fit together; 9 alone is over the bound and stays, alone
+        args = make_inputs(seqlens, seed=sum(seqlens))
+        _assert_equal(_call(args), _expected(tuple(args[n] for n in NAMES)))
+        if seqlens == [4]:
+            assert [k[0] for k in graph_module._GRAPHS] == [3, 4]
+    assert [k[0] for k in graph_module._GRAPHS] == [9]
+
+
 def test_non_contiguous_and_unaligned_arguments(stand_in):
     """A transposed and a 2-byte-offset bf16 argument are copied to aligned contiguous tensors first."""
     args = make_inputs([9, 4], seed=7)

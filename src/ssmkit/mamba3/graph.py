@@ -81,17 +81,23 @@ def call_bytes(tokens: int, sequences: int) -> int:
 #: direct -> graph, wall ms per call, the same bits): the graph is faster at every size measured: the visible panels
 #: (T = 580-2432) 0.73-0.83 -> 0.20-0.53; at twice their lengths 1.03-1.13 -> 0.86-0.95; four times 1.81-2.04 ->
 #: 1.68-1.87; eight times (T = 4640-19160) 3.50-3.98 -> 3.37-3.76 (c8, T = 4640: 1.11 -> 0.93), as a direct call's
-#: host launches (~0.7 ms) hold back its GPU work by ~0.15-0.2 ms whatever its size. What the bound weighs: between
-#: calls a graph keeps ~45 KB per token allocated (109 MiB at T = 2184, 771 MiB at 17472; bench/mamba3_graph_memory.py),
-#: up to MAX_GRAPHS of them (~7 GB at this bound), for a gain that shrinks towards a few percent as the GPU work
-#: grows. Until session 44 the bound was 3072 tokens, from session 7-8's H200 measurements, when the GPU took ~0.33 ms
-#: per 1000 tokens (now ~0.2) and the graph copied up to every argument and result: direct and graph level at 4368
-#: tokens then (1.411 -> 1.404 ms wall), +1 % at 8736.
+#: host launches (~0.7 ms) hold back its GPU work by ~0.15-0.2 ms whatever its size. Against that gain, which shrinks
+#: towards a few percent as the GPU work grows, a graph keeps ~180 KB per token between calls (its private pool with
+#: the kernels' workspace, its static arguments and results: 390 MiB at T = 2184, 2788 MiB at 17472; H100, session 44
+#: run 7, bench/mamba3_graph_memory.py), ~3.5 GB at this bound, and GRAPHS_MAX_CALL_BYTES caps what the graphs kept
+#: hold together. Until session 44 the bound was 3072 tokens, from session 7-8's H200 measurements, when the GPU took
+#: ~0.33 ms per 1000 tokens (now ~0.2) and the graph copied up to every argument and result: direct and graph level at
+#: 4368 tokens then (1.411 -> 1.404 ms wall), +1 % at 8736.
 GRAPH_MAX_TOKENS = 20480
 GRAPH_MAX_CALL_BYTES = call_bytes(GRAPH_MAX_TOKENS, 4)
 #: Captured graphs kept (least recently used dropped first): each holds its static arguments and results, the
-#: next call's results and its workspace: ~45 KB per token (session 44, H100: 109 MiB at T = 2184).
+#: next call's results and its private memory pool.
 MAX_GRAPHS = 8
+#: ... and the call size (``call_bytes``) of the graphs kept, together, at most that of MAX_GRAPHS calls of 3072 tokens
+#: in 4 sequences (the newest graph is always kept): ~4.4 GB of graph memory at ~180 KB per token, the most the graphs
+#: could hold before GRAPH_MAX_TOKENS grew past 3072 (session 44). So one graph near GRAPH_MAX_TOKENS leaves room
+#: for one more of the visible panels' size.
+GRAPHS_MAX_CALL_BYTES = MAX_GRAPHS * call_bytes(3072, 4)
 #: Whether a graph forks its two side streams (``_launch_into``); False keeps every launch on one stream (the same
 #: bits; for A/Bs, bench/mamba3_ab.py --graph-streams). Part of the key.
 CONCURRENT_STREAMS = True
@@ -295,6 +301,11 @@ def _drop_oldest() -> None:
     _GRAPHS.popitem(last=False)[1].close()
 
 
+def _held_call_bytes() -> int:
+    """The call size (``call_bytes``) of the graphs kept, together (a key starts with T and S)."""
+    return sum(call_bytes(key[0], key[1]) for key in _GRAPHS)
+
+
 def _recent() -> FullVjpGraph | None:
     """The most recently used graph (the last of _GRAPHS: every use moves its graph there), or None."""
     return next(reversed(_GRAPHS.values()), None)
@@ -325,7 +336,7 @@ def full_vjp_graphed(args, fwd_config, bwd_config, force: bool = False) -> tuple
             raise
         _CAPTURES[0] += 1
         _GRAPHS[key] = graph
-        while len(_GRAPHS) > MAX_GRAPHS:
+        while len(_GRAPHS) > MAX_GRAPHS or (len(_GRAPHS) > 1 and _held_call_bytes() > GRAPHS_MAX_CALL_BYTES):
             _drop_oldest()
         return results
     _GRAPHS.move_to_end(key)

@@ -10,7 +10,8 @@ wrong results, not an error); True or False forces the choice.
 Graphs: on CUDA the full-VJP entry runs as one captured CUDA graph per (T, S, device, configs) (``graph=None``,
 the default; ssmkit.mamba3.graph: a call is ~one replay of host time instead of 10 launches and ~40 allocations)
 for calls up to GRAPH_MAX_CALL_BYTES (GRAPH_MAX_TOKENS, 20480 tokens in 4 sequences: beyond it the graph's gain,
-a few percent there, is not worth the memory each graph keeps between calls), from a key's second call on, except while
+a few percent there, is not worth the ~180 KB per token each graph keeps between calls; GRAPHS_MAX_CALL_BYTES bounds
+the graphs kept together), from a key's second call on, except while
 the caller itself is capturing a graph; ``graph=False`` launches the kernels directly, ``graph=True`` takes the
 graph from the first call (off CUDA: its interpreter stand-in, for tests). Both give the same bits. A call whose
 arguments have the layout of the most recently used graph's (``replay_recent``) replays it before the checks above,
