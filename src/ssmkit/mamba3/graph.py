@@ -96,7 +96,7 @@ MAX_GRAPHS = 8
 #: ... and the call size (``call_bytes``) of the graphs kept, together, at most that of MAX_GRAPHS calls of 3072 tokens
 #: in 4 sequences (the newest graph is always kept): ~4.4 GB of graph memory at ~180 KB per token, the most the graphs
 #: could hold before GRAPH_MAX_TOKENS grew past 3072 (session 44). So one graph near GRAPH_MAX_TOKENS leaves room
-#: for one more of the visible panels' size.
+#: for two more of the visible panels' size.
 GRAPHS_MAX_CALL_BYTES = MAX_GRAPHS * call_bytes(3072, 4)
 #: Whether a graph forks its two side streams (``_launch_into``); False keeps every launch on one stream (the same
 #: bits; for A/Bs, bench/mamba3_ab.py --graph-streams). Part of the key.

@@ -7,15 +7,15 @@ Validation: types, shapes, dtypes and devices of every argument are always check
 values (start 0, strictly increasing, end T) need a device-to-host copy, so ``check_cu_seqlens`` decides: None
 (default) checks them on CPU and skips them on CUDA (the hot path stays free of host syncs; wrong values there give
 wrong results, not an error); True or False forces the choice.
-Graphs: on CUDA the full-VJP entry runs as one captured CUDA graph per (T, S, device, configs) (``graph=None``,
-the default; ssmkit.mamba3.graph: a call is ~one replay of host time instead of 10 launches and ~40 allocations)
-for calls up to GRAPH_MAX_CALL_BYTES (GRAPH_MAX_TOKENS, 20480 tokens in 4 sequences: beyond it the graph's gain,
-a few percent there, is not worth the ~180 KB per token each graph keeps between calls; GRAPHS_MAX_CALL_BYTES bounds
-the graphs kept together), from a key's second call on, except while
-the caller itself is capturing a graph; ``graph=False`` launches the kernels directly, ``graph=True`` takes the
-graph from the first call (off CUDA: its interpreter stand-in, for tests). Both give the same bits. A call whose
-arguments have the layout of the most recently used graph's (``replay_recent``) replays it before the checks above,
-which it would pass (unless the cu_seqlens values are to be checked).
+Graphs: on CUDA the full-VJP entry runs as one captured CUDA graph per (T, S, device, configs) (``graph=None``, the
+default; ssmkit.mamba3.graph: a call is ~one replay of host time instead of 10 launches and ~40 allocations) for calls
+up to GRAPH_MAX_CALL_BYTES (GRAPH_MAX_TOKENS, 20480 tokens in 4 sequences: beyond it the graph's gain, a few percent
+there, is not worth the ~180 KB per token each graph keeps between calls; GRAPHS_MAX_CALL_BYTES bounds the graphs kept
+together), from a key's second call on, except while the caller itself is capturing a graph; ``graph=False`` launches
+the kernels directly, ``graph=True`` takes the graph from the first call (off CUDA: its interpreter stand-in, for
+tests). Both give the same bits. A call whose arguments have the layout of the most recently used graph's
+(``replay_recent``) replays it before the checks above, which it would pass (unless the cu_seqlens values are to be
+checked).
 """
 import torch
 
@@ -92,8 +92,8 @@ def mamba3_siso_varlen_joint_states_full_vjp(
 
 
 class _Mamba3Siso(torch.autograd.Function):
-    """Forward kernel saving ``Mamba3FwdSaved`` (y, cos and sin of Phi, chunk states, rotated q and k, chunk scalars); backward =
-    the backward kernels on those (spec §7)."""
+    """Forward kernel saving ``Mamba3FwdSaved`` (y, cos and sin of Phi, chunk states, rotated q and k, chunk
+    scalars); backward = the backward kernels on those (spec §7)."""
 
     @staticmethod
     def forward(ctx, q, k, v, adt, dt, trap, q_bias, k_bias, angles, d, z, cu_seqlens):
