@@ -21,9 +21,9 @@ of Mamba3BwdConfig, or of Mamba3FwdConfig prefixed "fwd.", e.g. '[{"dstate_scan"
 (sides named after their fields; a graph is captured per config).
 ``--package DIR`` (repeatable): whole code versions, each a renamed package copy made by bench/ab_package.py (e.g.
 bench/_ab/pkgs/ssmkit_s13), its public entry through its graph (graph=True) against the working tree's.
-Every mode also reports ``queued_ms`` (`mamba3_bench.queued_ms`): CUDA-event time of calls issued back to back
-without a host sync, per call (the GPU's time per call wherever the host keeps ahead of it, as with one graph replay
-per call); the median of QUEUED_ROUNDS rounds, the sides' order reversed every other round (``queued_ms_rounds``:
+Every mode also reports ``queued_ms`` (`mamba3_bench.interleaved_queued_ms`): CUDA-event time of calls issued back to
+back without a host sync, per call (the GPU's time per call wherever the host keeps ahead of it, as with one graph
+replay per call); the median of QUEUED_ROUNDS rounds, the sides' order reversed every other round (``queued_ms_rounds``:
 each round's).
 Graph sides: the process's capture limit is lifted and each case's graphs dropped after it; a case in which a graph
 side did not capture its graph stops the run (the rows so far written, that one marked ``graph_sides_captured``).
@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mamba3_bench import QUEUED_ROUNDS, ROTATE, gpu_kernel_split, gpu_ms, queued_ms, scaled_cases  # noqa: E402
+from mamba3_bench import ROTATE, gpu_kernel_split, gpu_ms, interleaved_queued_ms, scaled_cases  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.mamba3 import bwd as new_bwd  # noqa: E402
@@ -139,19 +139,6 @@ def write_rows(out: Path, device, rows: list) -> Path:
     path = out / "mamba3_ab.json"
     write_json(path, dict(run_metadata(None, device), rows=rows))
     return path
-
-
-def interleaved_queued_ms(fns, arg_sets, rounds: int = QUEUED_ROUNDS) -> tuple[list, list]:
-    """(median, every round's value) of ``queued_ms`` per fn over ``rounds`` rounds, the order of the fns reversed
-    every other round (A B, B A, ...). One round in a fixed order, as until session 39, could read the side
-    measured first up to ~6 us slower: session 39's runs 4 and 5 gave the same two configs -3 to -6 us and then
-    level or +4 us, with the order swapped (bench/mamba3/NOTES.md "Session 39")."""
-    samples = [[] for _ in fns]
-    for r in range(rounds):
-        order = list(range(len(fns)))[::(-1 if r % 2 else 1)]
-        for i in order:
-            samples[i].append(queued_ms(fns[i], arg_sets))
-    return [statistics.median(x) for x in samples], samples
 
 
 def interleaved_wall_ms(fns, arg_sets):

@@ -115,6 +115,19 @@ def queued_ms(fn, arg_sets):
     return start.elapsed_time(end) / QUEUED
 
 
+def interleaved_queued_ms(fns, arg_sets, rounds: int = QUEUED_ROUNDS) -> tuple[list, list]:
+    """(median, every round's value) of ``queued_ms`` per fn over ``rounds`` rounds, the order of the fns reversed
+    every other round (A B, B A, ...). One round in a fixed order, as until session 39, could read the side
+    measured first up to ~6 us slower: session 39's runs 4 and 5 gave the same two configs -3 to -6 us and then
+    level or +4 us, with the order swapped (bench/mamba3/NOTES.md "Session 39")."""
+    samples = [[] for _ in fns]
+    for r in range(rounds):
+        order = list(range(len(fns)))[::(-1 if r % 2 else 1)]
+        for i in order:
+            samples[i].append(queued_ms(fns[i], arg_sets))
+    return [statistics.median(x) for x in samples], samples
+
+
 def gpu_ms(fn, arg_sets):
     """GPU kernel time per call: the CUDA kernel durations torch.profiler records, summed, over PROFILED_CALLS."""
     from torch.profiler import ProfilerActivity, profile
@@ -224,7 +237,7 @@ def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG,
     row["gpu_ms"] = {stage: gpu_ms(fn, sets) for stage, (fn, sets) in stages.items()}
     # the full call's GPU time: its graph runs kernels side by side on three streams and three of them start early by
     # programmatic dependent launch and wait inside, so the profiler's kernel sum counts time more than once
-    row["queued_ms"] = {"full": statistics.median(queued_ms(full, arg_sets) for _ in range(QUEUED_ROUNDS))}
+    row["queued_ms"] = {"full": interleaved_queued_ms([full], arg_sets)[0][0]}
     row["gpu_ms_by_kernel_full"] = gpu_kernel_split(full, args)
     if config == DEFAULT_BWD_CONFIG and fwd_config == DEFAULT_FWD_CONFIG:
         eager = []

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mamba3_bench import ROTATE, queued_ms, scaled_cases  # noqa: E402
+from mamba3_bench import ROTATE, interleaved_queued_ms, scaled_cases  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.common.mapped_io import MappedIO  # noqa: E402
@@ -81,7 +81,7 @@ def split_call(fn, arg_sets) -> dict:
         end.synchronize()
         got["span"].append(start.elapsed_time(end))
     row = {k: statistics.median(v) for k, v in got.items()}
-    row["queued"] = statistics.median(queued_ms(fn, arg_sets) for _ in range(3))
+    row["queued"] = interleaved_queued_ms([fn], arg_sets, rounds=3)[0][0]
     return row
 
 
