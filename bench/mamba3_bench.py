@@ -183,22 +183,11 @@ def _split(args):
     return [args[n] for n in INPUT_NAMES], [args[n] for n in COTANGENT_NAMES]
 
 
-def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG, fwd_config=DEFAULT_FWD_CONFIG):
-    arg_sets = [make_inputs(seqlens, seed + i, device=device) for i in range(ROTATE if timing else 1)]
-    args = arg_sets[0]
-
-    def run(a):
-        inputs, cots = _split(a)
-        *outs, saved = mamba3_siso_fwd(*inputs, config=fwd_config)
-        return (*outs, *mamba3_siso_bwd(*inputs, saved, *cots, config=config))
-
-    results = run(args)
-    row = {"name": name, "seqlens": seqlens, "T": sum(seqlens), "S": len(seqlens), "config": config._asdict(),
-           "fwd_config": fwd_config._asdict(),
-           "deterministic": all(torch.equal(a, b) for a, b in zip(results, run(args))),
-           "errors": errors(results, float64_results(args))}
-    if not timing:
-        return row
+def timed_stages(arg_sets, config=DEFAULT_BWD_CONFIG, fwd_config=DEFAULT_FWD_CONFIG) -> dict:
+    """The stages the bench times, name -> (fn, argument sets), over ``arg_sets`` (``make_inputs`` dicts):
+    ``fwd`` / ``bwd`` (launched directly, the autograd form's path), ``fwd_vjp`` / ``bwd_vjp`` (the full-VJP
+    call's direct path) and ``full`` (the public entry). The argument sets hold the saved tensors and gradients
+    of each input set, allocated here, for as long as the dict lives."""
     saved_sets = []
     for a in arg_sets:
         inputs, _ = _split(a)
@@ -231,8 +220,28 @@ def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG,
     def full(a):
         return mamba3_siso_varlen_joint_states_full_vjp(**a, fwd_config=fwd_config, bwd_config=config)
 
-    stages = {"fwd": (fwd, arg_sets), "bwd": (bwd, indexed), "fwd_vjp": (fwd_vjp, vjp_sets),
-              "bwd_vjp": (bwd_vjp, vjp_sets), "full": (full, arg_sets)}
+    return {"fwd": (fwd, arg_sets), "bwd": (bwd, indexed), "fwd_vjp": (fwd_vjp, vjp_sets),
+            "bwd_vjp": (bwd_vjp, vjp_sets), "full": (full, arg_sets)}
+
+
+def measure_case(name, seqlens, seed, device, timing, config=DEFAULT_BWD_CONFIG, fwd_config=DEFAULT_FWD_CONFIG):
+    arg_sets = [make_inputs(seqlens, seed + i, device=device) for i in range(ROTATE if timing else 1)]
+    args = arg_sets[0]
+
+    def run(a):
+        inputs, cots = _split(a)
+        *outs, saved = mamba3_siso_fwd(*inputs, config=fwd_config)
+        return (*outs, *mamba3_siso_bwd(*inputs, saved, *cots, config=config))
+
+    results = run(args)
+    row = {"name": name, "seqlens": seqlens, "T": sum(seqlens), "S": len(seqlens), "config": config._asdict(),
+           "fwd_config": fwd_config._asdict(),
+           "deterministic": all(torch.equal(a, b) for a, b in zip(results, run(args))),
+           "errors": errors(results, float64_results(args))}
+    if not timing:
+        return row
+    stages = timed_stages(arg_sets, config, fwd_config)
+    full = stages["full"][0]
     row["wall_ms"] = {stage: wall_ms(fn, sets) for stage, (fn, sets) in stages.items()}
     row["gpu_ms"] = {stage: gpu_ms(fn, sets) for stage, (fn, sets) in stages.items()}
     # the full call's GPU time: its graph runs kernels side by side on three streams and three of them start early by

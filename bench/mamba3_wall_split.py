@@ -43,17 +43,24 @@ CALLS, PIECE_REPS = 60, 2000
 _MARKS: list[float] = []
 
 
-def _marked_replay(original):
-    """MappedIO.replay_addresses, recording the host clock when it is entered and when it returns."""
+def install_marks() -> None:
+    """Wrap MappedIO.replay_addresses (once per process) so that it records the host clock in _MARKS when it is
+    entered and when it returns (``split_call`` needs it)."""
+    original = MappedIO.replay_addresses
+    if getattr(original, "_marked", False):
+        return
+
     def replay(self, graph, src, dsts):
         _MARKS.append(time.perf_counter())
         original(self, graph, src, dsts)
         _MARKS.append(time.perf_counter())
-    return replay
+    replay._marked = True
+    MappedIO.replay_addresses = replay
 
 
 def split_call(fn, arg_sets) -> dict:
-    """Medians (ms) of queued, wall, span, pre / replay / post for fn over CALLS calls (after a warm-up)."""
+    """Medians (ms) of queued, wall, span, pre / replay / post for fn over CALLS calls (after a warm-up); needs
+    ``install_marks``."""
     for args in arg_sets * 2:  # (the second call of a key captures its graph)
         fn(args)
     torch.cuda.synchronize()
@@ -162,7 +169,7 @@ def main() -> None:
     ap.add_argument("--scales", default="1", help="comma-separated scales of the cases' sequence lengths")
     args = ap.parse_args()
     device = torch.device("cuda")
-    MappedIO.replay_addresses = _marked_replay(MappedIO.replay_addresses)
+    install_marks()
     cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
     cases = scaled_cases([c for c in cases if c["name"] in args.cases.split(",")], args.scales)
     entry = lambda a: mamba3_siso_varlen_joint_states_full_vjp(**a, graph=True)  # noqa: E731

@@ -1,0 +1,93 @@
+"""Where `mamba3_bench.py`'s wall time of the public call exceeds its queued time at long sequences (CUDA only).
+
+Session 44: in the bench, wall - queued was 0.03 / 0.07 / 0.24 ms at c1 x1 / x2 / x4 (0.35 ms at x4 in session 45's
+run 1), in a fresh process (`mamba3_wall_split.py --scales`) 0.04-0.05 at every scale. Two things the bench process
+has and a fresh one lacks are told apart here, in one process, the public entry through its graph, per case and scale,
+in three phases run in this order over every (case, scale):
+- ``fresh``: ``mamba3_wall_split.split_call`` on the entry alone (its 3 input sets only);
+- ``bench_state``: the bench's stages built and each timed by ``wall_ms`` as the bench does (``timed_stages``: their
+  saved tensors and gradients live through the split), then the split again;
+- ``after_profiler``: the stages dropped, one profiled window of the full call (``gpu_ms``, as the bench runs after
+  its wall times; torch.profiler cannot be undone in a process, hence last), then the split again.
+Each row also holds the caching allocator's counters over its split (``memory_stats``: cudaMalloc and cudaFree calls,
+allocation retries, syncs of all streams) and the memory reserved. ms columns as `mamba3_wall_split.py`: queued,
+span, wall, pre / replay / post (host), lead = span - queued.
+Usage: PYTHONPATH=src python bench/mamba3_wall_gap.py --out DIR [--cases c1_four_mixed] [--scales 1,2,4]
+"""
+import argparse
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mamba3_bench import ROTATE, gpu_ms, scaled_cases, timed_stages, wall_ms  # noqa: E402
+from mamba3_wall_split import install_marks, split_call  # noqa: E402
+
+from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
+from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
+from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp  # noqa: E402
+
+PHASES = ("fresh", "bench_state", "after_profiler")
+COUNTERS = ("num_device_alloc", "num_device_free", "num_alloc_retries", "num_sync_all_streams")
+COLUMNS = ("queued", "span", "wall", "pre", "replay", "post", "lead")
+
+
+def entry(args: dict):
+    return mamba3_siso_varlen_joint_states_full_vjp(**args)
+
+
+def counted_split(arg_sets) -> dict:
+    """``split_call`` of the entry with the allocator counters' increase over it and the memory reserved after it."""
+    before = torch.cuda.memory_stats()
+    row = split_call(entry, arg_sets)
+    after = torch.cuda.memory_stats()
+    row["lead"] = row["span"] - row["queued"]
+    row["allocator"] = {k: after.get(k, 0) - before.get(k, 0) for k in COUNTERS}
+    row["reserved_mib"] = torch.cuda.memory_reserved() / 2**20
+    return row
+
+
+def phase_row(phase: str, case: dict, device) -> dict:
+    sets = [make_inputs(case["seqlens"], case["seed"] + r, device=device) for r in range(ROTATE)]
+    if phase == "bench_state":
+        stages = timed_stages(sets)
+        for fn, stage_sets in stages.values():
+            wall_ms(fn, stage_sets)
+        row = counted_split(sets)
+        del stages
+    else:
+        if phase == "after_profiler":
+            gpu_ms(entry, sets)
+        row = counted_split(sets)
+    return dict(phase=phase, case=case["name"], T=sum(case["seqlens"]), **row)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--cases", default="c1_four_mixed")
+    ap.add_argument("--scales", default="1,2,4", help="comma-separated scales of the cases' sequence lengths")
+    args = ap.parse_args()
+    device = torch.device("cuda")
+    install_marks()
+    cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
+    cases = scaled_cases([c for c in cases if c["name"] in args.cases.split(",")], args.scales)
+    print(f"{'phase':15s} {'case':22s} {'T':>5s} " + " ".join(f"{k:>7s}" for k in COLUMNS)
+          + "  allocs frees retries syncs reserved_MiB", flush=True)
+    rows = []
+    for phase in PHASES:
+        for case in cases:
+            row = phase_row(phase, case, device)
+            rows.append(row)
+            print(f"{phase:15s} {case['name']:22s} {row['T']:5d} " + " ".join(f"{row[k]:7.4f}" for k in COLUMNS)
+                  + "  " + " ".join(f"{row['allocator'][k]:6d}" for k in COUNTERS) + f" {row['reserved_mib']:9.0f}",
+                  flush=True)
+            write_json(args.out / "mamba3_wall_gap.json", dict(run_metadata(None, device), rows=rows))
+    print("json:", args.out / "mamba3_wall_gap.json")
+
+
+if __name__ == "__main__":
+    main()
