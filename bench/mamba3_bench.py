@@ -179,6 +179,13 @@ def scaled_cases(cases: list[dict], scales: str) -> list[dict]:
             for s in map(int, scales.split(",")) for c in cases]
 
 
+def named_cases(names: str, scales: str) -> list[dict]:
+    """The cases of cases.json named in the comma-separated ``names``, at each of ``scales`` (``scaled_cases``)."""
+    with open(CASES_PATH) as fh:
+        cases = json.load(fh)
+    return scaled_cases([c for c in cases if c["name"] in names.split(",")], scales)
+
+
 def _split(args):
     return [args[n] for n in INPUT_NAMES], [args[n] for n in COTANGENT_NAMES]
 

@@ -12,15 +12,13 @@ Usage (CUDA): PYTHONPATH=src python bench/mamba3_graph_memory.py --out FILE [--c
 """
 import argparse
 import gc
-import json
 import sys
-from importlib import resources
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mamba3_bench import scaled_cases  # noqa: E402
+from mamba3_bench import named_cases  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.mamba3 import graph as graph_module  # noqa: E402
@@ -65,8 +63,7 @@ def main() -> None:
     ap.add_argument("--cases", default="c1_four_mixed,c8_small_three")
     ap.add_argument("--scales", default="1,2,4,8")
     args = ap.parse_args()
-    cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
-    cases = scaled_cases([c for c in cases if c["name"] in args.cases.split(",")], args.scales)
+    cases = named_cases(args.cases, args.scales)
     graph_module.MAX_CAPTURES = 10 ** 6  # (one capture per case and scale)
     rows = []
     with torch.no_grad():

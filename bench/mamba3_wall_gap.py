@@ -15,15 +15,13 @@ span, wall, pre / replay / post (host), lead = span - queued.
 Usage: PYTHONPATH=src python bench/mamba3_wall_gap.py --out DIR [--cases c1_four_mixed] [--scales 1,2,4]
 """
 import argparse
-import json
 import sys
-from importlib import resources
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mamba3_bench import ROTATE, gpu_ms, scaled_cases, timed_stages, wall_ms  # noqa: E402
+from mamba3_bench import ROTATE, gpu_ms, named_cases, timed_stages, wall_ms  # noqa: E402
 from mamba3_wall_split import install_marks, split_call  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
@@ -73,8 +71,7 @@ def main() -> None:
     args = ap.parse_args()
     device = torch.device("cuda")
     install_marks()
-    cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
-    cases = scaled_cases([c for c in cases if c["name"] in args.cases.split(",")], args.scales)
+    cases = named_cases(args.cases, args.scales)
     print(f"{'phase':15s} {'case':22s} {'T':>5s} " + " ".join(f"{k:>7s}" for k in COLUMNS)
           + "  allocs frees retries syncs reserved_MiB", flush=True)
     rows = []

@@ -19,17 +19,15 @@ So ``span - queued`` is the host lead plus the launch latency, ``wall - span`` t
 Usage: PYTHONPATH=src python bench/mamba3_wall_split.py --out DIR [--cases c1_four_mixed,...] [--scales 1,2,4]
 """
 import argparse
-import json
 import statistics
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mamba3_bench import ROTATE, interleaved_queued_ms, scaled_cases  # noqa: E402
+from mamba3_bench import ROTATE, interleaved_queued_ms, named_cases  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.common.mapped_io import MappedIO  # noqa: E402
@@ -170,8 +168,7 @@ def main() -> None:
     args = ap.parse_args()
     device = torch.device("cuda")
     install_marks()
-    cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
-    cases = scaled_cases([c for c in cases if c["name"] in args.cases.split(",")], args.scales)
+    cases = named_cases(args.cases, args.scales)
     entry = lambda a: mamba3_siso_varlen_joint_states_full_vjp(**a, graph=True)  # noqa: E731
     rows = []
     columns = ("queued", "span", "wall", "pre", "replay", "post", "lead")
