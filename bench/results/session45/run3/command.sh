@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 45 run 3 (device, one call): where the bench's wall time of the Mamba-3 public call exceeds its queued time
 # at long sequences (run 1, H100: wall - queued 0.03-0.19 ms at x1 / x2, 0.27-0.37 at every x4 case; a fresh process
-# 0.04-0.05 at every scale, session 44 run 4). `bench/mamba3_wall_gap.py` (new) in one process, c1 and c5 at x1 / x2
+# 0.04-0.05 at every scale, session 44 run 4). `bench/mamba3_wall_gap.py` (new) in one process, c1 at x1 / x2
 # / x4, three phases in order: fresh (the entry alone), bench_state (the bench's stages built and timed, their tensors
 # live), after_profiler (one torch.profiler window of the full call first).
 # Prediction: fresh 0.03-0.05 at every scale (as session 44's run 4); bench_state reproduces the bench's gap at x4
@@ -19,6 +19,6 @@ echo "bash bench/results/session45/run3/command.sh" > $W/command.txt
 pack() { tar czf "$OUT/run3.tgz" -C $W .; }
 cap() { local left=$((${BUDGET:-585} - SECONDS)); [ $left -lt 1 ] && left=1; [ $left -lt $1 ] && echo $left || echo $1; }
 echo "== mamba3_wall_gap.py ($SECONDS s)"
-timeout $(cap 300) python bench/mamba3_wall_gap.py --out $W --cases c1_four_mixed,c5_three_even --scales 1,2,4 \
+timeout $(cap 300) python bench/mamba3_wall_gap.py --out $W --cases c1_four_mixed --scales 1,2,4 \
   > $W/wall_gap.log 2>&1; echo "rc=$?"; grep -v -i "warn" $W/wall_gap.log | tail -24; pack
 echo "== done ($SECONDS s)"
