@@ -8,6 +8,9 @@
 # (0.2-0.35 ms), in span (the GPU from an idle start), the allocator making no cudaMalloc / cudaFree in the split;
 # after_profiler as fresh. (If the gap is in after_profiler alone, the profiler's state in the bench process is the
 # cause, not the held tensors.)
+# On an H200 (none came in sessions 28-45 so far), first the issue-6 snapshot on the issue's card: `mamba3_bench.py`
+# at scale 1 and the official kernels beside the op (tuned afresh, --precompile 14). Prediction there: c1 queued
+# 0.40-0.43 ms, wall 0.43-0.47; official kernel sum 0.71-0.78 (the issue's bar), ssmkit 1.6-1.9x on it.
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=src
 OUT="${OUT:-out}"; mkdir -p "$OUT"
@@ -18,6 +21,16 @@ python -c "import torch, triton; print('torch', torch.__version__, 'triton', tri
 echo "bash bench/results/session45/run3/command.sh" > $W/command.txt
 pack() { tar czf "$OUT/run3.tgz" -C $W .; }
 cap() { local left=$((${BUDGET:-585} - SECONDS)); [ $left -lt 1 ] && left=1; [ $left -lt $1 ] && echo $left || echo $1; }
+if nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -q H200; then
+  mkdir -p $W/mamba3_bench $W/official
+  echo "== H200: mamba3 bench, scale 1 ($SECONDS s)"
+  timeout $(cap 100) python bench/mamba3_bench.py --out $W/mamba3_bench --commit "${SSMKIT_GIT_COMMIT:-unknown}" \
+    --scales 1 > $W/mamba3_bench.log 2>&1; echo "rc=$?"; grep -E "^c[0-9]" $W/mamba3_bench.log; pack
+  echo "== H200: official kernels, c1 / c5 / c8 ($SECONDS s)"
+  timeout $(cap 200) python bench/mamba3_official_ab.py --out $W/official --precompile 14 \
+    --cases c1_four_mixed,c5_three_even,c8_small_three > $W/official/official_ab.log 2>&1
+  echo "rc=$?"; grep -E "^\[|wall_ms|differ|identical|speedup" $W/official/official_ab.log; pack
+fi
 echo "== mamba3_wall_gap.py ($SECONDS s)"
 timeout $(cap 300) python bench/mamba3_wall_gap.py --out $W --cases c1_four_mixed --scales 1,2,4 \
   > $W/wall_gap.log 2>&1; echo "rc=$?"; grep -v -i "warn" $W/wall_gap.log | tail -24; pack
