@@ -180,10 +180,15 @@ def scaled_cases(cases: list[dict], scales: str) -> list[dict]:
 
 
 def named_cases(names: str, scales: str) -> list[dict]:
-    """The cases of cases.json named in the comma-separated ``names``, at each of ``scales`` (``scaled_cases``)."""
+    """The cases of cases.json named in the comma-separated ``names``, at each of ``scales`` (``scaled_cases``);
+    ValueError for a name cases.json lacks."""
     with open(CASES_PATH) as fh:
         cases = json.load(fh)
-    return scaled_cases([c for c in cases if c["name"] in names.split(",")], scales)
+    wanted = names.split(",")
+    unknown = sorted(set(wanted) - {c["name"] for c in cases})
+    if unknown:
+        raise ValueError(f"no case of cases.json is named {unknown}; known: {[c['name'] for c in cases]}")
+    return scaled_cases([c for c in cases if c["name"] in wanted], scales)
 
 
 def _split(args):

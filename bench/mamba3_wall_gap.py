@@ -1,9 +1,9 @@
 """Where `mamba3_bench.py`'s wall time of the public call exceeds its queued time at long sequences (CUDA only).
 
-Session 44: in the bench, wall - queued was 0.03 / 0.07 / 0.24 ms at c1 x1 / x2 / x4 (0.35 ms at x4 in session 45's
-run 1), in a fresh process (`mamba3_wall_split.py --scales`) 0.04-0.05 at every scale. Two things the bench process
-has and a fresh one lacks are told apart here, in one process, the public entry through its graph, per case and scale,
-in three phases run in this order over every (case, scale):
+Session 44 (H100): in the bench, wall - queued was 0.03 / 0.07 / 0.24 ms at c1 x1 / x2 / x4 (0.35 ms at x4 in
+session 45's run 1), in a fresh process (`mamba3_wall_split.py --scales`) 0.03-0.05 at every scale. Two things the
+bench process has and a fresh one lacks are told apart here, in one process, the public entry through its graph, per
+case and scale, in three phases run in this order over every (case, scale):
 - ``fresh``: ``mamba3_wall_split.split_call`` on the entry alone (its 3 input sets only);
 - ``bench_state``: the bench's stages built and each timed by ``wall_ms`` as the bench does (``timed_stages``: their
   saved tensors and gradients live through the split), then the split again;
@@ -11,7 +11,10 @@ in three phases run in this order over every (case, scale):
   its wall times; torch.profiler cannot be undone in a process, hence last), then the split again.
 Each row also holds the caching allocator's counters over its split (``memory_stats``: cudaMalloc and cudaFree calls,
 allocation retries, syncs of all streams) and the memory reserved. ms columns as `mamba3_wall_split.py`: queued,
-span, wall, pre / replay / post (host), lead = span - queued.
+span, wall, pre / replay / post (host), lead = span - queued. The entry runs as the bench calls it (``graph=None``),
+which takes its graph for every case up to the graph bound (``graph_applies``; a case above it is refused, since
+the split times a graph replay); the process's capture limit is lifted (a graph dropped for size in one phase is
+captured again in the next).
 Usage: PYTHONPATH=src python bench/mamba3_wall_gap.py --out DIR [--cases c1_four_mixed] [--scales 1,2,4]
 """
 import argparse
@@ -25,6 +28,7 @@ from mamba3_bench import ROTATE, gpu_ms, named_cases, timed_stages, wall_ms  # n
 from mamba3_wall_split import install_marks, split_call  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
+from ssmkit.mamba3 import graph as graph_module  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
 from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp  # noqa: E402
 
@@ -50,6 +54,8 @@ def counted_split(arg_sets) -> dict:
 
 def phase_row(phase: str, case: dict, device) -> dict:
     sets = [make_inputs(case["seqlens"], case["seed"] + r, device=device) for r in range(ROTATE)]
+    if not graph_module.graph_applies(None, sets[0]["q"], sets[0]["cu_seqlens"]):
+        raise SystemExit(f"{case['name']}: above the graph bound (GRAPH_MAX_CALL_BYTES), so no replay to split")
     if phase == "bench_state":
         stages = timed_stages(sets)
         for fn, stage_sets in stages.values():
@@ -71,6 +77,7 @@ def main() -> None:
     args = ap.parse_args()
     device = torch.device("cuda")
     install_marks()
+    graph_module.MAX_CAPTURES = 10 ** 6
     cases = named_cases(args.cases, args.scales)
     print(f"{'phase':15s} {'case':22s} {'T':>5s} " + " ".join(f"{k:>7s}" for k in COLUMNS)
           + "  allocs frees retries syncs reserved_MiB", flush=True)
