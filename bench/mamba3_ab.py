@@ -34,13 +34,12 @@ import json
 import statistics
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mamba3_bench import ROTATE, gpu_kernel_split, gpu_ms, interleaved_queued_ms, scaled_cases  # noqa: E402
+from mamba3_bench import ROTATE, gpu_kernel_split, gpu_ms, interleaved_queued_ms, named_cases  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.kernels.mamba3 import bwd as new_bwd  # noqa: E402
@@ -194,10 +193,7 @@ def main() -> None:
         for i, base in enumerate(args.baseline):
             sides[base.name if base.name not in sides else f"{base.name}{i}"] = full_call(*load_baseline(base, i))
         sides["new"] = full_call(new_fwd, new_bwd)
-    cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
-    if args.cases:
-        cases = [c for c in cases if c["name"] in args.cases.split(",")]
-    cases = scaled_cases(cases, args.scales)
+    cases = named_cases(args.cases, args.scales)
     rows = []
     # every graph side captures one graph per case: lift the process's capture limit (ssmkit.mamba3.graph.MAX_CAPTURES,
     # 32), past which a side launches directly (~0.7 ms queued per call, host-bound), and drop each case's graphs

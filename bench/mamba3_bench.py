@@ -179,12 +179,12 @@ def scaled_cases(cases: list[dict], scales: str) -> list[dict]:
             for s in map(int, scales.split(",")) for c in cases]
 
 
-def named_cases(names: str, scales: str) -> list[dict]:
-    """The cases of cases.json named in the comma-separated ``names``, at each of ``scales`` (``scaled_cases``);
-    ValueError for a name cases.json lacks."""
+def named_cases(names: str, scales: str = "1") -> list[dict]:
+    """The cases of cases.json named in the comma-separated ``names`` (empty: every case), at each of ``scales``
+    (``scaled_cases``); ValueError for a name cases.json lacks."""
     with open(CASES_PATH) as fh:
         cases = json.load(fh)
-    wanted = names.split(",")
+    wanted = names.split(",") if names else [c["name"] for c in cases]
     unknown = sorted(set(wanted) - {c["name"] for c in cases})
     if unknown:
         raise ValueError(f"no case of cases.json is named {unknown}; known: {[c['name'] for c in cases]}")

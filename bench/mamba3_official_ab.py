@@ -29,7 +29,6 @@ import json
 import subprocess
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 
 import torch
@@ -38,7 +37,8 @@ from triton.runtime.autotuner import Autotuner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mamba3_ab import interleaved_wall_ms  # noqa: E402
-from mamba3_bench import OFFICIAL_ERROR, ROTATE, errors, float64_results, gpu_ms, interleaved_queued_ms  # noqa: E402
+from mamba3_bench import (  # noqa: E402
+    OFFICIAL_ERROR, ROTATE, errors, float64_results, gpu_ms, interleaved_queued_ms, named_cases)
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
@@ -223,11 +223,10 @@ def main() -> None:
             if len(pinned) < len(tuners):
                 print(f"warning: {len(tuners) - len(pinned)} official kernels not pinned (no single tuned config in "
                       f"{args.pin}): {', '.join(sorted(set(tuners) - set(pinned)))} will tune", flush=True)
-        cases = json.loads(resources.files("ssmkit.mamba3").joinpath("cases.json").read_text())
-        if args.cases:
-            cases = [c for c in cases if c["name"] in args.cases.split(",")]
-            if not cases:
-                ap.error(f"no case of cases.json is named in --cases {args.cases}")
+        try:
+            cases = named_cases(args.cases)
+        except ValueError as exc:
+            ap.error(str(exc))
         if args.precompile_part is not None:  # one precompile process: one official call with its share, then exit
             part, parts = map(int, args.precompile_part.split("/"))
             keep_config_share(tuners, part, parts)

@@ -46,7 +46,6 @@ def counted_split(arg_sets) -> dict:
     before = torch.cuda.memory_stats()
     row = split_call(entry, arg_sets)
     after = torch.cuda.memory_stats()
-    row["lead"] = row["span"] - row["queued"]
     row["allocator"] = {k: after.get(k, 0) - before.get(k, 0) for k in COUNTERS}
     row["reserved_mib"] = torch.cuda.memory_reserved() / 2**20
     return row
@@ -61,7 +60,6 @@ def phase_row(phase: str, case: dict, device) -> dict:
         for fn, stage_sets in stages.values():
             wall_ms(fn, stage_sets)
         row = counted_split(sets)
-        del stages
     else:
         if phase == "after_profiler":
             gpu_ms(entry, sets)

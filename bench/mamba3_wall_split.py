@@ -57,8 +57,8 @@ def install_marks() -> None:
 
 
 def split_call(fn, arg_sets) -> dict:
-    """Medians (ms) of queued, wall, span, pre / replay / post for fn over CALLS calls (after a warm-up); needs
-    ``install_marks``."""
+    """Medians (ms) of queued, wall, span, pre / replay / post for fn over CALLS calls (after a warm-up), and lead =
+    span - queued; needs ``install_marks``."""
     for args in arg_sets * 2:  # (the second call of a key captures its graph)
         fn(args)
     torch.cuda.synchronize()
@@ -87,6 +87,7 @@ def split_call(fn, arg_sets) -> dict:
         got["span"].append(start.elapsed_time(end))
     row = {k: statistics.median(v) for k, v in got.items()}
     row["queued"] = interleaved_queued_ms([fn], arg_sets, rounds=3)[0][0]
+    row["lead"] = row["span"] - row["queued"]
     return row
 
 
@@ -177,7 +178,6 @@ def main() -> None:
         for case in cases:
             sets = [make_inputs(case["seqlens"], case["seed"] + r, device=device) for r in range(ROTATE)]
             row = dict(case=case["name"], T=sum(case["seqlens"]), **split_call(entry, sets))
-            row["lead"] = row["span"] - row["queued"]
             rows.append(row)
             print(f"{case['name']:22s} {row['T']:5d} " + " ".join(f"{row[k]:7.4f}" for k in columns), flush=True)
     low = floors(device)
