@@ -9,6 +9,12 @@ case and scale, in three phases run in this order over every (case, scale):
   saved tensors and gradients live through the split), then the split again;
 - ``after_profiler``: the stages dropped, one profiled window of the full call (``gpu_ms``, as the bench runs after
   its wall times; torch.profiler cannot be undone in a process, hence last), then the split again.
+After the split, each phase also times the entry the bench's way (``wall_ms``: host timer around call + synchronize,
+30 calls after one warm-up call per input set): ``wall_ms_entry`` as the split calls it, ``wall_ms_configs`` with the
+default launch configs passed explicitly as the bench's ``full`` stage passes them; ``wall_ms_stage`` (bench_state
+only) is the ``full`` stage's own ``wall_ms`` within the stage loop, the bench's wall column. Session 46 (H100): the
+bench run at 4x alone showed wall - queued 0.22-0.27 ms while the split's wall - queued stayed at 0.03 in every phase,
+so the gap lies between the two ways of timing, or between the entry's two call forms.
 Each row also holds the caching allocator's counters over its split (``memory_stats``: cudaMalloc and cudaFree calls,
 allocation retries, syncs of all streams) and the memory reserved. ms columns as `mamba3_wall_split.py`: queued,
 span, wall, pre / replay / post (host), lead = span - queued. The entry runs as the bench calls it (``graph=None``),
@@ -28,17 +34,26 @@ from mamba3_bench import ROTATE, gpu_ms, named_cases, timed_stages, wall_ms  # n
 from mamba3_wall_split import install_marks, split_call  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
+from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG  # noqa: E402
+from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG  # noqa: E402
 from ssmkit.mamba3 import graph as graph_module  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
 from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp  # noqa: E402
 
 PHASES = ("fresh", "bench_state", "after_profiler")
 COUNTERS = ("num_device_alloc", "num_device_free", "num_alloc_retries", "num_sync_all_streams")
-COLUMNS = ("queued", "span", "wall", "pre", "replay", "post", "lead")
+COLUMNS = ("queued", "span", "wall", "pre", "replay", "post", "lead", "wall_ms_stage", "wall_ms_entry",
+           "wall_ms_configs")
 
 
 def entry(args: dict):
     return mamba3_siso_varlen_joint_states_full_vjp(**args)
+
+
+def entry_configs(args: dict):
+    """The entry as the bench's ``full`` stage calls it: the default launch configs passed explicitly."""
+    return mamba3_siso_varlen_joint_states_full_vjp(**args, fwd_config=DEFAULT_FWD_CONFIG,
+                                                    bwd_config=DEFAULT_BWD_CONFIG)
 
 
 def counted_split(arg_sets) -> dict:
@@ -55,15 +70,17 @@ def phase_row(phase: str, case: dict, device) -> dict:
     sets = [make_inputs(case["seqlens"], case["seed"] + r, device=device) for r in range(ROTATE)]
     if not graph_module.graph_applies(None, sets[0]["q"], sets[0]["cu_seqlens"]):
         raise SystemExit(f"{case['name']}: above the graph bound (GRAPH_MAX_CALL_BYTES), so no replay to split")
+    stage_full = float("nan")
     if phase == "bench_state":
         stages = timed_stages(sets)
-        for fn, stage_sets in stages.values():
-            wall_ms(fn, stage_sets)
+        stage_full = {name: wall_ms(fn, stage_sets) for name, (fn, stage_sets) in stages.items()}["full"]
         row = counted_split(sets)
     else:
         if phase == "after_profiler":
             gpu_ms(entry, sets)
         row = counted_split(sets)
+    row.update(wall_ms_stage=stage_full, wall_ms_entry=wall_ms(entry, sets),
+               wall_ms_configs=wall_ms(entry_configs, sets))
     return dict(phase=phase, case=case["name"], T=sum(case["seqlens"]), **row)
 
 
@@ -77,14 +94,15 @@ def main() -> None:
     install_marks()
     graph_module.MAX_CAPTURES = 10 ** 6
     cases = named_cases(args.cases, args.scales)
-    print(f"{'phase':15s} {'case':22s} {'T':>5s} " + " ".join(f"{k:>7s}" for k in COLUMNS)
+    print(f"{'phase':15s} {'case':22s} {'T':>5s} " + " ".join(f"{k:>{max(7, len(k))}s}" for k in COLUMNS)
           + "  allocs frees retries syncs reserved_MiB", flush=True)
     rows = []
     for phase in PHASES:
         for case in cases:
             row = phase_row(phase, case, device)
             rows.append(row)
-            print(f"{phase:15s} {case['name']:22s} {row['T']:5d} " + " ".join(f"{row[k]:7.4f}" for k in COLUMNS)
+            cells = " ".join(f"{row[k]:{max(7, len(k))}.4f}" for k in COLUMNS)
+            print(f"{phase:15s} {case['name']:22s} {row['T']:5d} " + cells
                   + "  " + " ".join(f"{row['allocator'][k]:6d}" for k in COUNTERS) + f" {row['reserved_mib']:9.0f}",
                   flush=True)
             write_json(args.out / "mamba3_wall_gap.json", dict(run_metadata(None, device), rows=rows))
