@@ -3,18 +3,21 @@
 Session 44 (H100): in the bench, wall - queued was 0.03 / 0.07 / 0.24 ms at c1 x1 / x2 / x4 (0.35 ms at x4 in
 session 45's run 1), in a fresh process (`mamba3_wall_split.py --scales`) 0.03-0.05 at every scale. Two things the
 bench process has and a fresh one lacks are told apart here, in one process, the public entry through its graph, per
-case and scale, in three phases run in this order over every (case, scale):
+case and scale, in four phases run in this order over every (case, scale):
 - ``fresh``: ``mamba3_wall_split.split_call`` on the entry alone (its 3 input sets only);
-- ``bench_state``: the bench's stages built and each timed by ``wall_ms`` as the bench does (``timed_stages``: their
-  saved tensors and gradients live through the split), then the split again;
+- ``bench_capture``: the graphs dropped (``clear_graphs``), then the bench's stages built and each timed by
+  ``wall_ms`` as the bench does (``timed_stages``: their saved tensors and gradients live through the split), so
+  that the entry's graph is captured within the ``full`` stage's warm-up as in the bench; then the split;
+- ``bench_state``: the same with the graph the earlier phases captured (as until session 46);
 - ``after_profiler``: the stages dropped, one profiled window of the full call (``gpu_ms``, as the bench runs after
   its wall times; torch.profiler cannot be undone in a process, hence last), then the split again.
-After the split, each phase also times the entry the bench's way (``wall_ms``: host timer around call + synchronize,
-30 calls after one warm-up call per input set): ``wall_ms_entry`` as the split calls it, ``wall_ms_configs`` with the
-default launch configs passed explicitly as the bench's ``full`` stage passes them; ``wall_ms_stage`` (bench_state
-only) is the ``full`` stage's own ``wall_ms`` within the stage loop, the bench's wall column. Session 46 (H100): the
-bench run at 4x alone showed wall - queued 0.22-0.27 ms while the split's wall - queued stayed at 0.03 in every phase,
-so the gap lies between the two ways of timing, or between the entry's two call forms.
+After the split, each phase also times the entry the bench's way (``wall_ms``: host timer around call +
+synchronize, 30 calls after one warm-up call per input set): ``wall_ms_entry`` as the split calls it,
+``wall_ms_configs`` with the default launch configs passed explicitly as the bench's ``full`` stage passes them;
+``wall_ms_stage`` (the two bench phases only) is the ``full`` stage's own ``wall_ms`` within the stage loop, the
+bench's wall column. Session 46 (H100): the bench run at 4x alone showed wall - queued 0.22-0.27 ms while the split's
+wall - queued stayed at 0.03 in every phase, so the gap lies between the two ways of timing, the entry's two call
+forms, or where the graph was captured.
 Each row also holds the caching allocator's counters over its split (``memory_stats``: cudaMalloc and cudaFree calls,
 allocation retries, syncs of all streams) and the memory reserved. ms columns as `mamba3_wall_split.py`: queued,
 span, wall, pre / replay / post (host), lead = span - queued. The entry runs as the bench calls it (``graph=None``),
@@ -40,7 +43,7 @@ from ssmkit.mamba3 import graph as graph_module  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
 from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp  # noqa: E402
 
-PHASES = ("fresh", "bench_state", "after_profiler")
+PHASES = ("fresh", "bench_capture", "bench_state", "after_profiler")
 COUNTERS = ("num_device_alloc", "num_device_free", "num_alloc_retries", "num_sync_all_streams")
 COLUMNS = ("queued", "span", "wall", "pre", "replay", "post", "lead", "wall_ms_stage", "wall_ms_entry",
            "wall_ms_configs")
@@ -71,7 +74,9 @@ def phase_row(phase: str, case: dict, device) -> dict:
     if not graph_module.graph_applies(None, sets[0]["q"], sets[0]["cu_seqlens"]):
         raise SystemExit(f"{case['name']}: above the graph bound (GRAPH_MAX_CALL_BYTES), so no replay to split")
     stage_full = float("nan")
-    if phase == "bench_state":
+    if phase in ("bench_capture", "bench_state"):
+        if phase == "bench_capture":
+            graph_module.clear_graphs()  # (the entry's graph then captured within the stage loop, as in the bench)
         stages = timed_stages(sets)
         stage_full = {name: wall_ms(fn, stage_sets) for name, (fn, stage_sets) in stages.items()}["full"]
         row = counted_split(sets)
