@@ -8,16 +8,17 @@ case and scale, in four phases run in this order over every (case, scale):
 - ``bench_capture``: the graphs dropped (``clear_graphs``), then the bench's stages built and each timed by
   ``wall_ms`` as the bench does (``timed_stages``: their saved tensors and gradients live through the split), so
   that the entry's graph is captured within the ``full`` stage's warm-up as in the bench; then the split;
-- ``bench_state``: the same with the graph the earlier phases captured (as until session 46);
+- ``bench_state``: the same without dropping the graphs first. The phases run phase by phase over every (case,
+  scale), and each ``bench_capture`` row drops the graphs, so here a case's graph is the one the last
+  ``bench_capture`` row captured in its stage loop (that phase's last case and scale), or captured again in this
+  phase's own stage loop (every other one);
 - ``after_profiler``: the stages dropped, one profiled window of the full call (``gpu_ms``, as the bench runs after
   its wall times; torch.profiler cannot be undone in a process, hence last), then the split again.
-After the split, each phase also times the entry the bench's way (``wall_ms``: host timer around call +
-synchronize, 30 calls after one warm-up call per input set): ``wall_ms_entry`` as the split calls it,
-``wall_ms_configs`` with the default launch configs passed explicitly as the bench's ``full`` stage passes them;
-``wall_ms_stage`` (the two bench phases only) is the ``full`` stage's own ``wall_ms`` within the stage loop, the
-bench's wall column. Session 46 (H100): the bench run at 4x alone showed wall - queued 0.22-0.27 ms while the split's
-wall - queued stayed at 0.03 in every phase, so the gap lies between the two ways of timing, the entry's two call
-forms, or where the graph was captured.
+After the split, each phase also times the entry the bench's way (``wall_ms_entry``: ``wall_ms``, a host timer around
+call + synchronize, 30 calls after one warm-up call per input set); ``wall_ms_stage`` (the two bench phases only) is
+the ``full`` stage's own ``wall_ms`` within the stage loop, the bench's wall column. (The bench's ``full`` stage passes
+the default launch configs explicitly; the entry's defaults are the same objects, so its graph and key are the
+entry's.)
 Each row also holds the caching allocator's counters over its split (``memory_stats``: cudaMalloc and cudaFree calls,
 allocation retries, syncs of all streams) and the memory reserved. ms columns as `mamba3_wall_split.py`: queued,
 span, wall, pre / replay / post (host), lead = span - queued. The entry runs as the bench calls it (``graph=None``),
@@ -37,26 +38,17 @@ from mamba3_bench import ROTATE, gpu_ms, named_cases, timed_stages, wall_ms  # n
 from mamba3_wall_split import install_marks, split_call  # noqa: E402
 
 from ssmkit.harness.report import run_metadata, write_json  # noqa: E402
-from ssmkit.kernels.mamba3.bwd import DEFAULT_BWD_CONFIG  # noqa: E402
-from ssmkit.kernels.mamba3.fwd import DEFAULT_FWD_CONFIG  # noqa: E402
 from ssmkit.mamba3 import graph as graph_module  # noqa: E402
 from ssmkit.mamba3.inputs import make_inputs  # noqa: E402
 from ssmkit.mamba3.op import mamba3_siso_varlen_joint_states_full_vjp  # noqa: E402
 
 PHASES = ("fresh", "bench_capture", "bench_state", "after_profiler")
 COUNTERS = ("num_device_alloc", "num_device_free", "num_alloc_retries", "num_sync_all_streams")
-COLUMNS = ("queued", "span", "wall", "pre", "replay", "post", "lead", "wall_ms_stage", "wall_ms_entry",
-           "wall_ms_configs")
+COLUMNS = ("queued", "span", "wall", "pre", "replay", "post", "lead", "wall_ms_stage", "wall_ms_entry")
 
 
 def entry(args: dict):
     return mamba3_siso_varlen_joint_states_full_vjp(**args)
-
-
-def entry_configs(args: dict):
-    """The entry as the bench's ``full`` stage calls it: the default launch configs passed explicitly."""
-    return mamba3_siso_varlen_joint_states_full_vjp(**args, fwd_config=DEFAULT_FWD_CONFIG,
-                                                    bwd_config=DEFAULT_BWD_CONFIG)
 
 
 def counted_split(arg_sets) -> dict:
@@ -84,8 +76,7 @@ def phase_row(phase: str, case: dict, device) -> dict:
         if phase == "after_profiler":
             gpu_ms(entry, sets)
         row = counted_split(sets)
-    row.update(wall_ms_stage=stage_full, wall_ms_entry=wall_ms(entry, sets),
-               wall_ms_configs=wall_ms(entry_configs, sets))
+    row.update(wall_ms_stage=stage_full, wall_ms_entry=wall_ms(entry, sets))
     return dict(phase=phase, case=case["name"], T=sum(case["seqlens"]), **row)
 
 
