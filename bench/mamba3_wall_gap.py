@@ -1,9 +1,10 @@
 """Where `mamba3_bench.py`'s wall time of the public call exceeds its queued time at long sequences (CUDA only).
 
 Session 44 (H100): in the bench, wall - queued was 0.03 / 0.07 / 0.24 ms at c1 x1 / x2 / x4 (0.35 ms at x4 in
-session 45's run 1), in a fresh process (`mamba3_wall_split.py --scales`) 0.03-0.05 at every scale. Two things the
-bench process has and a fresh one lacks are told apart here, in one process, the public entry through its graph, per
-case and scale, in four phases run in this order over every (case, scale):
+session 45's run 1), in a fresh process (`mamba3_wall_split.py --scales`) 0.03-0.05 at every scale. What the bench
+process has and a fresh one lacks (its stages' tensors, its graph captured inside its stage loop, its profiler
+windows) is told apart here, in one process, the public entry through its graph, per case and scale, in four phases
+run in this order over every (case, scale):
 - ``fresh``: ``mamba3_wall_split.split_call`` on the entry alone (its 3 input sets only);
 - ``bench_capture``: the graphs dropped (``clear_graphs``), then the bench's stages built and each timed by
   ``wall_ms`` as the bench does (``timed_stages``: their saved tensors and gradients live through the split), so
