@@ -72,11 +72,9 @@ def phase_row(phase: str, case: dict, device) -> dict:
             graph_module.clear_graphs()  # (the entry's graph then captured within the stage loop, as in the bench)
         stages = timed_stages(sets)
         stage_full = {name: wall_ms(fn, stage_sets) for name, (fn, stage_sets) in stages.items()}["full"]
-        row = counted_split(sets)
-    else:
-        if phase == "after_profiler":
-            gpu_ms(entry, sets)
-        row = counted_split(sets)
+    elif phase == "after_profiler":
+        gpu_ms(entry, sets)
+    row = counted_split(sets)
     row.update(wall_ms_stage=stage_full, wall_ms_entry=wall_ms(entry, sets))
     return dict(phase=phase, case=case["name"], T=sum(case["seqlens"]), **row)
 
@@ -91,14 +89,15 @@ def main() -> None:
     install_marks()
     graph_module.MAX_CAPTURES = 10 ** 6
     cases = named_cases(args.cases, args.scales)
-    print(f"{'phase':15s} {'case':22s} {'T':>5s} " + " ".join(f"{k:>{max(7, len(k))}s}" for k in COLUMNS)
+    width = {k: max(7, len(k)) for k in COLUMNS}
+    print(f"{'phase':15s} {'case':22s} {'T':>5s} " + " ".join(f"{k:>{width[k]}s}" for k in COLUMNS)
           + "  allocs frees retries syncs reserved_MiB", flush=True)
     rows = []
     for phase in PHASES:
         for case in cases:
             row = phase_row(phase, case, device)
             rows.append(row)
-            cells = " ".join(f"{row[k]:{max(7, len(k))}.4f}" for k in COLUMNS)
+            cells = " ".join(f"{row[k]:{width[k]}.4f}" for k in COLUMNS)
             print(f"{phase:15s} {case['name']:22s} {row['T']:5d} " + cells
                   + "  " + " ".join(f"{row['allocator'][k]:6d}" for k in COUNTERS) + f" {row['reserved_mib']:9.0f}",
                   flush=True)
