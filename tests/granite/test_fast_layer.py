@@ -1018,6 +1018,7 @@ def _check_prefill_fast_path(device: str, monkeypatch) -> None:
     cfg = GraniteMambaConfig.tiny(chunk_size=16)  # (the GPU's tl.dot tiles need >= 16)
     fast = FastMambaLayer(cfg).to(device, BF16)
     fast.load_state_dict(synthetic_slice(cfg, 61).mamba)
+    fast.prefill_address_graphs = False  # (the bindings by shape alone; addressed graphs: _check_addressed_prefill)
     g = torch.Generator().manual_seed(62)
     hid = lambda b=2, n=5: torch.randn(b, n, cfg.hidden_size, generator=g).to(device, BF16)  # noqa: E731
     checks = []
@@ -1133,6 +1134,116 @@ def test_prefill_fast_path_with_a_stand_in_graph(monkeypatch):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
 def test_prefill_fast_path_cuda(monkeypatch):
     _check_prefill_fast_path("cuda", monkeypatch)
+
+
+def _check_addressed_prefill(device: str, monkeypatch) -> None:
+    """prefill_address_graphs: an unmasked prefill without a cache at an address seen once before gets a graph of
+    its own (in_proj inside, reading the caller's memory at replay time), captured on that second sighting only
+    (fresh addresses, a non-contiguous input, the switch off or "whole" graphs capture none); every call equals the
+    eager forward bit for bit in new tensors, also after the caller rewrote its tensor in place or (CUDA) a new
+    tensor took a used address; once captured the fast path replays it without the argument check; the LRU bound
+    holds, an evicted graph's binding goes with it, and clear_graphs / a copy forget the addresses."""
+    from ssmkit.granite import layer as layer_module
+
+    monkeypatch.setattr(layer_module, "_MAX_PREFILL_GRAPHS", 4)
+    cfg = GraniteMambaConfig.tiny(chunk_size=16)  # (the GPU's tl.dot tiles need >= 16)
+    fast = FastMambaLayer(cfg).to(device, BF16)
+    fast.load_state_dict(synthetic_slice(cfg, 71).mamba)
+    g = torch.Generator().manual_seed(72)
+    hid = lambda b=2: torch.randn(b, 5, cfg.hidden_size, generator=g).to(device, BF16)  # noqa: E731
+    checks, captures, replays = [], [], []
+    real_check, real_capture = fast.check_forward_args_with_facts, layer_module.capture_graph
+    real_replay = layer_module._PrefillGraph.replay
+    monkeypatch.setattr(fast, "check_forward_args_with_facts", lambda *a: checks.append(1) or real_check(*a))
+    monkeypatch.setattr(layer_module, "capture_graph", lambda *a: captures.append(1) or real_capture(*a))
+    monkeypatch.setattr(layer_module._PrefillGraph, "replay",
+                        lambda self, *a: replays.append(self.graph_mode) or real_replay(self, *a))
+
+    def eager(h):
+        fast.prefill_graphs = False
+        try:
+            return fast(h)
+        finally:
+            fast.prefill_graphs = "mapped"
+
+    def same(got, want):
+        (go, gc), (wo, wc) = got, want
+        assert torch.equal(go, wo) and torch.equal(gc.conv_state, wc.conv_state)
+        assert torch.equal(gc.ssm_state, wc.ssm_state)
+
+    def addressed():
+        return {(e.key[-1], torch.Size(e.key[0])) for e in fast._prefill_graphs.values() if e.graph_mode == "addressed"}
+
+    hs = [hid() for _ in range(3)]
+    with torch.no_grad():
+        want = [eager(h) for h in hs]
+        first = fast(hs[0])
+        kept = first[0].clone()
+        assert len(captures) == 1 and replays[-1] == "kernels"  # first sighting: the shape's "kernels" graph
+        for h, w in zip(hs[1:], want[1:]):
+            same(fast(h), w)  # first sightings by the shape's binding: marked, not captured
+        assert len(captures) == 1 and replays[-2:] == ["kernels"] * 2
+        n = len(checks)
+        for h, w in zip(hs, want):
+            same(fast(h), w)  # second sightings: the full path captures each address's graph
+        assert len(checks) == n + 3 and len(captures) == 4 and replays[-3:] == ["addressed"] * 3
+        assert addressed() == set(fast._prefill_addressed) == {(h.data_ptr(), h.shape) for h in hs}
+        n = len(checks)
+        for h, w in zip(hs, want):
+            same(fast(h), w)  # bound: the fast path replays the address's graph
+        assert len(checks) == n and len(captures) == 4 and replays[-3:] == ["addressed"] * 3
+        assert torch.equal(first[0], kept)  # what an earlier call returned survives the replays
+        hs[0].copy_(hid())  # the caller rewrites its tensor: the graph reads it at replay time
+        want[0] = eager(hs[0])
+        same(fast(hs[0]), want[0])
+        assert replays[-1] == "addressed"
+        # fresh tensors (kept alive: their addresses stay unused), a non-contiguous input: seen once or not at
+        # all, so no capture; each equals the eager forward
+        fresh = [hid() for _ in range(2)]
+        wide = torch.randn(2, 5, 2 * cfg.hidden_size, generator=g).to(device, BF16)[..., ::2]
+        for h in (*fresh, wide, wide):
+            same(fast(h), eager(h))
+        assert len(captures) == 4
+        if device == "cuda":  # a new tensor at a used address is read there
+            address = hs[2].data_ptr()
+            hs[2] = None
+            hs[2] = hid()
+            assert hs[2].data_ptr() == address  # (the caching allocator hands the freed block back)
+            same(fast(hs[2]), eager(hs[2]))
+            assert replays[-1] == "addressed" and len(captures) == 4
+        # the switch off, or "whole" graphs: no addressed graph is replayed
+        for name, value in (("prefill_address_graphs", False), ("prefill_graphs", "whole")):
+            setattr(fast, name, value)
+            same(fast(hs[1]), want[1])
+            assert replays[-1] != "addressed", name
+            setattr(fast, name, True if name == "prefill_address_graphs" else "mapped")
+        # LRU (4 graphs): a new shape's kernels graph and, on its second sighting, its addressed graph evict the
+        # least recently used graphs; an evicted addressed graph's binding goes with it, and the address (still
+        # remembered) gets a new graph on its next call
+        wider = hid(3)
+        same(fast(wider), eager(wider))
+        same(fast(wider), eager(wider))
+        assert len(fast._prefill_graphs) == 4 and (wider.data_ptr(), wider.shape) in fast._prefill_addressed
+        assert set(fast._prefill_addressed) == addressed()
+        gone = {(h.data_ptr(), h.shape) for h in hs} - set(fast._prefill_addressed)
+        assert gone
+        for h, w in zip(hs, want):
+            same(fast(h), w)
+        assert set(fast._prefill_addressed) == addressed() and len(fast._prefill_graphs) == 4
+    clone = copy.deepcopy(fast)
+    assert not clone._prefill_addressed and not clone._seen_addresses
+    fast.clear_graphs()
+    assert not fast._prefill_addressed and not fast._seen_addresses
+
+
+def test_addressed_prefill_with_a_stand_in_graph(monkeypatch):
+    _stand_in_graphs(monkeypatch)
+    _check_addressed_prefill("cpu", monkeypatch)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_addressed_prefill_cuda(monkeypatch):
+    _check_addressed_prefill("cuda", monkeypatch)
 
 
 def test_decode_bindings_hold_no_cache_alive_and_follow_the_graph_lru(tiny, monkeypatch):

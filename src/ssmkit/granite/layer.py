@@ -46,6 +46,15 @@ Paths:
   bench/results/session3/host_timeline_s3f.json. Session 12 measured the same graph for unmasked batches, with
   slot copies in and out: 407.4 vs 414.1 us per B=1 L=4096 call, 1246.2 vs 1202.8 at L=16384, +100 MiB peak
   memory at 4096; not kept, bench/granite/NOTES.md "Session 12".)
+  ``prefill_address_graphs`` (default True, session 47): an unmasked prefill without a cache whose contiguous
+  hidden_states sit at an address that an earlier such call of the same shape used replays a graph of its own
+  captured on that address ("addressed"): the "kernels" graph with in_proj inside it, reading the caller's memory at
+  replay time (no copy; out_proj eager after it as in "kernels"), so the GPU no longer idles through cuBLAS's host
+  launch path before its first kernel. One graph per address (the caller's tensor is not kept alive: a new tensor
+  at a used address is read there), captured on an address's second sighting only (a loop whose inputs never reuse
+  an address captures nothing more), within the same LRU bound. (H100, same process, prototype
+  bench/granite_addressed_prefill.py: -27.6 / -28.0 us per B=1 call at L = 4096 / 16384, the same bits,
+  bench/granite/NOTES.md "Session 47".)
   ``speculate_packed_prefill`` (default True): a packed graph is chosen by the mask's lengths, which reach the host
   through a device-to-host copy, and the GPU idled from that copy until the replay began. When the last two calls
   of a shape (no cache given) ran the same "mapped" graph, a call replays that graph into new tensors at once and
@@ -107,6 +116,9 @@ _MAX_PREFILL_GRAPHS = 4
 # FastMambaLayer.prefill_graphs: off, the whole forward in the graph, the kernels between the GEMMs only, or
 # ("mapped") the whole forward with MappedIO for packed left-padded batches ("kernels" for the others).
 _PREFILL_GRAPH_MODES = (False, "whole", "kernels", "mapped")
+# FastMambaLayer.prefill_address_graphs: the (address, shape) keys of unmasked prefill inputs seen once, at most this
+# many remembered (the second sighting of one captures its "addressed" graph).
+_MAX_SEEN_ADDRESSES = 16
 # FastMambaLayer.pack_padded_gemms -> _Packing mode (None: projections over every position; True = "packed").
 _PACK_MODES = {False: None, True: "packed", "rows": "rows", "packed": "packed"}
 # FastMambaLayer.decode_io: how a decode graph gets its token and returns its output (_DecodeGraph).
@@ -168,7 +180,7 @@ def _release_graphs(graphs) -> None:
     wait until none of their replays still runs on the GPU. An acknowledgement does not say so (the table fetch
     acknowledges once it has read the table), and a replay on another stream is not ordered with later allocations
     on this one."""
-    for device in {g.static_in.device for g in graphs}:
+    for device in {g.static_out.device for g in graphs}:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
@@ -228,11 +240,12 @@ class _DecodeBinding(_Binding):
 
 
 class _PrefillBinding(_Binding):
-    """A prefill graph without a mask ("kernels" or "whole") bound to the input layout of the call that chose it,
-    for ``FastMambaLayer.forward``'s prefill fast path: ``input_matches`` is true only when the reference's
+    """A prefill graph without a mask ("kernels", "whole" or "addressed") bound to the input layout of the call that
+    chose it, for ``FastMambaLayer.forward``'s prefill fast path: ``input_matches`` is true only when the reference's
     ``check_forward_args`` would accept a call without cache or mask and the dispatch would choose this graph (the
-    key holds nothing else: the shape, dtype and device of hidden_states, no mask, and the switches), so the call
-    can skip both and replay (parameters replaced by new tensors are not detected: ``FastMambaLayer.clear_graphs``).
+    key holds nothing else: the shape, dtype and device of hidden_states, no mask, and the switches; for an
+    "addressed" graph also the address, which the binding's own key holds), so the call can skip both and replay
+    (parameters replaced by new tensors are not detected: ``FastMambaLayer.clear_graphs``).
     """
 
     __slots__ = ("entry",)
@@ -259,15 +272,16 @@ class _Guess(NamedTuple):
 class _PrefillGraph:
     """A prefill from the zero state captured for one key. ``static_in`` is what a call fills before the replay
     and ``static_out`` what it reads after: hidden_states and the layer output for a whole-forward graph, the
-    in_proj output and the normed out_proj input for a kernels-only graph; for a "mapped" graph (``io`` set,
-    ``run_mapped``) the gathered rows and the packed out_proj output, which calls never touch. ``packing``: the
-    key's packed projections (or None)."""
+    in_proj output and the normed out_proj input for a kernels-only graph; for an "addressed" graph None (its
+    in_proj reads the caller's hidden_states at the key's address) and the normed out_proj input; for a "mapped"
+    graph (``io`` set, ``run_mapped``) the gathered rows and the packed out_proj output, which calls never touch.
+    ``packing``: the key's packed projections (or None)."""
 
-    def __init__(self, key: tuple, graph_mode: str, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor,
+    def __init__(self, key: tuple, graph_mode: str, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor | None,
                  static_mask: torch.Tensor | None, static_out: torch.Tensor, static_cache: MambaCache,
                  packing: _Packing | None, io: MappedIO | None = None) -> None:
         self.key = key  # (FastMambaLayer._prefill_key: the graph's entry in the layer's LRU)
-        self.graph_mode = graph_mode  # "whole", "kernels" or "mapped" (``FastMambaLayer._replay_prefill``)
+        self.graph_mode = graph_mode  # "whole", "kernels", "addressed" or "mapped" (``_replay_prefill``)
         self.graph = graph
         self.packing = packing
         self.static_in = static_in
@@ -275,7 +289,7 @@ class _PrefillGraph:
         self.static_out = static_out
         self.static_cache = static_cache
         self.io = io
-        self._stream = ReplayStream(static_in.device)  # ("mapped": the stream of the last replay)
+        self._stream = ReplayStream(static_out.device)  # ("mapped": the stream of the last replay)
 
     def run_mapped(self, hidden_states: torch.Tensor, cache: MambaCache | None) -> tuple[torch.Tensor, MambaCache]:
         """A "mapped" graph (packed left-padded batch, whole forward): post the token rows' source and the three
@@ -411,7 +425,9 @@ class FastMambaLayer(ReferenceMambaLayer):
     calls of the same shape ran the same packed graph replays it before the mask's facts reach the host, see
     ``_guessed_packed_prefill``) and ``prefill_fast_path`` (True: a call without cache or mask of a shape whose
     last full-path call ran an unmasked graph replays it without the full checks and key, see ``_bound_call``;
-    session 32, not yet measured on a GPU).
+    session 32; H100, session 33: -9.1 / -24 us per call at L = 4096 / 16384) and ``prefill_address_graphs`` (True:
+    an unmasked prefill without a cache at an input address seen before replays a graph with in_proj inside, read
+    at that address; the module docstring).
     """
 
     def __init__(self, config: GraniteMambaConfig, layer_idx: int = 0) -> None:
@@ -428,6 +444,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.ssd_fused_state = None
         self.speculate_packed_prefill = True
         self.prefill_fast_path = True
+        self.prefill_address_graphs = True
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
         # cache.ssm_state.data_ptr() -> the binding of the graph captured on that state (forward's fast path), at
         # most _MAX_DECODE_GRAPHS; keyed by the state's address, so a new cache object on the same memory hits too
@@ -436,6 +453,11 @@ class FastMambaLayer(ReferenceMambaLayer):
         # hidden_states.shape -> the binding of the unmasked graph a call of that shape last ran on the full path
         # (forward's prefill fast path); only graphs in _prefill_graphs are bound
         self._prefill_bound: dict[torch.Size, _PrefillBinding] = {}
+        # _address_key(hidden_states) -> the binding of the "addressed" graph captured on that address (the fast
+        # path's first look); only graphs in _prefill_graphs are bound. _seen_addresses: keys seen once, not yet
+        # captured (at most _MAX_SEEN_ADDRESSES, the oldest forgotten)
+        self._prefill_addressed: dict[tuple, _PrefillBinding] = {}
+        self._seen_addresses: OrderedDict[tuple, None] = OrderedDict()
         # _route_key(...) of a masked prefill without a cache -> (the "mapped" graph key its last call on the normal
         # path ran, or None for another path; how many normal-path calls before it in a row ran the same; a right
         # guess leaves it as it is): _guessed_packed_prefill's guess
@@ -535,12 +557,21 @@ class FastMambaLayer(ReferenceMambaLayer):
         ``check_forward_args_with_facts``, ``_unsupported`` or ``_prefill`` does not run on these paths: set
         ``decode_fast_path`` / ``prefill_fast_path`` False where they must. The host time before in_proj's launch,
         which the GPU idles through, was ~28 us per B = 1 prefill on a slow host (module call 5, checks 6, dispatch
-        10; bench/granite/NOTES.md "Session 11"): "Session 32" there."""
+        10; bench/granite/NOTES.md "Session 11"): "Session 32" there. With ``prefill_address_graphs`` the first look
+        is for the "addressed" graph bound to hidden_states' address; a call at an address seen once before, not yet
+        captured, takes the full path instead of the shape's graph (which captures the address's graph there)."""
         if cache is None:
-            bound = (self._prefill_bound.get(hidden_states.shape)
-                     if self.prefill_fast_path and type(hidden_states) is torch.Tensor else None)
-            if bound is None or not bound.input_matches(hidden_states, self.in_proj.weight, self._prefill_switches()):
+            if not self.prefill_fast_path or type(hidden_states) is not torch.Tensor:
                 return None
+            weight, switches = self.in_proj.weight, self._prefill_switches()
+            address = self._address_key(hidden_states)
+            bound = None if address is None else self._prefill_addressed.get(address)
+            if bound is None or not bound.input_matches(hidden_states, weight, switches):
+                bound = self._prefill_bound.get(hidden_states.shape)
+                if bound is None or not bound.input_matches(hidden_states, weight, switches):
+                    return None
+                if address is not None and self._seen_before(address):
+                    return None
             self._prefill_graphs.move_to_end(bound.entry.key)
             with torch.no_grad() if torch.is_grad_enabled() else contextlib.nullcontext():
                 out, cache = self._replay_prefill(bound.entry, hidden_states, None, None)
@@ -574,8 +605,11 @@ class FastMambaLayer(ReferenceMambaLayer):
         if graph_mode is not None:
             entry = self._prefill_graph(hidden_states, mask, lengths, mode, graph_mode)
             if mask is None and graph_mode != "mapped":
-                switches = self._prefill_switches()
-                self._prefill_bound[hidden_states.shape] = _PrefillBinding(entry, hidden_states, switches)
+                binding = _PrefillBinding(entry, hidden_states, self._prefill_switches())
+                if graph_mode == "addressed":
+                    self._prefill_addressed[self._address_key(hidden_states)] = binding
+                else:
+                    self._prefill_bound[hidden_states.shape] = binding
             return self._replay_prefill(entry, hidden_states, mask, cache)
         if cache is None:
             cache = MambaCache.zeros(self.config, hidden_states.shape[0], device=hidden_states.device,
@@ -592,14 +626,34 @@ class FastMambaLayer(ReferenceMambaLayer):
             entry.static_in.copy_(hidden_states)
             cache = entry.replay(mask, cache)
             return entry.static_out.clone(), cache
-        self._in_proj(hidden_states, mask, entry.packing, out=entry.static_in)
+        if entry.graph_mode == "kernels":  # (an "addressed" graph's in_proj reads hidden_states itself)
+            self._in_proj(hidden_states, mask, entry.packing, out=entry.static_in)
         cache = entry.replay(mask, cache)
         return self._out_proj(entry.static_out, entry.packing), cache
 
     def _prefill_switches(self) -> tuple:
         """The switches the dispatch of a prefill without a cache or mask depends on (``_prefill_route``,
         ``_prefill_key``): a prefill binding is valid only while they are unchanged."""
-        return self.prefill_graphs, self.pack_padded_gemms, self.cb_spread, self.ssd_fused_state
+        return (self.prefill_graphs, self.pack_padded_gemms, self.cb_spread, self.ssd_fused_state,
+                self.prefill_address_graphs)
+
+    def _address_key(self, hidden_states: torch.Tensor) -> tuple | None:
+        """(address, shape) of ``hidden_states`` when an unmasked prefill of it without a cache may take an
+        "addressed" graph (``prefill_address_graphs``, graphs "kernels" or "mapped", a contiguous torch.Tensor),
+        else None."""
+        if (not self.prefill_address_graphs or self.prefill_graphs not in ("kernels", "mapped")
+                or type(hidden_states) is not torch.Tensor or not hidden_states.is_contiguous()):
+            return None
+        return hidden_states.data_ptr(), hidden_states.shape
+
+    def _seen_before(self, address: tuple) -> bool:
+        """Whether ``address`` (an ``_address_key``) was seen before by this method; remembers it if not."""
+        if address in self._seen_addresses:
+            return True
+        self._seen_addresses[address] = None
+        if len(self._seen_addresses) > _MAX_SEEN_ADDRESSES:
+            self._seen_addresses.popitem(last=False)
+        return False
 
     def _prefill_route(self, hidden_states: torch.Tensor, continuing: bool, mask: torch.Tensor | None,
                        facts: MaskFacts | None) -> tuple[str | None, tuple[int, ...] | None, str | None]:
@@ -615,6 +669,10 @@ class FastMambaLayer(ReferenceMambaLayer):
             graph_mode = self.prefill_graphs
             if graph_mode == "mapped" and not (lengths is not None and mode == "packed"):
                 graph_mode = "kernels"  # mapped graphs are for packed left-padded batches
+            if graph_mode == "kernels" and mask is None:  # (the address's second sighting: its own graph)
+                address = self._address_key(hidden_states)
+                if address is not None and self._seen_before(address):
+                    graph_mode = "addressed"
         return mode, lengths, graph_mode
 
     def _route_key(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
@@ -759,25 +817,29 @@ class FastMambaLayer(ReferenceMambaLayer):
                 dropped = self._prefill_graphs.popitem(last=False)[1]
                 _release_graphs([dropped])
                 self._prefill_bound = {k: b for k, b in self._prefill_bound.items() if b.entry is not dropped}
+                self._prefill_addressed = {k: b for k, b in self._prefill_addressed.items() if b.entry is not dropped}
         else:
             self._prefill_graphs.move_to_end(key)
         return entry
 
     def _prefill_key(self, hidden_states: torch.Tensor, mask: torch.Tensor | None, lengths: tuple[int, ...] | None,
                      mode: str | None, graph_mode: str) -> tuple:
-        """The key of the captured prefill graph that a call with these facts replays."""
+        """The key of the captured prefill graph that a call with these facts replays (an "addressed" graph's holds
+        hidden_states' address)."""
         return (tuple(hidden_states.shape), hidden_states.dtype, hidden_states.device,
                 None if mask is None else mask.dtype, lengths, None if lengths is None else mode, self.cb_spread,
-                self.ssd_fused_state, graph_mode)
+                self.ssd_fused_state, graph_mode, hidden_states.data_ptr() if graph_mode == "addressed" else None)
 
     def _capture_prefill(self, key: tuple, hidden_states: torch.Tensor, mask: torch.Tensor | None,
                          packing: _Packing | None, graph_mode: str) -> _PrefillGraph:
         """Capture a prefill from the zero state on static inputs and a static cache: the whole forward
         (``graph_mode == "whole"``), the kernels between the GEMMs ("kernels"; "rows" packing: the static
         in_proj output's pad positions that the kernels read are zeroed once here, calls never write
-        them), or ("mapped", "packed" packing only) the whole forward between ``MappedIO``'s row gather from the
-        caller's hidden states and its writes to the caller's output and cache tensors. The warm-up runs on copies
-        of the caller's inputs (or, "mapped", reads them), which stay untouched. ``packing`` (its index tensors) is
+        them), in_proj and those kernels on the caller's hidden_states at its address ("addressed", unmasked, no
+        packing: no reference to the caller's tensor is kept), or ("mapped", "packed" packing only) the whole
+        forward between ``MappedIO``'s row gather from the caller's hidden states and its writes to the caller's
+        output and cache tensors. The warm-up runs on copies of the caller's inputs (or, "mapped" and "addressed",
+        reads them), which stay untouched. ``packing`` (its index tensors) is
         kept with the graph: the key holds the lengths, so every call of the key has the same one. ``key``: the
         graph's ``_prefill_key``, kept with it."""
         device = hidden_states.device
@@ -797,6 +859,12 @@ class FastMambaLayer(ReferenceMambaLayer):
 
                 def step():
                     return self._prefill_step(static_in, static_mask, packing, static_cache, False)
+            elif graph_mode == "addressed":
+                static_in = None
+
+                def step():
+                    zxbcdt = self._in_proj(hidden_states, None, None)
+                    return self._prefill_kernels(zxbcdt, None, static_cache, False)
             else:
                 static_in = self._in_proj(hidden_states, mask, packing)
                 if packing is not None and packing.zero_read_pads:
@@ -978,6 +1046,8 @@ class FastMambaLayer(ReferenceMambaLayer):
         state["_decode_bound"] = {}
         state["_prefill_graphs"] = OrderedDict()
         state["_prefill_bound"] = {}
+        state["_prefill_addressed"] = {}
+        state["_seen_addresses"] = OrderedDict()
         state["_packed_routes"] = OrderedDict()
         return state
 
@@ -991,6 +1061,8 @@ class FastMambaLayer(ReferenceMambaLayer):
         self._decode_bound.clear()
         self._prefill_graphs.clear()
         self._prefill_bound.clear()
+        self._prefill_addressed.clear()
+        self._seen_addresses.clear()
         self._packed_routes.clear()
 
     def _apply(self, fn, *args, **kwargs):
