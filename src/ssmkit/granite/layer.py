@@ -52,8 +52,8 @@ Paths:
   replay time (no copy; out_proj eager after it as in "kernels"), so the GPU no longer idles through cuBLAS's host
   launch path before its first kernel. One graph per address (the caller's tensor is not kept alive: a new tensor
   at a used address is read there), captured on an address's second sighting only (a loop whose inputs never reuse
-  an address captures nothing more), within the same LRU bound. (H100, same process, prototype
-  bench/granite_addressed_prefill.py: -27.6 / -28.0 us per B=1 call at L = 4096 / 16384, the same bits,
+  an address captures nothing more), within the same LRU bound. (H100, same process, a prototype of it beside the
+  layer, bench/results/session47/run1/: -27.6 / -28.0 us per B=1 call at L = 4096 / 16384, the same bits;
   bench/granite/NOTES.md "Session 47".)
   ``speculate_packed_prefill`` (default True): a packed graph is chosen by the mask's lengths, which reach the host
   through a device-to-host copy, and the GPU idled from that copy until the replay began. When the last two calls
