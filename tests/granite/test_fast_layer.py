@@ -1137,12 +1137,17 @@ def test_prefill_fast_path_cuda(monkeypatch):
 
 
 def _check_addressed_prefill(device: str, monkeypatch) -> None:
-    """prefill_address_graphs: an unmasked prefill without a cache at an address seen once before gets a graph of
-    its own (in_proj inside, reading the caller's memory at replay time), captured on that second sighting only
-    (fresh addresses, a non-contiguous input, the switch off or "whole" graphs capture none); every call equals the
-    eager forward bit for bit in new tensors, also after the caller rewrote its tensor in place or (CUDA) a new
-    tensor took a used address; once captured the fast path replays it without the argument check; the LRU bound
-    holds, an evicted graph's binding goes with it, and clear_graphs / a copy forget the addresses."""
+    """prefill_address_graphs: an unmasked prefill without a cache at an address seen before gets a graph of its
+    own (in_proj inside, reading the caller's memory at replay time), captured on that second sighting and only
+    while it evicts no other graph (fresh addresses, a non-contiguous input, a tensor subclass, the switch off, a
+    full LRU capture none; "whole" graphs take none); every call equals the eager forward bit for bit in new
+    tensors, also after the caller rewrote its tensor in place or a new tensor object took a used address (CUDA:
+    the graph keeps no reference to the caller's tensor); once captured the fast path replays it without the
+    argument check, and a call at that address which the check would refuse (another dtype, in_proj cast) still
+    gets the reference's error; an evicted graph's binding goes with it; clear_graphs / a copy forget the
+    addresses."""
+    import weakref
+
     from ssmkit.granite import layer as layer_module
 
     monkeypatch.setattr(layer_module, "_MAX_PREFILL_GRAPHS", 4)
@@ -1166,13 +1171,21 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
         finally:
             fast.prefill_graphs = "mapped"
 
+    returned = []  # every result of the layer's calls below, alive: a new call must return new tensors
+
     def same(got, want):
         (go, gc), (wo, wc) = got, want
         assert torch.equal(go, wo) and torch.equal(gc.conv_state, wc.conv_state)
         assert torch.equal(gc.ssm_state, wc.ssm_state)
+        ptrs = {go.data_ptr(), gc.conv_state.data_ptr(), gc.ssm_state.data_ptr()}
+        assert not ptrs & {t.data_ptr() for r in returned for t in (r[0], r[1].conv_state, r[1].ssm_state)}
+        returned.append(got)
 
     def addressed():
         return {(e.key[-1], torch.Size(e.key[0])) for e in fast._prefill_graphs.values() if e.graph_mode == "addressed"}
+
+    def counts():
+        return len(checks), len(captures)
 
     hs = [hid() for _ in range(3)]
     with torch.no_grad():
@@ -1181,59 +1194,83 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
         kept = first[0].clone()
         assert len(captures) == 1 and replays[-1] == "kernels"  # first sighting: the shape's "kernels" graph
         for h, w in zip(hs[1:], want[1:]):
-            same(fast(h), w)  # first sightings by the shape's binding: marked, not captured
+            same(fast(h), w)  # first sightings by the shape's binding: remembered, not captured
         assert len(captures) == 1 and replays[-2:] == ["kernels"] * 2
         n = len(checks)
         for h, w in zip(hs, want):
             same(fast(h), w)  # second sightings: the full path captures each address's graph
-        assert len(checks) == n + 3 and len(captures) == 4 and replays[-3:] == ["addressed"] * 3
+        assert counts() == (n + 3, 4) and replays[-3:] == ["addressed"] * 3
         assert addressed() == set(fast._prefill_addressed) == {(h.data_ptr(), h.shape) for h in hs}
         n = len(checks)
         for h, w in zip(hs, want):
             same(fast(h), w)  # bound: the fast path replays the address's graph
-        assert len(checks) == n and len(captures) == 4 and replays[-3:] == ["addressed"] * 3
+        assert counts() == (n, 4) and replays[-3:] == ["addressed"] * 3
         assert torch.equal(first[0], kept)  # what an earlier call returned survives the replays
         hs[0].copy_(hid())  # the caller rewrites its tensor: the graph reads it at replay time
         want[0] = eager(hs[0])
         same(fast(hs[0]), want[0])
         assert replays[-1] == "addressed"
-        # fresh tensors (kept alive: their addresses stay unused), a non-contiguous input: seen once or not at
-        # all, so no capture; each equals the eager forward
+        # a new tensor object at a used address (the old one dropped) is read there
+        storage, shape = hs[2].untyped_storage(), hs[2].shape
+        old = weakref.ref(hs[2])
+        hs[2] = h = w = None
+        if device == "cuda":
+            assert old() is None  # the graph keeps no reference to the caller's tensor
+        hs[2] = torch.empty(0, device=device, dtype=BF16).set_(storage, 0, shape).copy_(hid())
+        want[2] = eager(hs[2])
+        same(fast(hs[2]), want[2])
+        assert counts()[1] == 4 and replays[-1] == "addressed"
+        # the LRU is full (3 addressed graphs and the kernels graph): recurring fresh tensors (kept alive), a
+        # non-contiguous input and a Parameter capture nothing, each equal to the eager forward; the fresh ones
+        # and the strided one take the fast path each time (no full path to a capture that cannot happen)
         fresh = [hid() for _ in range(2)]
         wide = torch.randn(2, 5, 2 * cfg.hidden_size, generator=g).to(device, BF16)[..., ::2]
-        for h in (*fresh, wide, wide):
-            same(fast(h), eager(h))
-        assert len(captures) == 4
-        if device == "cuda":  # a new tensor at a used address is read there
-            address = hs[2].data_ptr()
-            hs[2] = None
-            hs[2] = hid()
-            assert hs[2].data_ptr() == address  # (the caching allocator hands the freed block back)
-            same(fast(hs[2]), eager(hs[2]))
-            assert replays[-1] == "addressed" and len(captures) == 4
-        # the switch off, or "whole" graphs: no addressed graph is replayed
-        for name, value in (("prefill_address_graphs", False), ("prefill_graphs", "whole")):
-            setattr(fast, name, value)
-            same(fast(hs[1]), want[1])
-            assert replays[-1] != "addressed", name
-            setattr(fast, name, True if name == "prefill_address_graphs" else "mapped")
-        # LRU (4 graphs): a new shape's kernels graph and, on its second sighting, its addressed graph evict the
-        # least recently used graphs; an evicted addressed graph's binding goes with it, and the address (still
-        # remembered) gets a new graph on its next call
-        wider = hid(3)
-        same(fast(wider), eager(wider))
-        same(fast(wider), eager(wider))
-        assert len(fast._prefill_graphs) == 4 and (wider.data_ptr(), wider.shape) in fast._prefill_addressed
-        assert set(fast._prefill_addressed) == addressed()
-        gone = {(h.data_ptr(), h.shape) for h in hs} - set(fast._prefill_addressed)
-        assert gone
-        for h, w in zip(hs, want):
-            same(fast(h), w)
-        assert set(fast._prefill_addressed) == addressed() and len(fast._prefill_graphs) == 4
+        param = torch.nn.Parameter(hid(), requires_grad=False)
+        others = (*fresh, wide, param)
+        ref = [eager(h) for h in others]
+        for h, r in zip(others, ref):
+            same(fast(h), r)
+        n = len(checks)
+        for k in (0, 1, 0, 1, 2):
+            same(fast(others[k]), ref[k])
+            assert replays[-1] == "kernels"
+        assert counts() == (n, 4) and len(fast._prefill_graphs) == 4
+        # the switch off: no addressed graph replayed, none captured; "whole" graphs: none replayed
+        fast.prefill_address_graphs = False
+        same(fast(hs[1]), want[1])
+        assert replays[-1] == "kernels" and counts()[1] == 4
+        fast.prefill_address_graphs = True
+        bound = set(fast._prefill_addressed)
+        fast.prefill_graphs = "whole"
+        same(fast(hs[1]), want[1])
+        assert replays[-1] == "whole"
+        fast.prefill_graphs = "mapped"
+        # the "whole" capture evicted the least recently used graph, an addressed one: its binding went with it,
+        # and with the LRU full its address takes the kernels graph, no capture
+        gone = bound - set(fast._prefill_addressed)
+        assert len(gone) == 1 and set(fast._prefill_addressed) == addressed()
+        k = next(i for i, h in enumerate(hs) if (h.data_ptr(), h.shape) in gone)
+        n = len(captures)
+        same(fast(hs[k]), want[k])
+        assert replays[-1] == "kernels" and len(captures) == n
+        # room again (a larger bound): the remembered address captures its graph on its next call
+        monkeypatch.setattr(layer_module, "_MAX_PREFILL_GRAPHS", 5)
+        same(fast(hs[k]), want[k])
+        assert replays[-1] == "addressed" and len(captures) == n + 1 and gone <= set(fast._prefill_addressed)
+        # calls at a bound address that the argument check refuses get the reference's errors
+        assert (hs[0].data_ptr(), hs[0].shape) in fast._prefill_addressed
+        with pytest.raises(TypeError, match="dtype"):
+            fast(hs[0].view(torch.float16))
+        fast.in_proj.float()
+        with pytest.raises(TypeError, match="does not match the layer weights"):
+            fast(hs[0])
+    fast.in_proj.to(BF16)
     clone = copy.deepcopy(fast)
     assert not clone._prefill_addressed and not clone._seen_addresses
-    fast.clear_graphs()
+    fast.clear_graphs()  # (a replaced parameter: the documented step)
     assert not fast._prefill_addressed and not fast._seen_addresses
+    with torch.no_grad():
+        same(fast(hs[0]), want[0])
 
 
 def test_addressed_prefill_with_a_stand_in_graph(monkeypatch):

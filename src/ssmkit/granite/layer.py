@@ -50,11 +50,13 @@ Paths:
   hidden_states sit at an address that an earlier such call of the same shape used replays a graph of its own
   captured on that address ("addressed"): the "kernels" graph with in_proj inside it, reading the caller's memory at
   replay time (no copy; out_proj eager after it as in "kernels"), so the GPU no longer idles through cuBLAS's host
-  launch path before its first kernel. One graph per address (the caller's tensor is not kept alive: a new tensor
-  at a used address is read there), captured on an address's second sighting only (a loop whose inputs never reuse
-  an address captures nothing more), within the same LRU bound. (H100, same process, a prototype of it beside the
-  layer, bench/results/session47/run1/: -27.6 / -28.0 us per B=1 call at L = 4096 / 16384, the same bits;
-  bench/granite/NOTES.md "Session 47".)
+  launch path before its first kernel. One graph per (address, shape, switches); the caller's tensor is not kept
+  alive, so a new tensor at a used address is read there. Captured on an address's second sighting (a loop whose
+  inputs never reuse an address captures nothing more) and only while the layer holds fewer graphs than the LRU
+  bound: an addressed capture never evicts another graph, so the steady state of any call pattern captures no more
+  than before (calls with an empty cache given, or an all-ones mask, take these graphs too). (H100, same process,
+  a prototype of it beside the layer, bench/results/session47/run1/: -27.6 / -28.0 us per B=1 call at L = 4096 /
+  16384, the same bits; bench/granite/NOTES.md "Session 47".)
   ``speculate_packed_prefill`` (default True): a packed graph is chosen by the mask's lengths, which reach the host
   through a device-to-host copy, and the GPU idled from that copy until the replay began. When the last two calls
   of a shape (no cache given) ran the same "mapped" graph, a call replays that graph into new tensors at once and
@@ -454,8 +456,8 @@ class FastMambaLayer(ReferenceMambaLayer):
         # (forward's prefill fast path); only graphs in _prefill_graphs are bound
         self._prefill_bound: dict[torch.Size, _PrefillBinding] = {}
         # _address_key(hidden_states) -> the binding of the "addressed" graph captured on that address (the fast
-        # path's first look); only graphs in _prefill_graphs are bound. _seen_addresses: keys seen once, not yet
-        # captured (at most _MAX_SEEN_ADDRESSES, the oldest forgotten)
+        # path's first look); only graphs in _prefill_graphs are bound. _seen_addresses: the keys seen, captured or
+        # not (at most _MAX_SEEN_ADDRESSES, the first seen forgotten first)
         self._prefill_addressed: dict[tuple, _PrefillBinding] = {}
         self._seen_addresses: OrderedDict[tuple, None] = OrderedDict()
         # _route_key(...) of a masked prefill without a cache -> (the "mapped" graph key its last call on the normal
@@ -558,8 +560,9 @@ class FastMambaLayer(ReferenceMambaLayer):
         ``decode_fast_path`` / ``prefill_fast_path`` False where they must. The host time before in_proj's launch,
         which the GPU idles through, was ~28 us per B = 1 prefill on a slow host (module call 5, checks 6, dispatch
         10; bench/granite/NOTES.md "Session 11"): "Session 32" there. With ``prefill_address_graphs`` the first look
-        is for the "addressed" graph bound to hidden_states' address; a call at an address seen once before, not yet
-        captured, takes the full path instead of the shape's graph (which captures the address's graph there)."""
+        is for the "addressed" graph bound to hidden_states' address, the second for the shape's binding (the graph
+        of the last full-path call of that shape that ran a non-addressed unmasked graph); a call at an address seen
+        before whose graph the full path would capture now (``_takes_addressed_graph``) takes the full path."""
         if cache is None:
             if not self.prefill_fast_path or type(hidden_states) is not torch.Tensor:
                 return None
@@ -570,7 +573,7 @@ class FastMambaLayer(ReferenceMambaLayer):
                 bound = self._prefill_bound.get(hidden_states.shape)
                 if bound is None or not bound.input_matches(hidden_states, weight, switches):
                     return None
-                if address is not None and self._seen_before(address):
+                if address is not None and self._takes_addressed_graph(hidden_states, address):
                     return None
             self._prefill_graphs.move_to_end(bound.entry.key)
             with torch.no_grad() if torch.is_grad_enabled() else contextlib.nullcontext():
@@ -599,6 +602,10 @@ class FastMambaLayer(ReferenceMambaLayer):
         the call's ``_route_key`` (a left-padded call without a cache), whose guess this call's path updates."""
         continuing = cache is not None and cache.has_previous_state
         mode, lengths, graph_mode = self._prefill_route(hidden_states, continuing, mask, facts)
+        if graph_mode == "kernels" and mask is None:
+            address = self._address_key(hidden_states)
+            if address is not None and self._takes_addressed_graph(hidden_states, address):
+                graph_mode = "addressed"
         if route is not None:
             self._note_route(route, self._prefill_key(hidden_states, mask, lengths, mode, graph_mode)
                              if graph_mode == "mapped" else None)
@@ -646,14 +653,17 @@ class FastMambaLayer(ReferenceMambaLayer):
             return None
         return hidden_states.data_ptr(), hidden_states.shape
 
-    def _seen_before(self, address: tuple) -> bool:
-        """Whether ``address`` (an ``_address_key``) was seen before by this method; remembers it if not."""
-        if address in self._seen_addresses:
-            return True
-        self._seen_addresses[address] = None
-        if len(self._seen_addresses) > _MAX_SEEN_ADDRESSES:
-            self._seen_addresses.popitem(last=False)
-        return False
+    def _takes_addressed_graph(self, hidden_states: torch.Tensor, address: tuple) -> bool:
+        """Whether an unmasked "kernels" prefill of ``hidden_states`` at ``address`` (its ``_address_key``) takes
+        the address's own graph: the address was seen before (else it is remembered now: one sighting per call)
+        and that graph is held, or capturing it evicts no other graph (fewer than _MAX_PREFILL_GRAPHS held)."""
+        if address not in self._seen_addresses:
+            self._seen_addresses[address] = None
+            if len(self._seen_addresses) > _MAX_SEEN_ADDRESSES:
+                self._seen_addresses.popitem(last=False)
+            return False
+        return (len(self._prefill_graphs) < _MAX_PREFILL_GRAPHS
+                or self._prefill_key(hidden_states, None, None, None, "addressed") in self._prefill_graphs)
 
     def _prefill_route(self, hidden_states: torch.Tensor, continuing: bool, mask: torch.Tensor | None,
                        facts: MaskFacts | None) -> tuple[str | None, tuple[int, ...] | None, str | None]:
@@ -669,10 +679,6 @@ class FastMambaLayer(ReferenceMambaLayer):
             graph_mode = self.prefill_graphs
             if graph_mode == "mapped" and not (lengths is not None and mode == "packed"):
                 graph_mode = "kernels"  # mapped graphs are for packed left-padded batches
-            if graph_mode == "kernels" and mask is None:  # (the address's second sighting: its own graph)
-                address = self._address_key(hidden_states)
-                if address is not None and self._seen_before(address):
-                    graph_mode = "addressed"
         return mode, lengths, graph_mode
 
     def _route_key(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
