@@ -4,13 +4,13 @@
 # read at that address), checked and measured.
 # 1. The fast layer's CUDA tests (the new test_addressed_prefill_cuda among them: a new tensor at a used address,
 #    the weakref showing no reference kept).
-# 2. `granite verify` of candidates/granite_fast.py (the layer at its defaults).
-# 3. Same-process A/B, `granite_call_gap.py --toggle '{"prefill_address_graphs": false}'` at the two B = 1 prefills
+# 2. Same-process A/B, `granite_call_gap.py --toggle '{"prefill_address_graphs": false}'` at the two B = 1 prefills
 #    (60 calls, alternating blocks of 10; the harness's 3 rotating inputs: 3 addressed graphs).
+# 3. `granite verify` of candidates/granite_fast.py (the layer at its defaults).
 # 4. `bench/granite_graph_memory.py`: allocated / reserved memory the prefill graphs hold, switch off and on.
 # 5. `granite bench` (16 pairs, all six workloads, peak memory).
-# Predictions: 1 pass; 2 PASS 117/117 (the same kernels and bits); 3 on-side faster by 20-35 us at both lengths (run 1's
-# prototype: -27.6 / -28.0 us on an H100); 4 the switch on holds 3 graphs more: reserved memory up by ~3x one graph's
+# Predictions: 1 pass; 2 on-side faster by 20-35 us at both lengths (run 1's
+# prototype: -27.6 / -28.0 us on an H100); 3 PASS 117/117 (the same kernels and bits); 4 the switch on holds 3 graphs more: reserved memory up by ~3x one graph's
 # pool (~0.2-0.4 GB at 4096, ~0.8-1.5 GB at 16384); 5 prefill B=1 rows 20-35 us below session 44's H100 bench (0.418 / 1.338
 # ms) or, on an H200, below session 45's (0.393 / 1.199); the varlen and decode rows as before; peak memory at the B=1
 # prefills up by the static outputs of 3 more graphs (~+0.1 GB at 4096, ~+0.3 GB at 16384).
@@ -28,13 +28,13 @@ echo "== granite fast-layer CUDA tests ($SECONDS s)"
 timeout $(cap 160) python -m pytest -q -p no:cacheprovider tests/granite/test_fast_layer.py -k "cuda or fast_path" \
   > $W/pytest_fast_layer_cuda.log 2>&1
 echo "rc=$?"; grep -E "passed|failed|FAILED|Error" $W/pytest_fast_layer_cuda.log | tail -5; pack
-echo "== granite verify ($SECONDS s)"
-timeout $(cap 120) python -m ssmkit.cli granite verify --candidate candidates/granite_fast.py \
-  --json $W/granite_verify.json > $W/granite_verify.log 2>&1; echo "rc=$?"; tail -1 $W/granite_verify.log; pack
 echo "== addressed prefill A/B ($SECONDS s)"
 timeout $(cap 100) python bench/granite_call_gap.py --workloads prefill_b1_l4096,prefill_b1_l16384 --calls 60 \
   --toggle '{"prefill_address_graphs": false}' --out $W/call_gap_addressed.json > $W/call_gap.log 2>&1
 echo "rc=$?"; grep -v -i warn $W/call_gap.log | tail -8; pack
+echo "== granite verify ($SECONDS s)"
+timeout $(cap 120) python -m ssmkit.cli granite verify --candidate candidates/granite_fast.py \
+  --json $W/granite_verify.json > $W/granite_verify.log 2>&1; echo "rc=$?"; tail -1 $W/granite_verify.log; pack
 echo "== graph memory ($SECONDS s)"
 timeout $(cap 80) python bench/granite_graph_memory.py --out $W/graph_memory.json > $W/graph_memory.log 2>&1
 echo "rc=$?"; grep -v -i warn $W/graph_memory.log | tail -5; pack
