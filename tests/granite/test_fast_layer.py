@@ -1154,6 +1154,7 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
     cfg = GraniteMambaConfig.tiny(chunk_size=16)  # (the GPU's tl.dot tiles need >= 16)
     fast = FastMambaLayer(cfg).to(device, BF16)
     fast.load_state_dict(synthetic_slice(cfg, 71).mamba)
+    fast.prefill_address_graphs = True  # (off by default until this form has run on a GPU)
     g = torch.Generator().manual_seed(72)
     hid = lambda b=2: torch.randn(b, 5, cfg.hidden_size, generator=g).to(device, BF16)  # noqa: E731
     checks, captures, replays = [], [], []

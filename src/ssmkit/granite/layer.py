@@ -46,8 +46,9 @@ Paths:
   bench/results/session3/host_timeline_s3f.json. Session 12 measured the same graph for unmasked batches, with
   slot copies in and out: 407.4 vs 414.1 us per B=1 L=4096 call, 1246.2 vs 1202.8 at L=16384, +100 MiB peak
   memory at 4096; not kept, bench/granite/NOTES.md "Session 12".)
-  ``prefill_address_graphs`` (default True, session 47): an unmasked prefill without a cache whose contiguous
-  hidden_states sit at an address that an earlier such call of the same shape used replays a graph of its own
+  ``prefill_address_graphs`` (session 47; default False until this form has run on a GPU: its CUDA test is
+  written, and no device machine came after the prototype's run): an unmasked prefill without a cache whose
+  contiguous hidden_states sit at an address that an earlier such call of the same shape used replays a graph of its own
   captured on that address ("addressed"): the "kernels" graph with in_proj inside it, reading the caller's memory at
   replay time (no copy; out_proj eager after it as in "kernels"), so the GPU no longer idles through cuBLAS's host
   launch path before its first kernel. One graph per (address, shape, switches); the caller's tensor is not kept
@@ -427,9 +428,9 @@ class FastMambaLayer(ReferenceMambaLayer):
     calls of the same shape ran the same packed graph replays it before the mask's facts reach the host, see
     ``_guessed_packed_prefill``) and ``prefill_fast_path`` (True: a call without cache or mask of a shape whose
     last full-path call ran an unmasked graph replays it without the full checks and key, see ``_bound_call``;
-    session 32; H100, session 33: -9.1 / -24 us per call at L = 4096 / 16384) and ``prefill_address_graphs`` (True:
-    an unmasked prefill without a cache at an input address seen before replays a graph with in_proj inside, read
-    at that address; the module docstring).
+    session 32; H100, session 33: -9.1 / -24 us per call at L = 4096 / 16384) and ``prefill_address_graphs``
+    (False; True: an unmasked prefill without a cache at an input address seen before replays a graph with in_proj
+    inside, read at that address; the module docstring).
     """
 
     def __init__(self, config: GraniteMambaConfig, layer_idx: int = 0) -> None:
@@ -446,7 +447,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.ssd_fused_state = None
         self.speculate_packed_prefill = True
         self.prefill_fast_path = True
-        self.prefill_address_graphs = True
+        self.prefill_address_graphs = False  # (True once its CUDA test and A/B have run: module docstring)
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
         # cache.ssm_state.data_ptr() -> the binding of the graph captured on that state (forward's fast path), at
         # most _MAX_DECODE_GRAPHS; keyed by the state's address, so a new cache object on the same memory hits too

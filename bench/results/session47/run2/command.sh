@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 47 run 2 (device, one call): the "addressed" prefill graphs in the layer (prefill_address_graphs, default
-# on: an unmasked prefill without a cache at an input address seen before replays a graph with in_proj inside,
+# Session 47 run 2 (device, one call; not run: no machine came): the "addressed" prefill graphs in the layer
+# (prefill_address_graphs; at 7f197f5 on by default, as steps 3-5 assume; off by default since, so a later session
+# flips the default first: an unmasked prefill without a cache at an input address seen before replays a graph with in_proj inside,
 # read at that address), checked and measured.
 # 1. The fast layer's CUDA tests (the new test_addressed_prefill_cuda among them: a new tensor at a used address,
 #    the weakref showing no reference kept).
@@ -30,7 +31,8 @@ timeout $(cap 160) python -m pytest -q -p no:cacheprovider tests/granite/test_fa
 echo "rc=$?"; grep -E "passed|failed|FAILED|Error" $W/pytest_fast_layer_cuda.log | tail -5; pack
 echo "== addressed prefill A/B ($SECONDS s)"
 timeout $(cap 100) python bench/granite_call_gap.py --workloads prefill_b1_l4096,prefill_b1_l16384 --calls 60 \
-  --toggle '{"prefill_address_graphs": false}' --out $W/call_gap_addressed.json > $W/call_gap.log 2>&1
+  --set '{"prefill_address_graphs": true}' --toggle '{"prefill_address_graphs": false}' \
+  --out $W/call_gap_addressed.json > $W/call_gap.log 2>&1
 echo "rc=$?"; grep -v -i warn $W/call_gap.log | tail -8; pack
 echo "== granite verify ($SECONDS s)"
 timeout $(cap 120) python -m ssmkit.cli granite verify --candidate candidates/granite_fast.py \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 47 run 2b (device, one call): run 2 cut to what the last ~4 minutes of device time allow, after thirteen
+# Session 47 run 2b (device, one call; not run: too little device time left to start a machine): run 2 cut to what the last ~4 minutes of device time allow, after thirteen
 # calls without a machine: the addressed path's CUDA tests (with the prefill fast path's and the prefill graphs'),
 # then the same-process A/B of prefill_address_graphs at the two B = 1 prefills (granite_call_gap.py --toggle).
 # Predictions as run 2's: the tests pass; the switch on faster by 20-35 us at both lengths.
@@ -19,6 +19,7 @@ timeout $(cap 110) python -m pytest -q -p no:cacheprovider tests/granite/test_fa
 echo "rc=$?"; grep -E "passed|failed|FAILED|Error" $W/pytest.log | tail -5; pack
 echo "== addressed prefill A/B ($SECONDS s)"
 timeout $(cap 120) python bench/granite_call_gap.py --workloads prefill_b1_l4096,prefill_b1_l16384 --calls 30 \
-  --toggle '{"prefill_address_graphs": false}' --out $W/call_gap_addressed.json > $W/call_gap.log 2>&1
+  --set '{"prefill_address_graphs": true}' --toggle '{"prefill_address_graphs": false}' \
+  --out $W/call_gap_addressed.json > $W/call_gap.log 2>&1
 echo "rc=$?"; grep -v -i warn $W/call_gap.log | tail -8; pack
 echo "== done ($SECONDS s)"
