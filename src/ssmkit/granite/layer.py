@@ -119,8 +119,8 @@ _MAX_PREFILL_GRAPHS = 4
 # FastMambaLayer.prefill_graphs: off, the whole forward in the graph, the kernels between the GEMMs only, or
 # ("mapped") the whole forward with MappedIO for packed left-padded batches ("kernels" for the others).
 _PREFILL_GRAPH_MODES = (False, "whole", "kernels", "mapped")
-# FastMambaLayer.prefill_address_graphs: the (address, shape) keys of unmasked prefill inputs seen once, at most this
-# many remembered (the second sighting of one captures its "addressed" graph).
+# FastMambaLayer.prefill_address_graphs: the (address, shape) keys of unmasked prefill inputs seen, at most this many
+# remembered (a key seen before may capture its "addressed" graph: FastMambaLayer._takes_addressed_graph).
 _MAX_SEEN_ADDRESSES = 16
 # FastMambaLayer.pack_padded_gemms -> _Packing mode (None: projections over every position; True = "packed").
 _PACK_MODES = {False: None, True: "packed", "rows": "rows", "packed": "packed"}
