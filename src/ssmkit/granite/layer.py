@@ -603,10 +603,9 @@ class FastMambaLayer(ReferenceMambaLayer):
         the call's ``_route_key`` (a left-padded call without a cache), whose guess this call's path updates."""
         continuing = cache is not None and cache.has_previous_state
         mode, lengths, graph_mode = self._prefill_route(hidden_states, continuing, mask, facts)
-        if graph_mode == "kernels" and mask is None:
-            address = self._address_key(hidden_states)
-            if address is not None and self._takes_addressed_graph(hidden_states, address):
-                graph_mode = "addressed"
+        address = self._address_key(hidden_states) if graph_mode == "kernels" and mask is None else None
+        if address is not None and self._takes_addressed_graph(hidden_states, address):
+            graph_mode = "addressed"
         if route is not None:
             self._note_route(route, self._prefill_key(hidden_states, mask, lengths, mode, graph_mode)
                              if graph_mode == "mapped" else None)
@@ -615,7 +614,7 @@ class FastMambaLayer(ReferenceMambaLayer):
             if mask is None and graph_mode != "mapped":
                 binding = _PrefillBinding(entry, hidden_states, self._prefill_switches())
                 if graph_mode == "addressed":
-                    self._prefill_addressed[self._address_key(hidden_states)] = binding
+                    self._prefill_addressed[address] = binding
                 else:
                     self._prefill_bound[hidden_states.shape] = binding
             return self._replay_prefill(entry, hidden_states, mask, cache)
