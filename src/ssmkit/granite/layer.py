@@ -447,7 +447,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.ssd_fused_state = None
         self.speculate_packed_prefill = True
         self.prefill_fast_path = True
-        self.prefill_address_graphs = True
+        self.prefill_address_graphs = False  # (True once its CUDA test and A/B have run: module docstring)
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
         # cache.ssm_state.data_ptr() -> the binding of the graph captured on that state (forward's fast path), at
         # most _MAX_DECODE_GRAPHS; keyed by the state's address, so a new cache object on the same memory hits too
