@@ -290,7 +290,7 @@ def run_cell(variant, settings, w, fast, ref, truth, readouts, config, device, p
                 if w.name in profile_names:
                     stage = "profile"
                     row["kernel_us"] = prefill_kernel_us(fast, w, config, device)
-                    log(f"  kernels (us/call): " + ", ".join(f"{k} {v}" for k, v in list(row["kernel_us"].items())[:12]))
+                    log("  kernels (us/call): " + ", ".join(f"{k} {v}" for k, v in list(row["kernel_us"].items())[:12]))
     except Exception as exc:  # OOM included: one cell fails, the run goes on
         row["error"] = describe_failure(exc, stage)
         row.setdefault("passed", False)
