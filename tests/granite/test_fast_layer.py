@@ -1139,13 +1139,13 @@ def test_prefill_fast_path_cuda(monkeypatch):
 def _check_addressed_prefill(device: str, monkeypatch) -> None:
     """prefill_address_graphs: an unmasked prefill without a cache at an address seen before gets a graph of its
     own (in_proj inside, reading the caller's memory at replay time), captured on that second sighting and only
-    while it evicts no other graph (fresh addresses, a non-contiguous input, a tensor subclass, the switch off, a
-    full LRU capture none; "whole" graphs take none); every call equals the eager forward bit for bit in new
-    tensors, also after the caller rewrote its tensor in place or a new tensor object took a used address (CUDA:
-    the graph keeps no reference to the caller's tensor); once captured the fast path replays it without the
-    argument check, and a call at that address which the check would refuse (another dtype, in_proj cast) still
-    gets the reference's error; an evicted graph's binding goes with it; clear_graphs / a copy forget the
-    addresses."""
+    while it evicts no other graph (fresh addresses, a non-contiguous input or a tensor subclass with or without
+    room, the switch off, a full LRU capture none; "whole" graphs take none); every call equals the eager forward
+    bit for bit in new tensors, also after the caller rewrote its tensor in place or a new tensor object took a
+    used address (CUDA: the graph keeps no reference to the caller's tensor); once captured the fast path replays
+    it without the argument check, and a call at that address which the check would refuse (another dtype, in_proj
+    cast) still gets the reference's error; an evicted graph's binding goes with it; clear_graphs / a copy forget
+    the addresses."""
     import weakref
 
     from ssmkit.granite import layer as layer_module
@@ -1258,6 +1258,11 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
         monkeypatch.setattr(layer_module, "_MAX_PREFILL_GRAPHS", 5)
         same(fast(hs[k]), want[k])
         assert replays[-1] == "addressed" and len(captures) == n + 1 and gone <= set(fast._prefill_addressed)
+        # with room in the LRU, the strided input and the Parameter (each seen before) still capture nothing
+        monkeypatch.setattr(layer_module, "_MAX_PREFILL_GRAPHS", 8)
+        for h, r in ((wide, ref[2]), (param, ref[3])):
+            same(fast(h), r)
+            assert replays[-1] == "kernels" and len(captures) == n + 1
         # calls at a bound address that the argument check refuses get the reference's errors
         assert (hs[0].data_ptr(), hs[0].shape) in fast._prefill_addressed
         with pytest.raises(TypeError, match="dtype"):
