@@ -967,14 +967,17 @@ def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypat
         fast(tok(), cache)
     fast.in_proj.to(BF16)
     ssm = cache.ssm_state
-    cache.ssm_state = ssm.to(BF16)
-    with pytest.raises(TypeError, match="ssm_state must be float32"):
-        fast(tok(), cache)
+    for wrong in (ssm.to(BF16), ssm.view(torch.int32)):  # (the view: the bound address, another dtype)
+        cache.ssm_state = wrong
+        with pytest.raises(TypeError, match="ssm_state must be float32"):
+            fast(tok(), cache)
     cache.ssm_state = ssm[:, :, :, :-1]
     with pytest.raises(ValueError, match="does not match the layer config"):
         fast(tok(), cache)
     # new state tensors (same shapes) on the same cache object: a new graph, then fast again
     cache.ssm_state = ssm.clone()
+    assert not both(tok()) and both(tok())
+    cache.conv_state = cache.conv_state.clone()  # (a new conv_state alone: the bound state's address unchanged)
     assert not both(tok()) and both(tok())
     # a new cache object on the same tensors (a caller that wraps its state per call) takes the fast path at once
     cache = MambaCache(conv_state=cache.conv_state, ssm_state=cache.ssm_state, has_previous_state=True,
@@ -996,14 +999,18 @@ def test_decode_fast_path_equals_full_path_and_keeps_every_check(tiny, monkeypat
     with torch.no_grad():
         fast(tok(), cache.clone(), torch.ones(2, 1, dtype=torch.long))
     assert len(checks) == n + 1
-    # an empty cache is a prefill, not a decode, even when bound
-    empty, empty_full = cache.clone(), cache.clone()
-    empty.has_previous_state = empty_full.has_previous_state = False
+    # an empty cache is a prefill, not a decode, even on the bound tensors (their stale states are not read)
+    assert not both(tok()) and both(tok())  # (re-bound under the projections' switch set back, then fast)
+    empty_full = cache.clone()
+    cache.has_previous_state = empty_full.has_previous_state = False
+    n = len(checks)
     with torch.no_grad():
         h = tok()
         want, _ = fast(h, empty_full)
-        got, _ = fast(h, empty)
-    assert torch.equal(got, want) and torch.equal(empty.ssm_state, empty_full.ssm_state)
+        got, _ = fast(h, cache)
+    assert len(checks) == n + 2  # both calls took the full path
+    assert torch.equal(got, want) and torch.equal(cache.ssm_state, empty_full.ssm_state)
+    assert torch.equal(cache.conv_state, empty_full.conv_state)
 
 
 def _check_prefill_fast_path(device: str, monkeypatch) -> None:
