@@ -1071,6 +1071,11 @@ def _check_prefill_fast_path(device: str, monkeypatch) -> None:
     with pytest.raises(TypeError, match="does not match the layer weights"):
         fast(hid())
     fast.in_proj.to(BF16)
+    if device == "cuda":  # in_proj moved alone (the CPU has no second device): the reference's device error
+        fast.in_proj.cpu()
+        with pytest.raises(ValueError, match="the layer weights on cpu"):
+            fast(hid())
+        fast.in_proj.to(device)
     fast.clear_graphs()  # (a replaced parameter: the documented step)
     assert not both(hid()) and both(hid())
     # a tensor subclass, a caller capturing a graph (here: _can_capture false) take the full path; inference mode
