@@ -17,7 +17,9 @@ pack() { tar czf "$OUT/run2.tgz" -C $W .; }
 cap() { local left=$((${BUDGET:-585} - SECONDS)); [ $left -lt 1 ] && left=1; [ $left -lt $1 ] && echo $left || echo $1; }
 python -m ssmkit.cli export granite --out $W/v19_candidate.py \
   && sed -i 's/self.prefill_address_graphs = False.*/self.prefill_address_graphs = True/' $W/v19_candidate.py
-grep -c "self.prefill_address_graphs = True" $W/v19_candidate.py
+if ! grep -q "self.prefill_address_graphs = True" $W/v19_candidate.py; then
+  echo "export or flip failed: stop"; pack; exit 1
+fi
 echo "== granite judge v19 ($SECONDS s)"
 timeout $(cap 560) python -m ssmkit.cli granite judge --candidate $W/v19_candidate.py \
   --json $W/granite_judge_v19.json > $W/granite_judge_v19.log 2>&1; echo "rc=$?"; tail -12 $W/granite_judge_v19.log; pack
