@@ -32,7 +32,7 @@ def held_mib(switch: bool, w, sl, device) -> dict:
     torch.cuda.synchronize()
     got = {"allocated_MiB": (torch.cuda.memory_allocated(device) - base[0]) / 2**20,
            "reserved_MiB": (torch.cuda.memory_reserved(device) - base[1]) / 2**20,
-           "graphs": sorted(e.graph_mode for e in layer._prefill_graphs.values())}
+           "graphs": sorted(e.graph_mode for e in (*layer._prefill_graphs.values(), *layer._addressed_graphs.values()))}
     layer.clear_graphs()
     return got
 

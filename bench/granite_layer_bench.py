@@ -109,9 +109,7 @@ def configure(fast: FastMambaLayer, settings: dict) -> None:
     """Set the variant's switches (defaults for the rest) and drop every captured graph."""
     for name, value in {**DEFAULTS, **settings}.items():
         setattr(fast, name, value)
-    fast._decode_graphs.clear()
-    fast._decode_bound.clear()
-    fast._prefill_graphs.clear()
+    fast.clear_graphs()
     torch.cuda.empty_cache()
 
 

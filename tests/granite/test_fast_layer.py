@@ -544,7 +544,7 @@ def _stand_in_graphs(monkeypatch):
     if torch.cuda.is_available():  # the stand-in runs the kernels on CPU tensors, in the interpreter
         pytest.skip("CPU stand-in for graph capture (the CUDA tests cover real graphs)")
 
-    def stand_in_capture(warm_up, body, device):
+    def stand_in_capture(warm_up, body, device, pool=None):  # (the pool: nothing to share off CUDA)
         static_out = warm_up()
 
         class Replay:
@@ -1150,19 +1150,23 @@ def test_prefill_fast_path_cuda(monkeypatch):
 
 def _check_addressed_prefill(device: str, monkeypatch) -> None:
     """prefill_address_graphs: an unmasked prefill without a cache at an address seen before gets a graph of its
-    own (in_proj inside, reading the caller's memory at replay time), captured on that second sighting and only
-    while it evicts no other graph (fresh addresses, a non-contiguous input or a tensor subclass with or without
-    room, the switch off, a full LRU capture none; "whole" graphs take none); every call equals the eager forward
-    bit for bit in new tensors, also after the caller rewrote its tensor in place or a new tensor object took a
-    used address (CUDA: the graph keeps no reference to the caller's tensor); once captured the fast path replays
-    it without the argument check, and a call at that address which the check would refuse (another dtype, in_proj
-    cast) still gets the reference's error; an evicted graph's binding goes with it; clear_graphs / a copy forget
-    the addresses."""
+    own (in_proj inside, reading the caller's memory at replay time), captured on that second sighting, in an LRU
+    of its own, and only while there is room or the least recently replayed one is idle (fresh addresses, a
+    non-contiguous input or a tensor subclass with or without room, the switch off, a full LRU with none idle
+    capture none; "whole" graphs take none; the other graphs' LRU drops none of them); the shape's "kernels" and
+    "addressed" graphs share one memory pool and replay stream, and a shape's pool goes with its last graph; every
+    call equals the eager forward bit for bit in new tensors, also after the caller rewrote its tensor in place or
+    a new tensor object took a used address (CUDA: the graph keeps no reference to the caller's tensor) or the
+    calls came from two streams; once captured the fast path replays it without the argument check, and a call at
+    that address which the check would refuse (another dtype, in_proj cast) still gets the reference's error; an
+    evicted graph's binding goes with it; clear_graphs / a copy forget the addresses and pools."""
     import weakref
 
     from ssmkit.granite import layer as layer_module
 
     monkeypatch.setattr(layer_module, "_MAX_PREFILL_GRAPHS", 4)
+    monkeypatch.setattr(layer_module, "_MAX_ADDRESSED_GRAPHS", 3)
+    monkeypatch.setattr(layer_module, "_ADDRESSED_IDLE_REPLAYS", 100)
     cfg = GraniteMambaConfig.tiny(chunk_size=16)  # (the GPU's tl.dot tiles need >= 16)
     fast = FastMambaLayer(cfg).to(device, BF16)
     fast.load_state_dict(synthetic_slice(cfg, 71).mamba)
@@ -1173,7 +1177,8 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
     real_check, real_capture = fast.check_forward_args_with_facts, layer_module.capture_graph
     real_replay = layer_module._PrefillGraph.replay
     monkeypatch.setattr(fast, "check_forward_args_with_facts", lambda *a: checks.append(1) or real_check(*a))
-    monkeypatch.setattr(layer_module, "capture_graph", lambda *a: captures.append(1) or real_capture(*a))
+    monkeypatch.setattr(layer_module, "capture_graph",
+                        lambda *a, **k: captures.append(k.get("pool")) or real_capture(*a, **k))
     monkeypatch.setattr(layer_module._PrefillGraph, "replay",
                         lambda self, *a: replays.append(self.graph_mode) or real_replay(self, *a))
 
@@ -1195,7 +1200,9 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
         returned.append(got)
 
     def addressed():
-        return {(e.key[-1], torch.Size(e.key[0])) for e in fast._prefill_graphs.values() if e.graph_mode == "addressed"}
+        assert all(e.graph_mode == "addressed" for e in fast._addressed_graphs.values())
+        assert all(e.graph_mode != "addressed" for e in fast._prefill_graphs.values())
+        return {(e.key[-1], torch.Size(e.key[0])) for e in fast._addressed_graphs.values()}
 
     def counts():
         return len(checks), len(captures)
@@ -1214,6 +1221,11 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
             same(fast(h), w)  # second sightings: the full path captures each address's graph
         assert counts() == (n + 3, 4) and replays[-3:] == ["addressed"] * 3
         assert addressed() == set(fast._prefill_addressed) == {(h.data_ptr(), h.shape) for h in hs}
+        # one pool and one replay stream for the shape's kernels graph and its addressed graphs
+        assert captures[0] is not None and all(p is captures[0] for p in captures)
+        entries = [*fast._prefill_graphs.values(), *fast._addressed_graphs.values()]
+        assert len(entries) == 4 and all(e._stream is entries[0]._stream for e in entries)
+        assert list(fast._prefill_pools) == [entries[0].key[:3]]
         n = len(checks)
         for h, w in zip(hs, want):
             same(fast(h), w)  # bound: the fast path replays the address's graph
@@ -1233,9 +1245,18 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
         want[2] = eager(hs[2])
         same(fast(hs[2]), want[2])
         assert counts()[1] == 4 and replays[-1] == "addressed"
-        # the LRU is full (3 addressed graphs and the kernels graph): recurring fresh tensors (kept alive), a
-        # non-contiguous input and a Parameter capture nothing, each equal to the eager forward; the fresh ones
-        # and the strided one take the fast path each time (no full path to a capture that cannot happen)
+        if device == "cuda":  # calls from two streams: the second replay waits for the first (a shared pool)
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                got = fast(hs[1])
+            torch.cuda.current_stream().wait_stream(side)  # (the caller's order for reading got)
+            same(got, want[1])
+            same(fast(hs[0]), want[0])
+            assert replays[-2:] == ["addressed"] * 2
+        # the addressed LRU is full (3), none idle: recurring fresh tensors (kept alive), a non-contiguous input
+        # and a Parameter capture nothing, each equal to the eager forward; the fresh ones and the strided one take
+        # the fast path each time (no full path to a capture that cannot happen)
         fresh = [hid() for _ in range(2)]
         wide = torch.randn(2, 5, 2 * cfg.hidden_size, generator=g).to(device, BF16)[..., ::2]
         param = torch.nn.Parameter(hid(), requires_grad=False)
@@ -1247,34 +1268,51 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
         for k in (0, 1, 0, 1, 2):
             same(fast(others[k]), ref[k])
             assert replays[-1] == "kernels"
-        assert counts() == (n, 4) and len(fast._prefill_graphs) == 4
+        assert counts() == (n, 4) and len(fast._addressed_graphs) == 3 and len(fast._prefill_graphs) == 1
         # the switch off: no addressed graph replayed, none captured; "whole" graphs: none replayed
         fast.prefill_address_graphs = False
         same(fast(hs[1]), want[1])
         assert replays[-1] == "kernels" and counts()[1] == 4
         fast.prefill_address_graphs = True
         bound = set(fast._prefill_addressed)
+        # the other graphs' LRU is apart: a "whole" capture that drops the kernels graph drops no addressed one
+        monkeypatch.setattr(layer_module, "_MAX_PREFILL_GRAPHS", 1)
         fast.prefill_graphs = "whole"
         same(fast(hs[1]), want[1])
-        assert replays[-1] == "whole"
+        assert replays[-1] == "whole" and [e.graph_mode for e in fast._prefill_graphs.values()] == ["whole"]
         fast.prefill_graphs = "mapped"
-        # the "whole" capture evicted the least recently used graph, an addressed one: its binding went with it,
-        # and with the LRU full its address takes the kernels graph, no capture
-        gone = bound - set(fast._prefill_addressed)
-        assert len(gone) == 1 and set(fast._prefill_addressed) == addressed()
-        k = next(i for i, h in enumerate(hs) if (h.data_ptr(), h.shape) in gone)
+        assert set(fast._prefill_addressed) == bound == addressed()
+        for i in (1, 2):  # (hs[0]'s graph the least recently replayed, idle for the 10 replays since)
+            same(fast(hs[i]), want[i])
+            assert replays[-1] == "addressed"
+        # a shape's pool goes with its last graph: another shape's kernels graph, then dropped by this shape's
+        one = hid(1)
+        same(fast(one), eager(one))
+        assert [e.key[:3] for e in fast._prefill_graphs.values()] == [(tuple(one.shape), BF16, one.device)]
+        assert len(fast._prefill_pools) == 2
+        same(fast(fresh[1]), ref[1])
+        assert replays[-1] == "kernels" and captures[-1] is captures[0]  # (the shape's pool, kept by its graphs)
+        assert list(fast._prefill_pools) == [(tuple(hs[0].shape), BF16, hs[0].device)]
+        # an idle addressed graph gives way: fresh[0]'s address (seen before) captures in place of hs[0]'s, whose
+        # binding goes with it; its address then finds none idle (hs[1], hs[2] and fresh[0] just replayed) and
+        # takes the kernels graph, no capture
+        monkeypatch.setattr(layer_module, "_ADDRESSED_IDLE_REPLAYS", 9)
         n = len(captures)
-        same(fast(hs[k]), want[k])
-        assert replays[-1] == "kernels" and len(captures) == n
+        same(fast(fresh[0]), ref[0])
+        gone = bound - set(fast._prefill_addressed)
+        assert replays[-1] == "addressed" and len(captures) == n + 1 and gone == {(hs[0].data_ptr(), hs[0].shape)}
+        assert set(fast._prefill_addressed) == addressed() and len(addressed()) == 3
+        same(fast(hs[0]), want[0])
+        assert replays[-1] == "kernels" and len(captures) == n + 1
         # room again (a larger bound): the remembered address captures its graph on its next call
-        monkeypatch.setattr(layer_module, "_MAX_PREFILL_GRAPHS", 5)
-        same(fast(hs[k]), want[k])
-        assert replays[-1] == "addressed" and len(captures) == n + 1 and gone <= set(fast._prefill_addressed)
+        monkeypatch.setattr(layer_module, "_MAX_ADDRESSED_GRAPHS", 4)
+        same(fast(hs[0]), want[0])
+        assert replays[-1] == "addressed" and len(captures) == n + 2 and gone <= set(fast._prefill_addressed)
         # with room in the LRU, the strided input and the Parameter (each seen before) still capture nothing
-        monkeypatch.setattr(layer_module, "_MAX_PREFILL_GRAPHS", 8)
+        monkeypatch.setattr(layer_module, "_MAX_ADDRESSED_GRAPHS", 8)
         for h, r in ((wide, ref[2]), (param, ref[3])):
             same(fast(h), r)
-            assert replays[-1] == "kernels" and len(captures) == n + 1
+            assert replays[-1] == "kernels" and len(captures) == n + 2
         # calls at a bound address that the argument check refuses get the reference's errors
         assert (hs[0].data_ptr(), hs[0].shape) in fast._prefill_addressed
         with pytest.raises(TypeError, match="dtype"):
@@ -1284,9 +1322,11 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
             fast(hs[0])
     fast.in_proj.to(BF16)
     clone = copy.deepcopy(fast)
-    assert not clone._prefill_addressed and not clone._seen_addresses
+    assert not clone._prefill_addressed and not clone._addressed_graphs and not clone._seen_addresses
+    assert not clone._prefill_pools
     fast.clear_graphs()  # (a replaced parameter: the documented step)
-    assert not fast._prefill_addressed and not fast._seen_addresses
+    assert not fast._prefill_addressed and not fast._addressed_graphs and not fast._seen_addresses
+    assert not fast._prefill_pools
     with torch.no_grad():
         same(fast(hs[0]), want[0])
 

@@ -46,18 +46,20 @@ Paths:
   bench/results/session3/host_timeline_s3f.json. Session 12 measured the same graph for unmasked batches, with
   slot copies in and out: 407.4 vs 414.1 us per B=1 L=4096 call, 1246.2 vs 1202.8 at L=16384, +100 MiB peak
   memory at 4096; not kept, bench/granite/NOTES.md "Session 12".)
-  ``prefill_address_graphs`` (session 47; default False until this form has run on a GPU: its CUDA test is
-  written, and no device machine came after the prototype's run): an unmasked prefill without a cache whose
-  contiguous hidden_states sit at an address that an earlier such call of the same shape used replays a graph of its own
-  captured on that address ("addressed"): the "kernels" graph with in_proj inside it, reading the caller's memory at
-  replay time (no copy; out_proj eager after it as in "kernels"), so the GPU no longer idles through cuBLAS's host
-  launch path before its first kernel. One graph per (address, shape, switches); the caller's tensor is not kept
-  alive, so a new tensor at a used address is read there. Captured on an address's second sighting (a loop whose
-  inputs never reuse an address captures nothing more) and only while the layer holds fewer graphs than the LRU
-  bound: an addressed capture never evicts another graph, so the steady state of any call pattern captures no more
-  than before (calls with an empty cache given, or an all-ones mask, take these graphs too). (H100, same process,
-  a prototype of it beside the layer, bench/results/session47/run1/: -27.6 / -28.0 us per B=1 call at L = 4096 /
-  16384, the same bits; bench/granite/NOTES.md "Session 47".)
+  ``prefill_address_graphs`` (session 47; default True since session 49): an unmasked prefill without a cache
+  whose contiguous hidden_states sit at an address that an earlier such call of the same shape used replays a graph
+  of its own captured on that address ("addressed"): the "kernels" graph with in_proj inside it, reading the
+  caller's memory at replay time (no copy; out_proj eager after it as in "kernels"), so the GPU no longer idles
+  through cuBLAS's host launch path before its first kernel. One graph per (address, shape, switches); the caller's
+  tensor is not kept alive, so a new tensor at a used address is read there. Captured on an address's second
+  sighting (a loop whose inputs never reuse an address captures nothing more), in an LRU of its own
+  (``_MAX_ADDRESSED_GRAPHS``) where a new graph replaces the least recently replayed one only once that one has sat
+  idle for ``_ADDRESSED_IDLE_REPLAYS`` prefill replays, so no call pattern captures on every call (calls with an
+  empty cache given, or an all-ones mask, take these graphs too). A shape's "kernels" and "addressed" graphs share
+  one memory pool (``FastMambaLayer._prefill_pool``): each addressed graph adds its static output, not a pool of
+  temporaries (~600 MiB at L = 16384 on a pool of its own, bench/results/session49/). (H100, same process:
+  session 47's prototype beside the layer, -27.6 / -28.0 us per B=1 call at L = 4096 / 16384, the same bits;
+  bench/granite/NOTES.md "Session 47" and "Session 49".)
   ``speculate_packed_prefill`` (default True): a packed graph is chosen by the mask's lengths, which reach the host
   through a device-to-host copy, and the GPU idled from that copy until the replay began. When the last two calls
   of a shape (no cache given) ran the same "mapped" graph, a call replays that graph into new tensors at once and
@@ -122,6 +124,13 @@ _PREFILL_GRAPH_MODES = (False, "whole", "kernels", "mapped")
 # FastMambaLayer.prefill_address_graphs: the (address, shape) keys of unmasked prefill inputs seen, at most this many
 # remembered (a key seen before may capture its "addressed" graph: FastMambaLayer._takes_addressed_graph).
 _MAX_SEEN_ADDRESSES = 16
+# FastMambaLayer.prefill_address_graphs: "addressed" graphs kept per layer, apart from the _MAX_PREFILL_GRAPHS LRU
+# (room for two shapes of 3 rotating inputs). When all are held, a new one replaces the least recently replayed
+# only if that one has not replayed in the layer's last _ADDRESSED_IDLE_REPLAYS prefill replays: more than
+# _MAX_SEEN_ADDRESSES, so an address that recurs only that rarely is forgotten before it can capture, and no call
+# pattern captures on every call.
+_MAX_ADDRESSED_GRAPHS = 6
+_ADDRESSED_IDLE_REPLAYS = 32
 # FastMambaLayer.pack_padded_gemms -> _Packing mode (None: projections over every position; True = "packed").
 _PACK_MODES = {False: None, True: "packed", "rows": "rows", "packed": "packed"}
 # FastMambaLayer.decode_io: how a decode graph gets its token and returns its output (_DecodeGraph).
@@ -282,7 +291,8 @@ class _PrefillGraph:
 
     def __init__(self, key: tuple, graph_mode: str, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor | None,
                  static_mask: torch.Tensor | None, static_out: torch.Tensor, static_cache: MambaCache,
-                 packing: _Packing | None, io: MappedIO | None = None) -> None:
+                 packing: _Packing | None, io: MappedIO | None = None,
+                 replay_stream: ReplayStream | None = None) -> None:
         self.key = key  # (FastMambaLayer._prefill_key: the graph's entry in the layer's LRU)
         self.graph_mode = graph_mode  # "whole", "kernels", "addressed" or "mapped" (``_replay_prefill``)
         self.graph = graph
@@ -292,7 +302,15 @@ class _PrefillGraph:
         self.static_out = static_out
         self.static_cache = static_cache
         self.io = io
-        self._stream = ReplayStream(static_out.device)  # ("mapped": the stream of the last replay)
+        # the stream of the last replay (of any graph sharing this one's memory pool: FastMambaLayer._prefill_pool)
+        self._stream = replay_stream or ReplayStream(static_out.device)
+        self.last_replay = 0  # FastMambaLayer._prefill_replays at this graph's last replay
+
+    def order(self) -> None:
+        """Before a replay that is not "mapped" (``run_mapped`` does this itself), and before its static input is
+        written: on a stream other than the last replay's, first wait for that one (the graphs sharing this one's
+        pool may reuse its memory)."""
+        self._stream.same()
 
     def run_mapped(self, hidden_states: torch.Tensor, cache: MambaCache | None) -> tuple[torch.Tensor, MambaCache]:
         """A "mapped" graph (packed left-padded batch, whole forward): post the token rows' source and the three
@@ -429,7 +447,7 @@ class FastMambaLayer(ReferenceMambaLayer):
     ``_guessed_packed_prefill``) and ``prefill_fast_path`` (True: a call without cache or mask of a shape whose
     last full-path call ran an unmasked graph replays it without the full checks and key, see ``_bound_call``;
     session 32; H100, session 33: -9.1 / -24 us per call at L = 4096 / 16384) and ``prefill_address_graphs``
-    (False; True: an unmasked prefill without a cache at an input address seen before replays a graph with in_proj
+    (True: an unmasked prefill without a cache at an input address seen before replays a graph with in_proj
     inside, read at that address; the module docstring).
     """
 
@@ -447,7 +465,7 @@ class FastMambaLayer(ReferenceMambaLayer):
         self.ssd_fused_state = None
         self.speculate_packed_prefill = True
         self.prefill_fast_path = True
-        self.prefill_address_graphs = False  # (True once its CUDA test and A/B have run: module docstring)
+        self.prefill_address_graphs = True
         self._decode_graphs: OrderedDict[tuple, _DecodeGraph] = OrderedDict()
         # cache.ssm_state.data_ptr() -> the binding of the graph captured on that state (forward's fast path), at
         # most _MAX_DECODE_GRAPHS; keyed by the state's address, so a new cache object on the same memory hits too
@@ -456,11 +474,17 @@ class FastMambaLayer(ReferenceMambaLayer):
         # hidden_states.shape -> the binding of the unmasked graph a call of that shape last ran on the full path
         # (forward's prefill fast path); only graphs in _prefill_graphs are bound
         self._prefill_bound: dict[torch.Size, _PrefillBinding] = {}
-        # _address_key(hidden_states) -> the binding of the "addressed" graph captured on that address (the fast
-        # path's first look); only graphs in _prefill_graphs are bound. _seen_addresses: the keys seen, captured or
-        # not (at most _MAX_SEEN_ADDRESSES, the first seen forgotten first)
+        # _prefill_key -> the "addressed" graph (prefill_address_graphs), at most _MAX_ADDRESSED_GRAPHS, the least
+        # recently replayed first; _address_key(hidden_states) -> the binding of the one captured on that address
+        # (the fast path's first look); only graphs in _addressed_graphs are bound. _seen_addresses: the keys seen,
+        # captured or not (at most _MAX_SEEN_ADDRESSES, the first seen forgotten first)
+        self._addressed_graphs: OrderedDict[tuple, _PrefillGraph] = OrderedDict()
         self._prefill_addressed: dict[tuple, _PrefillBinding] = {}
         self._seen_addresses: OrderedDict[tuple, None] = OrderedDict()
+        self._prefill_replays = 0  # prefill graph replays so far (_ADDRESSED_IDLE_REPLAYS)
+        # (shape, dtype, device) -> (memory pool, ReplayStream) shared by the "kernels" and "addressed" graphs of
+        # that input: _prefill_pool
+        self._prefill_pools: dict[tuple, tuple] = {}
         # _route_key(...) of a masked prefill without a cache -> (the "mapped" graph key its last call on the normal
         # path ran, or None for another path; how many normal-path calls before it in a row ran the same; a right
         # guess leaves it as it is): _guessed_packed_prefill's guess
@@ -576,7 +600,8 @@ class FastMambaLayer(ReferenceMambaLayer):
                     return None
                 if address is not None and self._takes_addressed_graph(hidden_states, address):
                     return None
-            self._prefill_graphs.move_to_end(bound.entry.key)
+            (self._addressed_graphs if bound.entry.graph_mode == "addressed" else
+             self._prefill_graphs).move_to_end(bound.entry.key)
             with torch.no_grad() if torch.is_grad_enabled() else contextlib.nullcontext():
                 out, cache = self._replay_prefill(bound.entry, hidden_states, None, None)
             cache.has_previous_state = True
@@ -627,8 +652,11 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _replay_prefill(self, entry: _PrefillGraph, hidden_states: torch.Tensor, mask: torch.Tensor | None,
                         cache: MambaCache | None) -> tuple[torch.Tensor, MambaCache]:
         """Run the captured prefill ``entry`` (by its ``graph_mode``) on the call's tensors: (output, cache)."""
+        self._prefill_replays += 1
+        entry.last_replay = self._prefill_replays
         if entry.graph_mode == "mapped":
             return entry.run_mapped(hidden_states, cache)
+        entry.order()
         if entry.graph_mode == "whole":
             entry.static_in.copy_(hidden_states)
             cache = entry.replay(mask, cache)
@@ -656,14 +684,18 @@ class FastMambaLayer(ReferenceMambaLayer):
     def _takes_addressed_graph(self, hidden_states: torch.Tensor, address: tuple) -> bool:
         """Whether an unmasked "kernels" prefill of ``hidden_states`` at ``address`` (its ``_address_key``) takes
         the address's own graph: the address was seen before (else it is remembered now: one sighting per call)
-        and that graph is held, or capturing it evicts no other graph (fewer than _MAX_PREFILL_GRAPHS held)."""
+        and that graph is held, or there is room for it (fewer than _MAX_ADDRESSED_GRAPHS held, or the least
+        recently replayed one idle for _ADDRESSED_IDLE_REPLAYS prefill replays)."""
         if address not in self._seen_addresses:
             self._seen_addresses[address] = None
             if len(self._seen_addresses) > _MAX_SEEN_ADDRESSES:
                 self._seen_addresses.popitem(last=False)
             return False
-        return (len(self._prefill_graphs) < _MAX_PREFILL_GRAPHS
-                or self._prefill_key(hidden_states, None, None, None, "addressed") in self._prefill_graphs)
+        graphs = self._addressed_graphs
+        if len(graphs) < _MAX_ADDRESSED_GRAPHS or self._prefill_key(
+                hidden_states, None, None, None, "addressed") in graphs:
+            return True
+        return self._prefill_replays - next(iter(graphs.values())).last_replay >= _ADDRESSED_IDLE_REPLAYS
 
     def _prefill_route(self, hidden_states: torch.Tensor, continuing: bool, mask: torch.Tensor | None,
                        facts: MaskFacts | None) -> tuple[str | None, tuple[int, ...] | None, str | None]:
@@ -812,21 +844,40 @@ class FastMambaLayer(ReferenceMambaLayer):
 
     def _prefill_graph(self, hidden_states: torch.Tensor, mask: torch.Tensor | None,
                        lengths: tuple[int, ...] | None, mode: str | None, graph_mode: str) -> _PrefillGraph:
-        """The captured prefill for this input shape, mask layout and switches (captured on first use)."""
+        """The captured prefill for this input shape, mask layout and switches (captured on first use), from the
+        LRU of "addressed" graphs or of the others; a capture beyond the LRU's bound drops its oldest graph."""
+        addressed = graph_mode == "addressed"
+        graphs = self._addressed_graphs if addressed else self._prefill_graphs
         key = self._prefill_key(hidden_states, mask, lengths, mode, graph_mode)
-        entry = self._prefill_graphs.get(key)
+        entry = graphs.get(key)
         if entry is None:
             entry = self._capture_prefill(key, hidden_states, mask, None if lengths is None else
                                           _Packing(mode, lengths, mask), graph_mode)
-            self._prefill_graphs[key] = entry
-            if len(self._prefill_graphs) > _MAX_PREFILL_GRAPHS:
-                dropped = self._prefill_graphs.popitem(last=False)[1]
+            graphs[key] = entry
+            if len(graphs) > (_MAX_ADDRESSED_GRAPHS if addressed else _MAX_PREFILL_GRAPHS):
+                dropped = graphs.popitem(last=False)[1]
                 _release_graphs([dropped])
                 self._prefill_bound = {k: b for k, b in self._prefill_bound.items() if b.entry is not dropped}
                 self._prefill_addressed = {k: b for k, b in self._prefill_addressed.items() if b.entry is not dropped}
+                live = {e.key[:3] for e in (*self._prefill_graphs.values(), *self._addressed_graphs.values())}
+                self._prefill_pools = {k: p for k, p in self._prefill_pools.items() if k in live}
         else:
-            self._prefill_graphs.move_to_end(key)
+            graphs.move_to_end(key)
         return entry
+
+    def _prefill_pool(self, hidden_states: torch.Tensor) -> tuple:
+        """(memory pool, ReplayStream) of the "kernels" and "addressed" graphs of ``hidden_states``' shape, dtype
+        and device (the first three items of their ``_prefill_key``): their temporaries share the pool, so an input
+        seen at several addresses costs one pool (H100, L = 16384: ~600 MiB reserved per graph on a pool of its
+        own), and the replays of one pool are ordered by its stream (``_PrefillGraph.order``). A stand-in handle off
+        CUDA (``capture_graph`` ignores it there)."""
+        device = hidden_states.device
+        key = (tuple(hidden_states.shape), hidden_states.dtype, device)
+        got = self._prefill_pools.get(key)
+        if got is None:
+            pool = torch.cuda.graph_pool_handle() if device.type == "cuda" else object()
+            got = self._prefill_pools[key] = (pool, ReplayStream(device))
+        return got
 
     def _prefill_key(self, hidden_states: torch.Tensor, mask: torch.Tensor | None, lengths: tuple[int, ...] | None,
                      mode: str | None, graph_mode: str) -> tuple:
@@ -879,8 +930,10 @@ class FastMambaLayer(ReferenceMambaLayer):
                 def step():
                     return self._prefill_kernels(static_in, static_mask, static_cache, False, packing)
 
-            graph, static_out = capture_graph(step, step, device)
-        return _PrefillGraph(key, graph_mode, graph, static_in, static_mask, static_out, static_cache, packing, io)
+            pool, stream = self._prefill_pool(hidden_states) if graph_mode in ("kernels", "addressed") else (None, None)
+            graph, static_out = capture_graph(step, step, device, pool=pool)
+        return _PrefillGraph(key, graph_mode, graph, static_in, static_mask, static_out, static_cache, packing, io,
+                             stream)
 
     def _mapped_prefill_step(self, hidden_states: torch.Tensor, packing: _Packing, static_cache: MambaCache):
         """The "mapped" prefill graph's body and buffers: gather the real rows of the posted hidden states
@@ -1052,7 +1105,9 @@ class FastMambaLayer(ReferenceMambaLayer):
         state["_decode_bound"] = {}
         state["_prefill_graphs"] = OrderedDict()
         state["_prefill_bound"] = {}
+        state["_addressed_graphs"] = OrderedDict()
         state["_prefill_addressed"] = {}
+        state["_prefill_pools"] = {}
         state["_seen_addresses"] = OrderedDict()
         state["_packed_routes"] = OrderedDict()
         return state
@@ -1062,12 +1117,15 @@ class FastMambaLayer(ReferenceMambaLayer):
         after a parameter is replaced by a new tensor (``layer.in_proj.weight = ...`` or ``param.data = ...``): graphs
         read the parameters at the addresses they had when captured. ``load_state_dict`` (copies in place) and
         ``.to()`` / ``.cuda()`` / ``.half()`` (drop the graphs themselves) need nothing."""
-        _release_graphs([*self._decode_graphs.values(), *self._prefill_graphs.values()])
+        _release_graphs([*self._decode_graphs.values(), *self._prefill_graphs.values(),
+                         *self._addressed_graphs.values()])
         self._decode_graphs.clear()
         self._decode_bound.clear()
         self._prefill_graphs.clear()
         self._prefill_bound.clear()
+        self._addressed_graphs.clear()
         self._prefill_addressed.clear()
+        self._prefill_pools.clear()
         self._seen_addresses.clear()
         self._packed_routes.clear()
 

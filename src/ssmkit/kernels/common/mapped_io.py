@@ -374,11 +374,14 @@ class _BodyReplay:
 
 
 def capture_graph(warm_up: Callable[[], object], body: Callable[[], object], device: torch.device,
-                  priority: int = 0):
+                  priority: int = 0, pool=None):
     """Run ``warm_up()`` on a side stream (Triton compiles, cuBLAS sets up), then capture ``body()`` into a new
     CUDA graph, on a capture stream of this CUDA ``priority`` (0 the default and lowest; the kernels captured on it
     keep it in the replays: torch instantiates graphs to use their nodes' priorities); returns (the graph, body's
-    result: the static output). Off CUDA ``warm_up()`` runs and the graph is a stand-in whose replay runs
+    result: the static output). ``pool``: None (the graph's own memory pool) or a ``torch.cuda.graph_pool_handle()``
+    shared with other graphs, whose memory the body's temporaries may reuse: only for graphs whose replays are
+    ordered one after another (one stream, or ``ReplayStream``) and whose results are read before another of them
+    replays. Off CUDA ``warm_up()`` runs, ``pool`` is ignored and the graph is a stand-in whose replay runs
     ``body()`` (nothing is captured; the result is None)."""
     if torch.device(device).type != "cuda":
         warm_up()
@@ -389,6 +392,7 @@ def capture_graph(warm_up: Callable[[], object], body: Callable[[], object], dev
         warm_up()
     torch.cuda.current_stream(device).wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=torch.cuda.Stream(device, priority=priority) if priority else None):
+    stream = torch.cuda.Stream(device, priority=priority) if priority else None
+    with torch.cuda.graph(graph, pool=pool, stream=stream):
         result = body()
     return graph, result
