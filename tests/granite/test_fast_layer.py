@@ -804,7 +804,7 @@ def test_clear_graphs_drops_graphs_and_bindings_and_the_next_step_recaptures(tin
     _stand_in_graphs(monkeypatch)
     captures = []
     stand_in = layer_module.capture_graph
-    monkeypatch.setattr(layer_module, "capture_graph", lambda *a: captures.append(1) or stand_in(*a))
+    monkeypatch.setattr(layer_module, "capture_graph", lambda *a, **k: captures.append(1) or stand_in(*a, **k))
     fast = FastMambaLayer(tiny).to(BF16)
     fast.load_state_dict(synthetic_slice(tiny, 53).mamba)
     g = torch.Generator().manual_seed(54)
@@ -1356,7 +1356,7 @@ def test_decode_bindings_hold_no_cache_alive_and_follow_the_graph_lru(tiny, monk
         def replay(self):
             pass
 
-    monkeypatch.setattr(layer_module, "capture_graph", lambda warm_up, body, device: (NoReplay(), warm_up()))
+    monkeypatch.setattr(layer_module, "capture_graph", lambda warm_up, body, device, pool=None: (NoReplay(), warm_up()))
     monkeypatch.setattr(layer_module, "_can_capture", lambda hidden_states: True)
     monkeypatch.setattr(layer_module, "_MAX_DECODE_GRAPHS", 2)
     fast = FastMambaLayer(tiny).to(BF16)
