@@ -58,7 +58,8 @@ ROTATIONS = 3
 DEVICE = "cuda"
 # FastMambaLayer attributes per variant (the rest at their defaults) and the workload kinds it runs on.
 DEFAULTS = {"prefill_graphs": False, "pack_padded_gemms": False, "cb_spread": False, "decode_projections": "cublas",
-            "decode_fast_path": False, "decode_evict_first": False, "decode_io": "copy", "decode_conv_apart": False}
+            "decode_fast_path": False, "decode_evict_first": False, "decode_io": "copy", "decode_conv_apart": False,
+            "prefill_address_graphs": False}
 VARIANTS = {
     "baseline": ({}, (PREFILL, DECODE)),
     "prefill_graphs": ({"prefill_graphs": "whole"}, (PREFILL,)),

@@ -1170,17 +1170,19 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
     cfg = GraniteMambaConfig.tiny(chunk_size=16)  # (the GPU's tl.dot tiles need >= 16)
     fast = FastMambaLayer(cfg).to(device, BF16)
     fast.load_state_dict(synthetic_slice(cfg, 71).mamba)
-    fast.prefill_address_graphs = True  # (off by default until this form has run on a GPU)
+    fast.prefill_address_graphs = True  # (the default; set so that the test does not depend on it)
     g = torch.Generator().manual_seed(72)
     hid = lambda b=2: torch.randn(b, 5, cfg.hidden_size, generator=g).to(device, BF16)  # noqa: E731
-    checks, captures, replays = [], [], []
+    checks, captures, replays, orders = [], [], [], []
     real_check, real_capture = fast.check_forward_args_with_facts, layer_module.capture_graph
-    real_replay = layer_module._PrefillGraph.replay
+    real_replay, real_order = layer_module._PrefillGraph.replay, layer_module._PrefillGraph.order
     monkeypatch.setattr(fast, "check_forward_args_with_facts", lambda *a: checks.append(1) or real_check(*a))
     monkeypatch.setattr(layer_module, "capture_graph",
                         lambda *a, **k: captures.append(k.get("pool")) or real_capture(*a, **k))
     monkeypatch.setattr(layer_module._PrefillGraph, "replay",
                         lambda self, *a: replays.append(self.graph_mode) or real_replay(self, *a))
+    monkeypatch.setattr(layer_module._PrefillGraph, "order", lambda self: orders.append(self.graph_mode) or
+                        real_order(self))
 
     def eager(h):
         fast.prefill_graphs = False
@@ -1245,14 +1247,17 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
         want[2] = eager(hs[2])
         same(fast(hs[2]), want[2])
         assert counts()[1] == 4 and replays[-1] == "addressed"
-        if device == "cuda":  # calls from two streams: the second replay waits for the first (a shared pool)
+        if device == "cuda":  # calls from two streams back to back: the shape's one replay stream follows them
+            torch.cuda.synchronize()  # (the inputs ready for the side stream)
             side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
                 got = fast(hs[1])
-            torch.cuda.current_stream().wait_stream(side)  # (the caller's order for reading got)
+                assert entries[0]._stream._raw == side.cuda_stream
+            got0 = fast(hs[0])  # (no wait here: the layer orders the replays that share the pool)
+            assert entries[0]._stream._raw == torch.cuda.current_stream().cuda_stream
+            torch.cuda.synchronize()  # (the caller's order for reading got)
             same(got, want[1])
-            same(fast(hs[0]), want[0])
+            same(got0, want[0])
             assert replays[-2:] == ["addressed"] * 2
         # the addressed LRU is full (3), none idle: recurring fresh tensors (kept alive), a non-contiguous input
         # and a Parameter capture nothing, each equal to the eager forward; the fresh ones and the strided one take
@@ -1282,7 +1287,7 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
         assert replays[-1] == "whole" and [e.graph_mode for e in fast._prefill_graphs.values()] == ["whole"]
         fast.prefill_graphs = "mapped"
         assert set(fast._prefill_addressed) == bound == addressed()
-        for i in (1, 2):  # (hs[0]'s graph the least recently replayed, idle for the 10 replays since)
+        for i in (1, 2):  # (hs[0]'s graph now the least recently replayed)
             same(fast(hs[i]), want[i])
             assert replays[-1] == "addressed"
         # a shape's pool goes with its last graph: another shape's kernels graph, then dropped by this shape's
@@ -1293,26 +1298,43 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
         same(fast(fresh[1]), ref[1])
         assert replays[-1] == "kernels" and captures[-1] is captures[0]  # (the shape's pool, kept by its graphs)
         assert list(fast._prefill_pools) == [(tuple(hs[0].shape), BF16, hs[0].device)]
-        # an idle addressed graph gives way: fresh[0]'s address (seen before) captures in place of hs[0]'s, whose
-        # binding goes with it; its address then finds none idle (hs[1], hs[2] and fresh[0] just replayed) and
-        # takes the kernels graph, no capture
-        monkeypatch.setattr(layer_module, "_ADDRESSED_IDLE_REPLAYS", 9)
+        # an idle addressed graph gives way at the bound: with the least recently replayed one (hs[0]'s) idle for
+        # one replay fewer, fresh[0] (seen just before) takes the kernels graph; idle for the bound, fresh[0]'s
+        # address captures in place of it, and hs[0]'s binding goes with it
+        oldest = next(iter(fast._addressed_graphs.values()))
+        assert oldest.key[-1] == hs[0].data_ptr()
+        idle = fast._prefill_replays - oldest.last_replay
+        monkeypatch.setattr(layer_module, "_ADDRESSED_IDLE_REPLAYS", idle + 1)
         n = len(captures)
+        same(fast(fresh[0]), ref[0])
+        assert replays[-1] == "kernels" and len(captures) == n
         same(fast(fresh[0]), ref[0])
         gone = bound - set(fast._prefill_addressed)
         assert replays[-1] == "addressed" and len(captures) == n + 1 and gone == {(hs[0].data_ptr(), hs[0].shape)}
         assert set(fast._prefill_addressed) == addressed() and len(addressed()) == 3
+        # an address last seen longer ago than the bound does not capture in place of an idle graph (hs[1]'s, idle
+        # while hs[2] and fresh[0] replay): hs[0]'s first call takes the kernels graph, its next (seen just before)
+        # captures in place of hs[1]'s
+        for k in range(idle + 1):
+            h, w = (hs[2], want[2]) if k % 2 else (fresh[0], ref[0])
+            same(fast(h), w)
+            assert replays[-1] == "addressed"
         same(fast(hs[0]), want[0])
         assert replays[-1] == "kernels" and len(captures) == n + 1
+        same(fast(hs[0]), want[0])
+        assert replays[-1] == "addressed" and len(captures) == n + 2
+        held = {(h.data_ptr(), h.shape) for h in (hs[0], hs[2], fresh[0])}
+        assert set(fast._prefill_addressed) == addressed() == held
         # room again (a larger bound): the remembered address captures its graph on its next call
         monkeypatch.setattr(layer_module, "_MAX_ADDRESSED_GRAPHS", 4)
-        same(fast(hs[0]), want[0])
-        assert replays[-1] == "addressed" and len(captures) == n + 2 and gone <= set(fast._prefill_addressed)
+        same(fast(hs[1]), want[1])
+        assert replays[-1] == "addressed" and len(captures) == n + 3 and len(addressed()) == 4
         # with room in the LRU, the strided input and the Parameter (each seen before) still capture nothing
         monkeypatch.setattr(layer_module, "_MAX_ADDRESSED_GRAPHS", 8)
         for h, r in ((wide, ref[2]), (param, ref[3])):
             same(fast(h), r)
-            assert replays[-1] == "kernels" and len(captures) == n + 2
+            assert replays[-1] == "kernels" and len(captures) == n + 3
+        assert orders == replays  # (every replay but the "mapped" ones ordered first)
         # calls at a bound address that the argument check refuses get the reference's errors
         assert (hs[0].data_ptr(), hs[0].shape) in fast._prefill_addressed
         with pytest.raises(TypeError, match="dtype"):

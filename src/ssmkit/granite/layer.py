@@ -54,10 +54,11 @@ Paths:
   tensor is not kept alive, so a new tensor at a used address is read there. Captured on an address's second
   sighting (a loop whose inputs never reuse an address captures nothing more), in an LRU of its own
   (``_MAX_ADDRESSED_GRAPHS``) where a new graph replaces the least recently replayed one only once that one has sat
-  idle for ``_ADDRESSED_IDLE_REPLAYS`` prefill replays, so no call pattern captures on every call (calls with an
-  empty cache given, or an all-ones mask, take these graphs too). A shape's "kernels" and "addressed" graphs share
-  one memory pool (``FastMambaLayer._prefill_pool``): each addressed graph adds its static output, not a pool of
-  temporaries (~600 MiB at L = 16384 on a pool of its own, bench/results/session49/). (H100, same process:
+  idle for ``_ADDRESSED_IDLE_REPLAYS`` prefill replays and the new address was seen within them, so addresses
+  that recur less often do not capture in place of one another (calls with an empty cache given, or an all-ones
+  mask, take these graphs too). A shape's "kernels" and "addressed" graphs share one memory pool
+  (``FastMambaLayer._prefill_pool``): an addressed graph beside another of its shape adds its static output, not
+  a pool of temporaries (~600 MiB at L = 16384 on a pool of its own, bench/results/session49/). (H100, same process:
   session 47's prototype beside the layer, -27.6 / -28.0 us per B=1 call at L = 4096 / 16384, the same bits;
   bench/granite/NOTES.md "Session 47" and "Session 49".)
   ``speculate_packed_prefill`` (default True): a packed graph is chosen by the mask's lengths, which reach the host
@@ -121,14 +122,18 @@ _MAX_PREFILL_GRAPHS = 4
 # FastMambaLayer.prefill_graphs: off, the whole forward in the graph, the kernels between the GEMMs only, or
 # ("mapped") the whole forward with MappedIO for packed left-padded batches ("kernels" for the others).
 _PREFILL_GRAPH_MODES = (False, "whole", "kernels", "mapped")
+# The prefill graph modes whose graphs of one input shape share a memory pool (FastMambaLayer._prefill_pool).
+_POOLED_GRAPH_MODES = ("kernels", "addressed")
 # FastMambaLayer.prefill_address_graphs: the (address, shape) keys of unmasked prefill inputs seen, at most this many
-# remembered (a key seen before may capture its "addressed" graph: FastMambaLayer._takes_addressed_graph).
+# remembered, the least recently seen forgotten first (a key seen before may capture its "addressed" graph:
+# FastMambaLayer._takes_addressed_graph).
 _MAX_SEEN_ADDRESSES = 16
 # FastMambaLayer.prefill_address_graphs: "addressed" graphs kept per layer, apart from the _MAX_PREFILL_GRAPHS LRU
-# (room for two shapes of 3 rotating inputs). When all are held, a new one replaces the least recently replayed
-# only if that one has not replayed in the layer's last _ADDRESSED_IDLE_REPLAYS prefill replays: more than
-# _MAX_SEEN_ADDRESSES, so an address that recurs only that rarely is forgotten before it can capture, and no call
-# pattern captures on every call.
+# (room for two shapes of 3 rotating inputs; each holds its static output, on a pool shared with its shape's other
+# graphs: FastMambaLayer._prefill_pool). When all are held, a new one replaces the least recently replayed only if
+# that one has not replayed in the layer's last _ADDRESSED_IDLE_REPLAYS prefill replays and the new address was
+# seen within them: a capture replaces a graph used less recently than the new address, so addresses that each
+# recur less often than that never capture in place of one another.
 _MAX_ADDRESSED_GRAPHS = 6
 _ADDRESSED_IDLE_REPLAYS = 32
 # FastMambaLayer.pack_padded_gemms -> _Packing mode (None: projections over every position; True = "packed").
@@ -188,10 +193,10 @@ class _DecodeGraph:
 
 
 def _release_graphs(graphs) -> None:
-    """Before dropping captured graphs (their memory pool, static buffers and counters go back to the allocator):
-    wait until none of their replays still runs on the GPU. An acknowledgement does not say so (the table fetch
-    acknowledges once it has read the table), and a replay on another stream is not ordered with later allocations
-    on this one."""
+    """Before dropping captured graphs (their memory pool or their part of a shared one, static buffers and counters
+    go back to the allocator): wait until none of their replays still runs on the GPU. An acknowledgement does not
+    say so (the table fetch acknowledges once it has read the table), and a replay on another stream is not ordered
+    with later allocations on this one."""
     for device in {g.static_out.device for g in graphs}:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -477,10 +482,11 @@ class FastMambaLayer(ReferenceMambaLayer):
         # _prefill_key -> the "addressed" graph (prefill_address_graphs), at most _MAX_ADDRESSED_GRAPHS, the least
         # recently replayed first; _address_key(hidden_states) -> the binding of the one captured on that address
         # (the fast path's first look); only graphs in _addressed_graphs are bound. _seen_addresses: the keys seen,
-        # captured or not (at most _MAX_SEEN_ADDRESSES, the first seen forgotten first)
+        # captured or not, each with _prefill_replays at its last sighting (at most _MAX_SEEN_ADDRESSES, the least
+        # recently seen forgotten first)
         self._addressed_graphs: OrderedDict[tuple, _PrefillGraph] = OrderedDict()
         self._prefill_addressed: dict[tuple, _PrefillBinding] = {}
-        self._seen_addresses: OrderedDict[tuple, None] = OrderedDict()
+        self._seen_addresses: OrderedDict[tuple, int] = OrderedDict()
         self._prefill_replays = 0  # prefill graph replays so far (_ADDRESSED_IDLE_REPLAYS)
         # (shape, dtype, device) -> (memory pool, ReplayStream) shared by the "kernels" and "addressed" graphs of
         # that input: _prefill_pool
@@ -683,19 +689,23 @@ class FastMambaLayer(ReferenceMambaLayer):
 
     def _takes_addressed_graph(self, hidden_states: torch.Tensor, address: tuple) -> bool:
         """Whether an unmasked "kernels" prefill of ``hidden_states`` at ``address`` (its ``_address_key``) takes
-        the address's own graph: the address was seen before (else it is remembered now: one sighting per call)
-        and that graph is held, or there is room for it (fewer than _MAX_ADDRESSED_GRAPHS held, or the least
-        recently replayed one idle for _ADDRESSED_IDLE_REPLAYS prefill replays)."""
-        if address not in self._seen_addresses:
-            self._seen_addresses[address] = None
-            if len(self._seen_addresses) > _MAX_SEEN_ADDRESSES:
-                self._seen_addresses.popitem(last=False)
+        the address's own graph: the address was seen before (each call is a sighting, remembered now) and that
+        graph is held, or there is room for it (fewer than _MAX_ADDRESSED_GRAPHS held, or the address last seen
+        within the last _ADDRESSED_IDLE_REPLAYS prefill replays and the least recently replayed graph idle for at
+        least as many)."""
+        seen = self._seen_addresses
+        last_seen = seen.pop(address, None)
+        seen[address] = now = self._prefill_replays
+        if len(seen) > _MAX_SEEN_ADDRESSES:
+            seen.popitem(last=False)
+        if last_seen is None:
             return False
         graphs = self._addressed_graphs
         if len(graphs) < _MAX_ADDRESSED_GRAPHS or self._prefill_key(
                 hidden_states, None, None, None, "addressed") in graphs:
             return True
-        return self._prefill_replays - next(iter(graphs.values())).last_replay >= _ADDRESSED_IDLE_REPLAYS
+        return (now - last_seen < _ADDRESSED_IDLE_REPLAYS
+                and now - next(iter(graphs.values())).last_replay >= _ADDRESSED_IDLE_REPLAYS)
 
     def _prefill_route(self, hidden_states: torch.Tensor, continuing: bool, mask: torch.Tensor | None,
                        facts: MaskFacts | None) -> tuple[str | None, tuple[int, ...] | None, str | None]:
@@ -859,22 +869,22 @@ class FastMambaLayer(ReferenceMambaLayer):
                 _release_graphs([dropped])
                 self._prefill_bound = {k: b for k, b in self._prefill_bound.items() if b.entry is not dropped}
                 self._prefill_addressed = {k: b for k, b in self._prefill_addressed.items() if b.entry is not dropped}
-                live = {e.key[:3] for e in (*self._prefill_graphs.values(), *self._addressed_graphs.values())}
+                live = {e.key[:3] for e in (*self._prefill_graphs.values(), *self._addressed_graphs.values())
+                        if e.graph_mode in _POOLED_GRAPH_MODES}
                 self._prefill_pools = {k: p for k, p in self._prefill_pools.items() if k in live}
         else:
             graphs.move_to_end(key)
         return entry
 
-    def _prefill_pool(self, hidden_states: torch.Tensor) -> tuple:
-        """(memory pool, ReplayStream) of the "kernels" and "addressed" graphs of ``hidden_states``' shape, dtype
-        and device (the first three items of their ``_prefill_key``): their temporaries share the pool, so an input
-        seen at several addresses costs one pool (H100, L = 16384: ~600 MiB reserved per graph on a pool of its
-        own), and the replays of one pool are ordered by its stream (``_PrefillGraph.order``). A stand-in handle off
-        CUDA (``capture_graph`` ignores it there)."""
-        device = hidden_states.device
-        key = (tuple(hidden_states.shape), hidden_states.dtype, device)
+    def _prefill_pool(self, key: tuple) -> tuple:
+        """(memory pool, ReplayStream) of the "kernels" and "addressed" graphs (_POOLED_GRAPH_MODES) whose
+        ``_prefill_key`` starts with ``key`` (input shape, dtype, device): their temporaries share the pool, so an
+        input seen at several addresses costs one pool (H100, L = 16384: ~600 MiB reserved per graph on a pool of
+        its own), and the replays of one pool are ordered by its stream (``_PrefillGraph.order``). Dropped with the
+        last such graph (``_prefill_graph``). A stand-in handle off CUDA (``capture_graph`` ignores it there)."""
         got = self._prefill_pools.get(key)
         if got is None:
+            device = key[2]
             pool = torch.cuda.graph_pool_handle() if device.type == "cuda" else object()
             got = self._prefill_pools[key] = (pool, ReplayStream(device))
         return got
@@ -930,7 +940,7 @@ class FastMambaLayer(ReferenceMambaLayer):
                 def step():
                     return self._prefill_kernels(static_in, static_mask, static_cache, False, packing)
 
-            pool, stream = self._prefill_pool(hidden_states) if graph_mode in ("kernels", "addressed") else (None, None)
+            pool, stream = self._prefill_pool(key[:3]) if graph_mode in _POOLED_GRAPH_MODES else (None, None)
             graph, static_out = capture_graph(step, step, device, pool=pool)
         return _PrefillGraph(key, graph_mode, graph, static_in, static_mask, static_out, static_cache, packing, io,
                              stream)
