@@ -1290,14 +1290,20 @@ def _check_addressed_prefill(device: str, monkeypatch) -> None:
         for i in (1, 2):  # (hs[0]'s graph now the least recently replayed)
             same(fast(hs[i]), want[i])
             assert replays[-1] == "addressed"
-        # a shape's pool goes with its last graph: another shape's kernels graph, then dropped by this shape's
-        one = hid(1)
-        same(fast(one), eager(one))
+        # a shape's pool goes with its last pooled graph: another shape's kernels graph gets a pool, which a "whole"
+        # graph of that shape (on no pool) taking its place does not keep; this shape's kernels graph, captured
+        # again, gets the pool its addressed graphs kept
+        one, pooled = hid(1), [(tuple(hs[0].shape), BF16, hs[0].device)]
+        want_one = eager(one)
+        same(fast(one), want_one)
         assert [e.key[:3] for e in fast._prefill_graphs.values()] == [(tuple(one.shape), BF16, one.device)]
         assert len(fast._prefill_pools) == 2
+        fast.prefill_graphs = "whole"
+        same(fast(one), want_one)
+        fast.prefill_graphs = "mapped"
+        assert replays[-1] == "whole" and captures[-1] is None and list(fast._prefill_pools) == pooled
         same(fast(fresh[1]), ref[1])
-        assert replays[-1] == "kernels" and captures[-1] is captures[0]  # (the shape's pool, kept by its graphs)
-        assert list(fast._prefill_pools) == [(tuple(hs[0].shape), BF16, hs[0].device)]
+        assert replays[-1] == "kernels" and captures[-1] is captures[0] and list(fast._prefill_pools) == pooled
         # an idle addressed graph gives way at the bound: with the least recently replayed one (hs[0]'s) idle for
         # one replay fewer, fresh[0] (seen just before) takes the kernels graph; idle for the bound, fresh[0]'s
         # address captures in place of it, and hs[0]'s binding goes with it
