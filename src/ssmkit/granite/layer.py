@@ -292,7 +292,8 @@ class _PrefillGraph:
     in_proj output and the normed out_proj input for a kernels-only graph; for an "addressed" graph None (its
     in_proj reads the caller's hidden_states at the key's address) and the normed out_proj input; for a "mapped"
     graph (``io`` set, ``run_mapped``) the gathered rows and the packed out_proj output, which calls never touch.
-    ``packing``: the key's packed projections (or None)."""
+    ``packing``: the key's packed projections (or None). ``replay_stream``: the ``ReplayStream`` of the graphs that
+    share this one's memory pool (``FastMambaLayer._prefill_pool``), None for one of its own."""
 
     def __init__(self, key: tuple, graph_mode: str, graph: torch.cuda.CUDAGraph, static_in: torch.Tensor | None,
                  static_mask: torch.Tensor | None, static_out: torch.Tensor, static_cache: MambaCache,
