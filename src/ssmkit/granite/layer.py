@@ -607,8 +607,7 @@ class FastMambaLayer(ReferenceMambaLayer):
                     return None
                 if address is not None and self._takes_addressed_graph(hidden_states, address):
                     return None
-            (self._addressed_graphs if bound.entry.graph_mode == "addressed" else
-             self._prefill_graphs).move_to_end(bound.entry.key)
+            self._graph_lru(bound.entry.graph_mode).move_to_end(bound.entry.key)
             with torch.no_grad() if torch.is_grad_enabled() else contextlib.nullcontext():
                 out, cache = self._replay_prefill(bound.entry, hidden_states, None, None)
             cache.has_previous_state = True
@@ -857,15 +856,14 @@ class FastMambaLayer(ReferenceMambaLayer):
                        lengths: tuple[int, ...] | None, mode: str | None, graph_mode: str) -> _PrefillGraph:
         """The captured prefill for this input shape, mask layout and switches (captured on first use), from the
         LRU of "addressed" graphs or of the others; a capture beyond the LRU's bound drops its oldest graph."""
-        addressed = graph_mode == "addressed"
-        graphs = self._addressed_graphs if addressed else self._prefill_graphs
+        graphs = self._graph_lru(graph_mode)
         key = self._prefill_key(hidden_states, mask, lengths, mode, graph_mode)
         entry = graphs.get(key)
         if entry is None:
             entry = self._capture_prefill(key, hidden_states, mask, None if lengths is None else
                                           _Packing(mode, lengths, mask), graph_mode)
             graphs[key] = entry
-            if len(graphs) > (_MAX_ADDRESSED_GRAPHS if addressed else _MAX_PREFILL_GRAPHS):
+            if len(graphs) > (_MAX_ADDRESSED_GRAPHS if graphs is self._addressed_graphs else _MAX_PREFILL_GRAPHS):
                 dropped = graphs.popitem(last=False)[1]
                 _release_graphs([dropped])
                 self._prefill_bound = {k: b for k, b in self._prefill_bound.items() if b.entry is not dropped}
@@ -876,6 +874,10 @@ class FastMambaLayer(ReferenceMambaLayer):
         else:
             graphs.move_to_end(key)
         return entry
+
+    def _graph_lru(self, graph_mode: str) -> OrderedDict:
+        """The LRU that holds the prefill graphs of ``graph_mode``: "addressed" ones apart from the others."""
+        return self._addressed_graphs if graph_mode == "addressed" else self._prefill_graphs
 
     def _prefill_pool(self, key: tuple) -> tuple:
         """(memory pool, ReplayStream) of the "kernels" and "addressed" graphs (_POOLED_GRAPH_MODES) whose
